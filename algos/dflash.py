@@ -1,0 +1,34 @@
+"""DFlash: a block-diffusion draft that fills a block of mask tokens in one forward pass."""
+
+from specreg import register_speculator
+from specreg.dflash_family import Variant, normalize
+
+DFLASH = Variant(
+    name="dflash",
+    architecture="DFlashDraftModel",
+    sample_from_anchor_default=False,
+    non_causal_default=True,
+    non_causal_why="the field predates speculators' causal sliding layers: treated as non-causal",
+)
+
+
+@register_speculator("dflash", method="dflash", vllm_min="0.20")
+def dflash(cfg, ctx):
+    """DFlash draft, served as method "dflash".
+
+    | field | type | required / default | why |
+    |---|---|---|---|
+    | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
+    | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
+    | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal |
+    | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |
+    | `aux_hidden_state_layer_ids` | list[int] | required (never guessed) | verifier layers feeding the draft; target ids are these minus one |
+    | `mask_token_id` | int >= 0 | required | the token that fills the draft block |
+    | `block_size` | int in 1..4096 | optional | the trained block: checks the draft length |
+    | `sample_from_anchor` | bool | derived from length vs block, else false | false: the anchor is the bonus token, block_size - 1 drafts (speculators' default) |
+    | `sliding_window_non_causal` | bool | default true | a missing field predates causal sliding layers; vLLM >= 0.26 reads missing as non-causal too |
+    | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
+    | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
+    | `architectures` | list[str] | optional | read for the family's DSpark Omni class; ignored here |
+    """
+    return normalize(cfg, ctx, DFLASH)

@@ -1,0 +1,45 @@
+"""DFlash2: DFlash with a grouped convolution and a low-rank candidate selector head."""
+
+from specreg import register_speculator
+from specreg.dflash_family import Variant, normalize
+from specreg.fields import COUNT, POS_INT
+
+DFLASH2 = Variant(
+    name="dflash2",
+    architecture="DFlash2DraftModel",
+    sample_from_anchor_default=False,
+    non_causal_default=True,
+    non_causal_why="speculators' default for dflash2 is true: sliding layers non-causal",
+    extras=(
+        ("conv_kernel_size", POS_INT, "dflash_config"),
+        ("conv_group_size", POS_INT, "dflash_config"),
+        ("selector_rank", POS_INT, "dflash_config"),
+        ("selector_top_k", COUNT, "dflash_config"),
+    ),
+)
+
+
+@register_speculator("dflash2", method="dflash", vllm_min="0.29")
+def dflash2(cfg, ctx):
+    """DFlash2 draft, served as method "dflash" with the DFlash2DraftModel class.
+
+    | field | type | required / default | why |
+    |---|---|---|---|
+    | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
+    | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
+    | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal |
+    | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |
+    | `aux_hidden_state_layer_ids` | list[int] | required (never guessed) | verifier layers feeding the draft; target ids are these minus one |
+    | `mask_token_id` | int >= 0 | required | the token that fills the draft block |
+    | `block_size` | int in 1..4096 | optional | the trained block: checks the draft length |
+    | `sample_from_anchor` | bool | derived from length vs block, else false | speculators' default for dflash2 |
+    | `sliding_window_non_causal` | bool | default true | speculators' default for dflash2 |
+    | `conv_kernel_size` | int >= 1 | optional, passed through | into dflash_config |
+    | `conv_group_size` | int >= 1 | optional, passed through | into dflash_config |
+    | `selector_rank` | int >= 1 | optional, passed through | into dflash_config |
+    | `selector_top_k` | int in 1..4096 | optional, passed through | into dflash_config |
+    | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
+    | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
+    | `architectures` | list[str] | optional | read for the family's DSpark Omni class; ignored here |
+    """
+    return normalize(cfg, ctx, DFLASH2)

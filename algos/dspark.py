@@ -1,0 +1,48 @@
+"""DSpark: DFlash with a low-rank Markov logit-bias head and an optional confidence head."""
+
+from specreg import register_speculator
+from specreg.dflash_family import Variant, normalize
+from specreg.fields import BOOL, POS_INT, STR
+
+DSPARK = Variant(
+    name="dspark",
+    architecture="Qwen3DSparkModel",
+    sample_from_anchor_default=True,
+    non_causal_default=True,
+    non_causal_why="the field predates causal sliding layers: treated as non-causal",
+    extras=(
+        ("markov_rank", POS_INT, "top"),
+        ("markov_head_type", STR, "top"),
+        ("enable_confidence_head", BOOL, "top"),
+        ("confidence_head_with_markov", BOOL, "top"),
+        ("use_aux_hidden_state", BOOL, "top"),
+    ),
+    top_level=True,
+)
+
+
+@register_speculator("dspark", method="dspark", vllm_min="0.25")
+def dspark(cfg, ctx):
+    """DSpark draft, served as method "dspark" (Qwen3DSparkModel, or Qwen3OmniDSparkModel when named).
+
+    | field | type | required / default | why |
+    |---|---|---|---|
+    | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
+    | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
+    | `transformer_layer_config.layer_types` | list[str] | default all full_attention | vLLM's DSpark forward is non-causal on every layer |
+    | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |
+    | `aux_hidden_state_layer_ids` | list[int] | required (never guessed) | verifier layers feeding the draft; target_layer_ids are these minus one |
+    | `mask_token_id` | int >= 0 | required | the token that fills the draft block |
+    | `block_size` | int in 1..4096 | optional, passed through | the trained block: checks the draft length |
+    | `sample_from_anchor` | bool | derived from length vs block, else true | speculators' default for dspark; vLLM assumes false, so it is always written |
+    | `sliding_window_non_causal` | bool | default true | vLLM's DSpark path ignores it; a causal layer cannot be served |
+    | `markov_rank` | int >= 1 | optional, passed through | the Markov head's rank |
+    | `markov_head_type` | str | optional, passed through | the Markov head's kind |
+    | `enable_confidence_head` | bool | optional, passed through | the confidence head |
+    | `confidence_head_with_markov` | bool | optional, passed through | the confidence head's input |
+    | `use_aux_hidden_state` | bool | optional, passed through | read by vLLM >= 0.30 |
+    | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
+    | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
+    | `architectures` | list[str] | optional | Qwen3OmniDSparkModel when the source names it |
+    """
+    return normalize(cfg, ctx, DSPARK)

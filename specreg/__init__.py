@@ -1,0 +1,55 @@
+"""specreg: the model zoo for speculative decoding.
+
+Reads a draft model's config.json (speculators format), normalizes it into the configuration
+vLLM needs to serve the draft as it was trained, and says where every value came from.
+
+    import specreg
+    spec = specreg.load("RedHatAI/Qwen3-8B-speculator.dflash")
+    spec.speculative_config, spec.draft_config, spec.attention, spec.findings
+
+Public names are imported lazily, so `import specreg` stays light (no torch, transformers,
+vllm or huggingface_hub).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "load": "specreg.loader",
+    "normalize": "specreg.normalize",
+    "register_speculator": "specreg.registry",
+    "algorithms": "specreg.registry",
+    "Speculator": "specreg.speculator",
+    "Finding": "specreg.speculator",
+    "Provenance": "specreg.speculator",
+    "LayerAttention": "specreg.speculator",
+    "SpecregError": "specreg.errors",
+    "ConfigError": "specreg.errors",
+    "UnknownAlgorithmError": "specreg.errors",
+    "RegistryError": "specreg.errors",
+    "HubError": "specreg.errors",
+    "RepoNotFoundError": "specreg.errors",
+    "GatedRepoError": "specreg.errors",
+    "RevisionNotFoundError": "specreg.errors",
+    "FileNotFoundOnHubError": "specreg.errors",
+    "OfflineError": "specreg.errors",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'specreg' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

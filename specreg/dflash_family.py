@@ -1,0 +1,375 @@
+"""The DFlash family (dflash, dflash2, dspark): one implementation of their shared rules.
+
+Each family member's module describes itself with a `Variant` and calls `normalize`; a fix here
+reaches all three. The facts (speculators 0.9 training, vLLM 0.20-0.33 serving):
+
+- Layer ids: speculators' aux ids mean "the hidden state entering layer i"; DFlash and DSpark
+  target ids mean "the output of layer t" = i - 1 (vLLM >= 0.22; 0.20-0.21 stored aux unchanged).
+- Masks as trained: full-attention layers are bidirectional inside the block; a sliding layer is
+  causal unless ``sliding_window_non_causal`` (missing: the field predates it, non-causal).
+- Masks as vLLM serves the unmodified file: < 0.24 every layer non-causal; 0.24-0.25 a layer is
+  causal iff sliding; >= 0.26 ``dflash_config.causal = not sliding_window_non_causal`` (missing ->
+  False) for every layer. DSpark's path builds no dflash_config: its block forward is non-causal.
+- Draft length: ``sample_from_anchor`` false -> block_size - 1 tokens, true -> block_size.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from specreg.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind
+from specreg.plan import Context, Plan
+from specreg.speculator import LayerAttention
+
+FULL, SLIDING = "full_attention", "sliding_attention"
+
+
+@attrs.frozen
+class Variant:
+    """What distinguishes one family member."""
+
+    name: str
+    architecture: str
+    #: speculators' default for a missing sample_from_anchor, and why.
+    sample_from_anchor_default: bool
+    #: speculators' default for a missing sliding_window_non_causal, and why.
+    non_causal_default: bool
+    non_causal_why: str
+    #: extra fields passed through unchanged: name -> (kind, where they go in draft_config).
+    extras: tuple[tuple[str, Kind, str], ...] = ()
+    #: True for DSpark: ids and anchor fields at the top level of draft_config, no dflash_config.
+    top_level: bool = False
+
+
+def check_layer_ids(cfg: Fields, key: str, ids: list[int] | None, *, minimum: int) -> None:
+    """Ids must be unique and increasing, and >= `minimum` (1 for the DFlash family)."""
+    if not ids:
+        return
+    for i, v in enumerate(ids):
+        if v < minimum:
+            cfg.problem(
+                f"{cfg.at(key)}[{i}]",
+                f"layer id {v} is below {minimum}: aux ids count the hidden state entering layer i, "
+                f"and the DFlash family reads the output of layer i - 1",
+            )
+            return
+    for i in range(1, len(ids)):
+        if ids[i] <= ids[i - 1]:
+            what = "repeats" if ids[i] == ids[i - 1] else "is smaller than the one before"
+            cfg.problem(f"{cfg.at(key)}[{i}]", f"layer id {ids[i]} {what}; ids must be unique and increasing")
+            return
+
+
+def read_layers(cfg: Fields, layer_cfg: Fields | None) -> tuple[int | None, list[str] | None, int | None]:
+    """num_hidden_layers, layer_types (checked against it) and sliding_window of the draft."""
+    if layer_cfg is None:
+        return None, None, None
+    n = layer_cfg.get("num_hidden_layers", COUNT, required=True)
+    types = layer_cfg.get("layer_types", STR_LIST)
+    window = layer_cfg.get("sliding_window", POS_INT)
+    if types is not None and n is not None:
+        if len(types) != n:
+            layer_cfg.problem(
+                layer_cfg.at("layer_types"),
+                f"has {len(types)} entries but num_hidden_layers is {n}",
+            )
+            return n, None, window
+        for i, t in enumerate(types):
+            if t not in (FULL, SLIDING):
+                layer_cfg.problem(
+                    f"{layer_cfg.at('layer_types')}[{i}]",
+                    f"unknown layer type {t!r}; a DFlash-family draft has {FULL!r} or {SLIDING!r} layers",
+                )
+                return n, None, window
+        if SLIDING in types and window is None:
+            layer_cfg.problem(layer_cfg.at("sliding_window"), "sliding_attention layers need a sliding_window")
+    return n, types, window
+
+
+def served_causal(variant: Variant, ctx: Context, types: list[str], non_causal_in_file: bool | None) -> list[bool]:
+    """Per layer: is it causal when the targeted vLLM serves the unmodified file?"""
+    n = len(types)
+    if variant.top_level or not ctx.since("dflash_causal_layers"):
+        return [False] * n
+    if ctx.since("dflash_causal_from_sliding_window_non_causal"):
+        flag = not (True if non_causal_in_file is None else non_causal_in_file)
+        return [flag] * n
+    return [t == SLIDING for t in types]
+
+
+def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
+    plan = Plan()
+
+    layer_cfg = cfg.obj("transformer_layer_config", required=True)
+    aux = cfg.get("aux_hidden_state_layer_ids", LAYER_IDS, required=True)
+    check_layer_ids(cfg, "aux_hidden_state_layer_ids", aux, minimum=1)
+    mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True)
+    draft_vocab = cfg.get("draft_vocab_size", POS_INT)
+    target_hidden = cfg.get("target_hidden_size", POS_INT)
+    block = cfg.get("block_size", COUNT)
+    anchor_in_file = cfg.get("sample_from_anchor", BOOL)
+    non_causal_in_file = cfg.get("sliding_window_non_causal", BOOL)
+    extras = {key: cfg.get(key, kind) for key, kind, _ in variant.extras}
+    source_archs = cfg.get("architectures", STR_LIST, default=[])
+    n, types, window = read_layers(cfg, layer_cfg)
+    cfg.done()
+    assert layer_cfg is not None and aux is not None and n is not None  # guaranteed by done()
+
+    # -- the draft config: the layer config, then the family's fields ------------------------------
+    plan.base(layer_cfg.copy_data(), "$.transformer_layer_config")
+    arch = variant.architecture
+    if variant.top_level and "Qwen3OmniDSparkModel" in (source_archs or []):
+        arch = "Qwen3OmniDSparkModel"
+        plan.copy("draft_config.architectures", [arch], "$.architectures")
+    else:
+        plan.derive(
+            "draft_config.architectures", [arch], ["$.speculators_model_type"], f"vLLM's class for {variant.name}"
+        )
+    if draft_vocab is not None:
+        plan.copy("draft_config.draft_vocab_size", draft_vocab, "$.draft_vocab_size")
+    if target_hidden is not None:
+        plan.copy("draft_config.target_hidden_size", target_hidden, "$.target_hidden_size")
+    plan.copy("draft_config.eagle_aux_hidden_state_layer_ids", list(aux), "$.aux_hidden_state_layer_ids")
+
+    inner = "draft_config" if variant.top_level else "draft_config.dflash_config"
+    plan.copy(f"{inner}.mask_token_id", mask_token, "$.mask_token_id")
+    if variant.top_level or ctx.since("dflash_target_layer_ids_minus_one"):
+        plan.derive(
+            f"{inner}.target_layer_ids",
+            [i - 1 for i in aux],
+            ["$.aux_hidden_state_layer_ids"],
+            "aux id i is the hidden state entering layer i; the DFlash family reads the output of layer i - 1",
+        )
+    else:
+        plan.derive(
+            f"{inner}.target_layer_ids",
+            list(aux),
+            ["$.aux_hidden_state_layer_ids"],
+            f"{ctx.vllm_label} stores aux ids unchanged and shifts them itself (the i - 1 rule starts in 0.22)",
+        )
+    if variant.top_level and block is not None:
+        plan.copy("draft_config.block_size", block, cfg.at("block_size"))
+    for key, _kind, where in variant.extras:
+        if extras[key] is not None:
+            dest = "draft_config" if where == "top" else "draft_config.dflash_config"
+            plan.copy(f"{dest}.{key}", extras[key], cfg.at(key))
+
+    _draft_length(cfg, ctx, variant, plan, block, anchor_in_file)
+    _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file)
+    return plan
+
+
+def _draft_length(
+    cfg: Fields, ctx: Context, variant: Variant, plan: Plan, block: int | None, anchor_in_file: bool | None
+) -> None:
+    """num_speculative_tokens, checked against the block; sample_from_anchor written explicitly."""
+    env = ctx.envelope
+    k = env.num_speculative_tokens
+    assert k is not None
+    anchor_src = [cfg.at("sample_from_anchor")]
+    if anchor_in_file is not None:
+        anchor = anchor_in_file
+        plan_anchor = ("copy", anchor_src[0])
+    elif block is not None and k in (block - 1, block):
+        anchor = k == block
+        plan_anchor = ("derive", "speculative_tokens == block_size" if anchor else "speculative_tokens == block_size - 1")
+    else:
+        anchor = variant.sample_from_anchor_default
+        plan_anchor = ("default", f"speculators' default for {variant.name}")
+        if block is None:
+            plan.find(
+                "trainer-default-applied",
+                f"sample_from_anchor and block_size are both missing; applied speculators' default "
+                f"sample_from_anchor={str(anchor).lower()} for {variant.name}",
+                anchor_src[0],
+            )
+
+    field = "draft_config.sample_from_anchor" if variant.top_level else "draft_config.dflash_config.sample_from_anchor"
+    if variant.top_level or ctx.since("sample_from_anchor_mapped"):
+        if plan_anchor[0] == "copy":
+            plan.copy(field, anchor, plan_anchor[1])
+        elif plan_anchor[0] == "derive":
+            plan.derive(field, anchor, [env.tokens_path, cfg.at("block_size")], plan_anchor[1])
+        else:
+            plan.default(field, anchor, plan_anchor[1])
+    if variant.top_level:
+        plan.derive(
+            "draft_config.dspark_bonus_anchor",
+            not anchor,
+            [field],
+            "vLLM's DSpark model reads the anchor rule as dspark_bonus_anchor = not sample_from_anchor",
+        )
+
+    # What vLLM does with the unmodified file.
+    if not ctx.since("sample_from_anchor_mapped"):
+        if anchor and not variant.top_level:
+            plan.find(
+                "vllm-unsupported-feature",
+                f"the draft was trained with sample_from_anchor=true ({'block_size' if block else 'the draft'} "
+                f"tokens from the anchor); {ctx.vllm_label} never reads sample_from_anchor for DFlash "
+                f"and always drafts block_size - 1 tokens after a bonus anchor. Needs vLLM >= 0.27.",
+                anchor_src[0],
+            )
+        if anchor and variant.top_level:
+            plan.find(
+                "served-length-mismatch",
+                f"{ctx.vllm_label} maps every speculators DSpark draft with dspark_bonus_anchor=true, "
+                f"but this one was trained with sample_from_anchor=true; serve specreg's draft_config, "
+                f"which sets dspark_bonus_anchor=false.",
+                anchor_src[0],
+            )
+    elif anchor_in_file is None and anchor:
+        plan.find(
+            "served-length-mismatch",
+            f"sample_from_anchor is missing; {ctx.vllm_label} assumes false, but the draft was trained "
+            f"with true ({plan_anchor[1]}). specreg writes sample_from_anchor=true explicitly.",
+            anchor_src[0],
+        )
+
+    expected = None
+    if block is not None:
+        expected = block if anchor else block - 1
+    if expected is not None and k != expected:
+        rule = "block_size" if anchor else "block_size - 1"
+        plan.find(
+            "draft-length-mismatch",
+            f"speculative_tokens is {k}, but a draft trained with block_size {block} and "
+            f"sample_from_anchor={str(anchor).lower()} drafts {rule} = {expected} tokens",
+            env.tokens_path,
+        )
+        plan.derive(
+            "num_speculative_tokens",
+            expected,
+            [cfg.at("block_size"), anchor_src[0]],
+            f"{rule} for the trained block",
+        )
+    else:
+        plan.copy("num_speculative_tokens", k, env.tokens_path)
+    if variant.top_level and block is None:
+        derived_block = k if anchor else k + 1
+        plan.derive(
+            "draft_config.block_size",
+            derived_block,
+            [env.tokens_path],
+            "block_size = speculative_tokens (+1 with a bonus anchor)",
+        )
+
+
+def _attention(
+    cfg: Fields,
+    ctx: Context,
+    variant: Variant,
+    plan: Plan,
+    n: int,
+    types: list[str] | None,
+    window: int | None,
+    non_causal_in_file: bool | None,
+) -> None:
+    """The trained per-layer plan, the mask flag that states it, and what vLLM would do instead."""
+    types_path = "$.transformer_layer_config.layer_types"
+    if types is None:
+        layer_types = [FULL] * n
+        types_why = "no layer_types: every layer is full attention"
+    else:
+        layer_types = list(types)
+        types_why = "layer_types"
+    non_causal = variant.non_causal_default if non_causal_in_file is None else non_causal_in_file
+    nc_path = cfg.at("sliding_window_non_causal")
+    if non_causal_in_file is None and SLIDING in layer_types:
+        plan.find(
+            "trainer-default-applied",
+            f"sliding_window_non_causal is missing; {variant.non_causal_why}",
+            nc_path,
+        )
+
+    trained: list[bool] = []
+    for i, t in enumerate(layer_types):
+        sliding = t == SLIDING
+        causal = sliding and not non_causal
+        trained.append(causal)
+        why = (
+            f"{types_why}; sliding layers are "
+            + ("non-causal (sliding_window_non_causal)" if non_causal else "causal")
+            if sliding
+            else f"{types_why}; full-attention layers are bidirectional inside the draft block"
+        )
+        sources = [f"{types_path}[{i}]"] if types is not None else ["$.transformer_layer_config.num_hidden_layers"]
+        if sliding:
+            sources.append(nc_path)
+        plan.layer(
+            LayerAttention(layer=i, kind="sliding" if sliding else "full", window=window if sliding else None, causal=causal),
+            sources,
+            why,
+        )
+
+    mixed = SLIDING in layer_types and FULL in layer_types
+    if not variant.top_level and ctx.since("dflash_causal_layers"):
+        if len(set(trained)) == 1:
+            plan.derive(
+                "draft_config.dflash_config.causal",
+                trained[0],
+                [f"attention[{i}]" for i in range(n)],
+                "every layer was trained " + ("causal" if trained[0] else "non-causal") + ": one flag states it",
+            )
+        # When layers differ, no global flag: vLLM falls back to layer_types[i] == sliding_attention,
+        # which is exactly the trained plan (sliding causal, full bidirectional).
+
+    if any(trained):
+        if variant.top_level:
+            plan.find(
+                "vllm-unsupported-feature",
+                "the draft was trained with causal sliding layers (sliding_window_non_causal=false); "
+                "vLLM's DSpark block forward is non-causal on every layer",
+                nc_path,
+            )
+        elif not ctx.since("dflash_causal_layers"):
+            plan.find(
+                "vllm-unsupported-feature",
+                f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
+                f"non-causal. Needs vLLM >= 0.24.",
+                nc_path,
+            )
+
+    if mixed and not variant.top_level:
+        plan.find(
+            "needs-v2-model-runner",
+            f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers: "
+            "vLLM serves mixed DFlash drafts only with VLLM_USE_V2_MODEL_RUNNER=1",
+            types_path,
+        )
+        anchor = plan.outputs["draft_config"].get("dflash_config", {}).get("sample_from_anchor")
+        if anchor and ctx.since("dflash_v2_runner_rejects_sample_from_anchor"):
+            plan.find(
+                "vllm-unsupported-feature",
+                f"mixed sliding/full layers need the V2 model runner, which rejects "
+                f"sample_from_anchor=true for DFlash in {ctx.vllm_label}",
+                cfg.at("sample_from_anchor"),
+            )
+
+    served = served_causal(variant, ctx, layer_types, non_causal_in_file)
+    wrong = [i for i in range(n) if served[i] != trained[i]]
+    # A layer vLLM cannot serve causal at all is already an error above; report the rest.
+    if wrong and not (any(trained) and (variant.top_level or not ctx.since("dflash_causal_layers"))):
+        groups: dict[tuple[str, bool, bool], list[int]] = {}
+        for i in wrong:
+            groups.setdefault((layer_types[i], trained[i], served[i]), []).append(i)
+        layers = "; ".join(
+            f"layer{'s' * (len(ids) > 1)} {', '.join(map(str, ids))} "
+            f"({'sliding' if t == SLIDING else 'full attention'}): trained {'causal' if tr else 'non-causal'}, "
+            f"served {'causal' if sv else 'non-causal'}"
+            for (t, tr, sv), ids in groups.items()
+        )
+        if ctx.since("dflash_causal_from_sliding_window_non_causal") and not variant.top_level:
+            because = (
+                f"{ctx.vllm_label} sets dflash_config.causal = not sliding_window_non_causal "
+                f"(= {str(served[0]).lower()}) for every layer"
+            )
+        else:
+            because = f"{ctx.vllm_label} resolves causality from layer_types alone"
+        plan.find(
+            "served-causal-mismatch",
+            f"the unmodified file would be served with the wrong mask on {layers}: {because}. "
+            "specreg's draft_config states the trained mask.",
+            nc_path,
+        )
+

@@ -1,0 +1,153 @@
+"""The Eagle family (eagle3, peagle): one implementation of their shared rules.
+
+Facts (speculators 0.9 training, vLLM 0.10.2-0.33 serving):
+- the draft class comes from ``transformer_layer_config.model_type``: llama or qwen3 (vLLM >= 0.24;
+  before, every draft got the Llama class); a missing model_type is "llama" to vLLM but "qwen3"
+  to speculators >= 0.7;
+- aux ids (``eagle_aux_hidden_state_layer_ids``) mean "the hidden state entering layer i";
+  vLLM's Llama Eagle-3 class sizes its fc input from ``num_aux_hidden_states`` (default 3);
+- Eagle layers are ordinary causal decoder layers.
+"""
+
+from __future__ import annotations
+
+import attrs
+from packaging.version import Version
+
+from specreg.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields
+from specreg.plan import Context, Plan
+from specreg.speculator import LayerAttention
+
+ARCH_PREFIX_BY_MODEL_TYPE = {"llama": "Llama", "qwen3": "Qwen3"}
+QWEN3_DEFAULT_SINCE = Version("0.7")  # speculators' layer model_type default became qwen3
+
+
+@attrs.frozen
+class Variant:
+    name: str
+    #: class name pattern, "{}" is Llama or Qwen3
+    architecture: str
+    #: speculators' default for a missing norm_before_residual (vLLM's for eagle3 is true).
+    norm_before_residual_default: bool
+    vllm_norm_before_residual_default: bool
+    #: the norm flags vLLM maps for this algorithm (beyond norm_before_residual).
+    norm_flags: tuple[str, ...]
+
+
+def check_ids(cfg: Fields, key: str, ids: list[int] | None) -> None:
+    if not ids:
+        return
+    for i in range(1, len(ids)):
+        if ids[i] <= ids[i - 1]:
+            what = "repeats" if ids[i] == ids[i - 1] else "is smaller than the one before"
+            cfg.problem(f"{cfg.at(key)}[{i}]", f"layer id {ids[i]} {what}; ids must be unique and increasing")
+            return
+
+
+def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
+    plan = Plan()
+    layer_cfg = cfg.obj("transformer_layer_config", required=True)
+    aux = cfg.get("eagle_aux_hidden_state_layer_ids", LAYER_IDS)
+    check_ids(cfg, "eagle_aux_hidden_state_layer_ids", aux)
+    draft_vocab = cfg.get("draft_vocab_size", POS_INT)
+    target_hidden = cfg.get("target_hidden_size", POS_INT)
+    norm_before_residual = cfg.get("norm_before_residual", BOOL)
+    flags = {name: cfg.get(name, BOOL) for name in variant.norm_flags}
+    model_type = layer_cfg.get("model_type", STR) if layer_cfg else None
+    n = layer_cfg.get("num_hidden_layers", POS_INT, required=True) if layer_cfg else None
+    cfg.done()
+    assert layer_cfg is not None and n is not None
+
+    plan.base(layer_cfg.copy_data(), "$.transformer_layer_config")
+    mt_path = "$.transformer_layer_config.model_type"
+    if model_type is None:
+        sv = ctx.envelope.speculators_version
+        model_type = "qwen3" if sv is not None and sv >= QWEN3_DEFAULT_SINCE else "llama"
+        who = f"speculators {sv}" if sv is not None else "speculators (version not stated; taken as < 0.7)"
+        plan.default("draft_config.model_type", model_type, f"{who} trains a missing layer model_type as {model_type}")
+        if model_type != "llama":
+            plan.find(
+                "served-default-mismatch",
+                f"transformer_layer_config.model_type is missing: {who} trained it as qwen3, "
+                f"vLLM assumes llama. specreg writes model_type=qwen3.",
+                mt_path,
+            )
+    prefix = ARCH_PREFIX_BY_MODEL_TYPE.get(model_type)
+    if prefix is None:
+        plan.find(
+            "vllm-unsupported-feature",
+            f"vLLM's {variant.name} path accepts llama or qwen3 layers, got model_type {model_type!r}",
+            mt_path,
+        )
+    elif prefix != "Llama" and not ctx.since("eagle_arch_by_model_type"):
+        plan.find(
+            "vllm-unsupported-feature",
+            f"{ctx.vllm_label} serves every {variant.name} draft with the Llama class; "
+            f"{model_type} layers need vLLM >= 0.24",
+            mt_path,
+        )
+    if prefix is not None:
+        plan.derive(
+            "draft_config.architectures",
+            [variant.architecture.format(prefix)],
+            [mt_path],
+            f"vLLM's {variant.name} class for {model_type} layers",
+        )
+
+    if draft_vocab is not None:
+        plan.copy("draft_config.draft_vocab_size", draft_vocab, "$.draft_vocab_size")
+    if target_hidden is not None:
+        plan.copy("draft_config.target_hidden_size", target_hidden, "$.target_hidden_size")
+
+    nbr_path = cfg.at("norm_before_residual")
+    if norm_before_residual is not None:
+        plan.copy("draft_config.norm_before_residual", norm_before_residual, nbr_path)
+    else:
+        default = variant.norm_before_residual_default
+        plan.default("draft_config.norm_before_residual", default, f"speculators' default for {variant.name}")
+        if default != variant.vllm_norm_before_residual_default:
+            plan.find(
+                "served-default-mismatch",
+                f"norm_before_residual is missing: speculators trained it as {str(default).lower()}, "
+                f"vLLM assumes {str(variant.vllm_norm_before_residual_default).lower()}. "
+                f"specreg writes {str(default).lower()}.",
+                nbr_path,
+            )
+    for name, value in flags.items():
+        if value is not None:
+            plan.copy(f"draft_config.{name}", value, cfg.at(name))
+        else:
+            plan.default(f"draft_config.{name}", False, "speculators and vLLM both default it to false")
+        if name in ("fc_norm", "norm_output") and value and not ctx.since("eagle3_fc_norm_norm_output"):
+            plan.find(
+                "vllm-unsupported-feature",
+                f"the draft was trained with {name}=true, which {ctx.vllm_label} does not map; needs vLLM >= 0.25",
+                cfg.at(name),
+            )
+
+    aux_path = cfg.at("eagle_aux_hidden_state_layer_ids")
+    if aux:
+        plan.copy("draft_config.eagle_aux_hidden_state_layer_ids", list(aux), aux_path)
+        if len(aux) != 3:
+            plan.derive(
+                "draft_config.num_aux_hidden_states",
+                len(aux),
+                [aux_path],
+                "vLLM sizes the fc input from num_aux_hidden_states (default 3), not from the ids",
+            )
+    else:
+        plan.find(
+            "aux-layers-missing",
+            "eagle_aux_hidden_state_layer_ids is not given: vLLM will capture its default aux layers of "
+            "the verifier; check that the draft was trained on those",
+            aux_path,
+        )
+
+    for i in range(n):
+        plan.layer(
+            LayerAttention(layer=i, kind="full", window=None, causal=True),
+            ["$.transformer_layer_config.num_hidden_layers"],
+            "Eagle draft layers are causal decoder layers",
+        )
+    plan.copy("num_speculative_tokens", ctx.envelope.num_speculative_tokens, ctx.envelope.tokens_path)
+    return plan

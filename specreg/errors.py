@@ -1,0 +1,100 @@
+"""specreg's exception types: every error a user can see derives from SpecregError."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+
+def show_value(value: Any, limit: int = 80) -> str:
+    """A short, JSON-looking rendering of a value for error messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+class SpecregError(Exception):
+    """Base class of every error specreg raises on purpose."""
+
+    def __init__(self, message: str, *, source: str | None = None):
+        self.source = source
+        self.message = message
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """One line: ``<source>: <what is wrong>``."""
+        return f"{self.source}: {self.message}" if self.source else self.message
+
+
+class Problem:
+    """One thing wrong with one value of a config file."""
+
+    __slots__ = ("path", "message")
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"Problem({self.path!r}, {self.message!r})"
+
+
+class ConfigError(SpecregError, ValueError):
+    """Bad input: the config (or the source naming it) is malformed.
+
+    ``path`` is the JSON path of the first problem; ``problems`` holds every problem found,
+    so a user fixes a file in one pass rather than one error at a time.
+    """
+
+    def __init__(self, problems: Sequence[Problem] | str, path: str = "$", *, source: str | None = None):
+        if isinstance(problems, str):
+            problems = [Problem(path, problems)]
+        if not problems:
+            raise TypeError("ConfigError needs at least one problem")
+        self.problems = list(problems)
+        self.path = self.problems[0].path
+        first = self.problems[0].message
+        more = len(self.problems) - 1
+        message = f"{self.path}: {first}" + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+        super().__init__(message, source=source)
+
+    def details(self) -> str:
+        """Every problem, one per line."""
+        prefix = f"{self.source}: " if self.source else ""
+        return "\n".join(f"{prefix}{p.path}: {p.message}" for p in self.problems)
+
+
+class UnknownAlgorithmError(ConfigError):
+    """`speculators_model_type` names no registered algorithm."""
+
+
+class RegistryError(SpecregError):
+    """A registration conflict: a name registered twice, or a malformed algorithm module."""
+
+
+class HubError(SpecregError):
+    """The Hugging Face Hub (or the endpoint named by HF_ENDPOINT) could not give us the file."""
+
+
+class RepoNotFoundError(HubError):
+    """No such repository, or it is private and no valid token was sent."""
+
+
+class GatedRepoError(HubError):
+    """The repository is gated and the token (if any) has not been granted access."""
+
+
+class RevisionNotFoundError(HubError):
+    """The repository exists but not at that revision."""
+
+
+class FileNotFoundOnHubError(HubError):
+    """The repository exists at that revision but holds no config.json."""
+
+
+class OfflineError(HubError):
+    """Offline mode (HF_HUB_OFFLINE) or no connection, and the file is not in the cache."""

@@ -1,0 +1,242 @@
+"""Typed, path-aware, read-recording access to a parsed config.json.
+
+Algorithm modules read their input only through `Fields`, which
+- names every value by its JSON path (``$.speculators_config.proposal_methods[0].speculative_tokens``),
+- collects every problem instead of stopping at the first (`Fields.done` raises them together),
+- records which fields were read, so a test can hold each module's docstring table to the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Callable, Iterator, Mapping
+
+import attrs
+
+from specreg.errors import ConfigError, Problem, show_value
+
+MAX_COUNT = 4096  # draft lengths, block sizes, layer counts: far above any real draft
+MAX_ID = 2**31 - 1  # token ids, vocab sizes, widths: int32, as the kernels index them
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MISSING: Any = object()
+
+
+def child_path(parent: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    if _IDENT.match(key):
+        return f"{parent}.{key}"
+    return f"{parent}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+@attrs.frozen
+class Kind:
+    """What a field must hold: a name for docs and messages, and a test that returns a complaint."""
+
+    name: str
+    test: Callable[[Any], str | None]
+
+    def check(self, value: Any) -> str | None:
+        return self.test(value)
+
+
+def _int_in(lo: int, hi: int) -> Callable[[Any], str | None]:
+    def test(v: Any) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, int):
+            return f"expected an integer, got {_type_name(v)} {show_value(v)}"
+        if v < lo:
+            return f"expected an integer >= {lo}, got {v}"
+        if v > hi:
+            return f"expected an integer <= {hi}, got {show_value(v)}"
+        return None
+
+    return test
+
+
+def _bool(v: Any) -> str | None:
+    if not isinstance(v, bool):
+        return f"expected true or false, got {_type_name(v)} {show_value(v)}"
+    return None
+
+
+def _str(v: Any) -> str | None:
+    if not isinstance(v, str):
+        return f"expected a string, got {_type_name(v)} {show_value(v)}"
+    if not v.strip():
+        return "expected a non-empty string, got an empty one"
+    return None
+
+
+def _number(v: Any) -> str | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"expected a number, got {_type_name(v)} {show_value(v)}"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"expected a finite number, got {v}"
+    return None
+
+
+def _list_of(item: Kind, *, min_len: int = 1, max_len: int = MAX_COUNT) -> Callable[[Any], str | None]:
+    def test(v: Any) -> str | None:
+        if not isinstance(v, list):
+            return f"expected a list of {item.name}, got {_type_name(v)} {show_value(v)}"
+        if len(v) < min_len:
+            return f"expected at least {min_len} item{'s' * (min_len > 1)}, got an empty list"
+        if len(v) > max_len:
+            return f"expected at most {max_len} items, got {len(v)}"
+        for i, x in enumerate(v):
+            bad = item.check(x)
+            if bad:
+                return f"item [{i}]: {bad}"
+        return None
+
+    return test
+
+
+INT = Kind("int", _int_in(-MAX_ID, MAX_ID))
+POS_INT = Kind("int >= 1", _int_in(1, MAX_ID))
+NONNEG_INT = Kind("int >= 0", _int_in(0, MAX_ID))
+COUNT = Kind(f"int in 1..{MAX_COUNT}", _int_in(1, MAX_COUNT))
+BOOL = Kind("bool", _bool)
+STR = Kind("str", _str)
+NUMBER = Kind("number", _number)
+LAYER_ID = Kind("int >= 0", _int_in(0, MAX_COUNT))
+LAYER_IDS = Kind("list[int]", _list_of(LAYER_ID))
+STR_LIST = Kind("list[str]", _list_of(STR, min_len=0))
+ANY = Kind("any", lambda v: None)
+
+
+class Fields:
+    """A read-only view of one JSON object of the source config."""
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        path: str = "$",
+        *,
+        problems: list[Problem] | None = None,
+        reads: set[str] | None = None,
+    ):
+        self._data = data
+        self.path = path
+        self.problems: list[Problem] = [] if problems is None else problems
+        self.reads: set[str] = set() if reads is None else reads
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def at(self, key: str) -> str:
+        """The JSON path of `key` in this object."""
+        return child_path(self.path, key)
+
+    def _note(self, key: str) -> None:
+        rel = self.at(key)
+        self.reads.add(rel[2:] if rel.startswith("$.") else rel)
+
+    def problem(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message))
+
+    def done(self) -> None:
+        """Raise every problem found so far, together."""
+        if self.problems:
+            raise ConfigError(list(self.problems))
+
+    # -- access ------------------------------------------------------------------------------
+    def has(self, key: str) -> bool:
+        """Whether the key is present with a non-null value."""
+        self._note(key)
+        return self._data.get(key) is not None
+
+    def present(self, key: str) -> bool:
+        """Whether the key is present at all (null counts as present)."""
+        self._note(key)
+        return key in self._data
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        """The value as found, unchecked (for pass-through fields)."""
+        self._note(key)
+        return self._data.get(key, default)
+
+    def get(self, key: str, kind: Kind, default: Any = _MISSING, *, required: bool = False) -> Any:
+        """A checked value. Missing or null gives `default`; a required field must be there.
+
+        A wrong value is recorded as a problem and gives None (call `done` before using it).
+        """
+        self._note(key)
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            if required:
+                what = "is null" if value is None else "is missing"
+                self.problem(self.at(key), f"required field {what}; expected {kind.name}")
+                return None
+            return None if default is _MISSING else default
+        bad = kind.check(value)
+        if bad:
+            self.problem(self.at(key), bad)
+            return None
+        return value
+
+    def obj(self, key: str, *, required: bool = False) -> "Fields | None":
+        """A nested object as Fields sharing this view's problem list and read log."""
+        self._note(key)
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            if required:
+                what = "is null" if value is None else "is missing"
+                self.problem(self.at(key), f"required field {what}; expected an object")
+            return None
+        if not isinstance(value, dict):
+            self.problem(self.at(key), f"expected an object, got {_type_name(value)} {show_value(value)}")
+            return None
+        return Fields(value, self.at(key), problems=self.problems, reads=self.reads)
+
+    def objects(self, key: str, *, required: bool = False) -> list["Fields"] | None:
+        """A non-empty list of objects, each as Fields."""
+        self._note(key)
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            if required:
+                what = "is null" if value is None else "is missing"
+                self.problem(self.at(key), f"required field {what}; expected a list of objects")
+            return None
+        if not isinstance(value, list) or not value:
+            got = "an empty list" if value == [] else f"{_type_name(value)} {show_value(value)}"
+            self.problem(self.at(key), f"expected a non-empty list of objects, got {got}")
+            return None
+        out = []
+        for i, item in enumerate(value):
+            path = child_path(self.at(key), i)
+            if not isinstance(item, dict):
+                self.problem(path, f"expected an object, got {_type_name(item)} {show_value(item)}")
+                return None
+            out.append(Fields(item, path, problems=self.problems, reads=self.reads))
+        return out
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def copy_data(self) -> dict[str, Any]:
+        """A deep copy of this object, for pass-through (the source is never mutated)."""
+        return json.loads(json.dumps(self._data))
+
+    def recorder(self) -> "Fields":
+        """A fresh view of the same object with its own problem list and read log."""
+        return Fields(self._data, self.path)

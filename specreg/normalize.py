@@ -1,0 +1,202 @@
+"""normalize(): one speculators config.json (already parsed) -> a Speculator. Pure: no I/O."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from packaging.version import InvalidVersion, Version
+
+from specreg import registry
+from specreg.capabilities import short, target_version
+from specreg.errors import ConfigError
+from specreg.fields import COUNT, STR, Fields, _type_name
+from specreg.plan import Context, Envelope, Plan
+from specreg.speculator import Finding, Origin, Speculator
+
+# A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
+_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def is_repo_id(text: str) -> bool:
+    return bool(_REPO_ID.match(text)) and ".." not in text and "--" not in text and not text.endswith(".")
+
+
+def _read_envelope(root: Fields) -> tuple[Envelope, list[Finding]]:
+    """The fields every speculators config shares: draft length, verifier, versions."""
+    findings: list[Finding] = []
+    spec = root.obj("speculators_config", required=True)
+    tokens, tokens_path, verifier = None, "$.speculators_config.proposal_methods[0].speculative_tokens", None
+    if spec is not None:
+        methods = spec.objects("proposal_methods", required=True)
+        default_name = spec.get("default_proposal_method", STR)
+        chosen = 0
+        if methods:
+            names = [m.get("proposal_type", STR) for m in methods]
+            if default_name is not None:
+                if default_name in names:
+                    chosen = names.index(default_name)
+                else:
+                    spec.problem(
+                        spec.at("default_proposal_method"),
+                        f"names proposal type {default_name!r}, but proposal_methods has "
+                        f"{', '.join(repr(n) for n in names if n) or 'none with a proposal_type'}",
+                    )
+            tokens = methods[chosen].get("speculative_tokens", COUNT, required=True)
+            tokens_path = methods[chosen].at("speculative_tokens")
+            if chosen != 0:
+                findings.append(
+                    Finding.of(
+                        "proposal-method-not-first",
+                        f"default_proposal_method is {default_name!r} (entry {chosen}), but vLLM takes the "
+                        f"first proposal method; specreg uses {default_name!r} with {tokens} tokens",
+                        spec.at("default_proposal_method"),
+                    )
+                )
+        ver = spec.obj("verifier")
+        verifier_path = "$.speculators_config.verifier.name_or_path"
+        if ver is not None:
+            verifier = ver.get("name_or_path", STR)
+        if verifier is None:
+            findings.append(
+                Finding.of(
+                    "verifier-missing",
+                    "the config names no verifier (speculators_config.verifier.name_or_path); "
+                    "vLLM's automatic path needs one: pass it explicitly",
+                    verifier_path,
+                )
+            )
+        elif not is_repo_id(verifier):
+            findings.append(
+                Finding.of(
+                    "verifier-local-path",
+                    f"the verifier {verifier!r} is a local path from training, not a Hub repo id; "
+                    "vLLM 0.33 refuses it on its automatic path: pass the verifier explicitly",
+                    verifier_path,
+                )
+            )
+    sv_text = root.raw("speculators_version")
+    speculators_version = None
+    if isinstance(sv_text, str):
+        try:
+            speculators_version = Version(sv_text)
+        except InvalidVersion:
+            speculators_version = None
+    return Envelope(tokens, tokens_path, verifier, speculators_version), findings
+
+
+def _envelope_findings(root: Fields, algo: registry.Algorithm, ctx: Context) -> list[Finding]:
+    findings = []
+    if root.present("model_type") and not algo.unservable:
+        findings.append(
+            Finding.of(
+                "top-level-model-type",
+                f"a top-level model_type ({root.raw('model_type')!r}) makes vLLM load this file as a plain "
+                "model and skip its speculators mapping entirely",
+                "$.model_type",
+            )
+        )
+    if root.present("auto_map"):
+        findings.append(
+            Finding.of(
+                "auto-map-ignored",
+                "auto_map points at repository code; specreg never imports or runs it",
+                "$.auto_map",
+            )
+        )
+    if algo.method is not None and algo.vllm_min is not None and ctx.vllm < algo.vllm_min:
+        findings.append(
+            Finding.of(
+                "vllm-unsupported-algorithm",
+                f"{algo.name} is served by vLLM >= {short(algo.vllm_min)}; the target is {ctx.vllm_label}",
+                "$.speculators_model_type",
+            )
+        )
+    return findings
+
+
+def normalize(
+    config: Mapping[str, Any],
+    *,
+    vllm: str | Version | None = None,
+    source: str | None = None,
+    origin: Origin | None = None,
+) -> Speculator:
+    """Normalize a parsed speculators config.json into vLLM-ready configuration for one vLLM version.
+
+    Raises `specreg.ConfigError` (a ValueError) naming the JSON path for malformed input, and
+    `specreg.UnknownAlgorithmError` for an unknown `speculators_model_type`. The input is never mutated.
+    """
+    try:
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"the top level must be a JSON object, got {_type_name(config)}", "$")
+        version = target_version(vllm)
+        root = Fields(config)
+        name = root.get("speculators_model_type", STR, required=True)
+        if name is None:
+            if not root.present("speculators_model_type") and not root.present("speculators_config"):
+                raise ConfigError(
+                    "not a speculators config: it has neither speculators_model_type nor speculators_config",
+                    "$.speculators_model_type",
+                )
+            root.done()
+        algo = registry.get(name, source=source)
+        envelope, findings = _read_envelope(root)
+        ctx = Context(vllm=version, source=source, envelope=envelope)
+        if envelope.num_speculative_tokens is None or algo.unservable:
+            root.done()  # every envelope problem together; a recognized type stops here
+        if algo.unservable:
+            plan = Plan()
+            plan.find("unservable-algorithm", algo.unservable, "$.speculators_model_type")
+            if envelope.num_speculative_tokens is not None:
+                plan.copy("num_speculative_tokens", envelope.num_speculative_tokens, envelope.tokens_path)
+        else:
+            # The module reads through its own view (its own read log) sharing the problem list,
+            # so envelope and algorithm problems are reported together.
+            fields = Fields(config, problems=root.problems)
+            plan = algo.function(fields, ctx)
+            root.done()
+        findings = _envelope_findings(root, algo, ctx) + findings + plan.findings
+    except ConfigError as exc:
+        if exc.source is None and source is not None:
+            raise type(exc)(exc.problems, source=source) from None
+        raise
+
+    method = algo.method if not algo.unservable else None
+    speculative_config: dict[str, Any] = {}
+    provenance = dict(plan.provenance)
+    if method is not None:
+        speculative_config["method"] = method
+        provenance["speculative_config.method"] = provenance.get("method") or _method_provenance(algo)
+        speculative_config["num_speculative_tokens"] = plan.num_speculative_tokens
+        provenance["speculative_config.num_speculative_tokens"] = provenance["num_speculative_tokens"]
+        speculative_config.update(plan.outputs["speculative_config"])
+    if envelope.verifier is not None:
+        from specreg.speculator import Provenance
+
+        provenance["verifier"] = Provenance("source", ("$.speculators_config.verifier.name_or_path",))
+    return Speculator(
+        algorithm=algo.name,
+        method=method,
+        verifier=envelope.verifier,
+        num_speculative_tokens=plan.num_speculative_tokens,
+        draft_config=plan.outputs["draft_config"],
+        speculative_config=speculative_config,
+        attention=plan.attention,
+        findings=_ordered(findings),
+        provenance=provenance,
+        vllm_version=str(version),
+        source_config=config,
+        origin=origin,
+    )
+
+
+def _method_provenance(algo: registry.Algorithm):
+    from specreg.speculator import Provenance
+
+    return Provenance("derived", ("$.speculators_model_type",), f"vLLM serves {algo.name} as method {algo.method!r}")
+
+
+def _ordered(findings: list[Finding]) -> list[Finding]:
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return sorted(findings, key=lambda f: rank[f.severity])

@@ -1,0 +1,99 @@
+"""What an algorithm module receives (`Context`) and returns (`Plan`).
+
+A module fills a fresh Plan: every value goes in with its provenance, so `specreg show` can say
+where each one came from. The module never touches its input: it reads through `Fields`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import attrs
+from packaging.version import Version
+
+from specreg.capabilities import since, short
+from specreg.speculator import Finding, LayerAttention, Provenance
+
+
+@attrs.frozen
+class Envelope:
+    """The fields every speculators config shares, read and checked by the core."""
+
+    num_speculative_tokens: int | None
+    tokens_path: str
+    verifier: str | None
+    speculators_version: Version | None
+
+
+@attrs.frozen
+class Context:
+    """What a module may know besides the config: the target vLLM, the source's name, the envelope."""
+
+    vllm: Version
+    source: str | None
+    envelope: Envelope
+
+    def since(self, rule: str) -> bool:
+        return since(rule, self.vllm)
+
+    @property
+    def vllm_label(self) -> str:
+        return f"vLLM {short(self.vllm)}"
+
+
+def _set_path(root: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = root
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+
+
+class Plan:
+    """The values one algorithm module produces for one config, with provenance and findings."""
+
+    def __init__(self) -> None:
+        self.method: str | None = None
+        self.unservable: str | None = None
+        self.num_speculative_tokens: int | None = None
+        self.outputs: dict[str, Any] = {"draft_config": {}, "speculative_config": {}}
+        self.provenance: dict[str, Provenance] = {}
+        self.findings: list[Finding] = []
+        self.attention: list[LayerAttention] = []
+
+    # -- values ----------------------------------------------------------------------------------
+    def _put(self, field: str, value: Any, prov: Provenance) -> None:
+        if field.startswith(("draft_config.", "speculative_config.")):
+            _set_path(self.outputs, field, value)
+        elif field == "num_speculative_tokens":
+            self.num_speculative_tokens = value
+        elif field == "method":
+            self.method = value
+        else:
+            raise ValueError(f"unknown output field {field!r}")
+        self.provenance[field] = prov
+
+    def copy(self, field: str, value: Any, source: str) -> None:
+        """`value` is the source's value at `source`, unchanged."""
+        self._put(field, value, Provenance("source", (source,)))
+
+    def derive(self, field: str, value: Any, sources: Sequence[str], why: str) -> None:
+        """`value` was computed from the source values at `sources`."""
+        self._put(field, value, Provenance("derived", tuple(sources), why))
+
+    def default(self, field: str, value: Any, why: str) -> None:
+        """`value` was applied because the source did not say; `why` names whose default."""
+        self._put(field, value, Provenance("default", (), why))
+
+    def base(self, data: dict[str, Any], source: str, *, into: str = "draft_config") -> None:
+        """Every key of `data` copied as the base of the output object `into`."""
+        for key, value in data.items():
+            self.copy(f"{into}.{key}", value, f"{source}.{key}")
+
+    def layer(self, attn: LayerAttention, sources: Sequence[str], why: str) -> None:
+        self.attention.append(attn)
+        self.provenance[f"attention[{attn.layer}]"] = Provenance("derived", tuple(sources), why)
+
+    # -- findings --------------------------------------------------------------------------------
+    def find(self, code: str, message: str, path: str | None = None) -> None:
+        self.findings.append(Finding.of(code, message, path))

@@ -1,0 +1,166 @@
+"""The values specreg produces: `Speculator` and its parts (frozen attrs classes)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import attrs
+
+from specreg.findings import CODES, SEVERITIES
+
+
+def _freeze(value: Any) -> Any:
+    """A read-only deep view: dicts become mapping proxies, lists become tuples."""
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable deep copy of a frozen value (for JSON and for handing to vLLM)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [thaw(v) for v in value]
+    return value
+
+
+@attrs.frozen
+class Finding:
+    """Something a user should know about the draft: a code from `specreg.findings.CODES`."""
+
+    code: str
+    severity: str = attrs.field(validator=attrs.validators.in_(SEVERITIES))
+    message: str
+    path: str | None = None
+
+    @classmethod
+    def of(cls, code: str, message: str, path: str | None = None) -> "Finding":
+        """A finding with the severity its code is documented with."""
+        return cls(code=code, severity=CODES[code].severity, message=message, path=path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path}
+
+
+@attrs.frozen
+class Provenance:
+    """Where one output value came from.
+
+    kind: "source" (copied from `sources[0]`), "derived" (computed from `sources`) or
+    "default" (applied because the source did not say; `why` says whose default and why).
+    """
+
+    kind: str = attrs.field(validator=attrs.validators.in_(("source", "derived", "default")))
+    sources: tuple[str, ...] = ()
+    why: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "sources": list(self.sources), "why": self.why}
+
+    def describe(self) -> str:
+        if self.kind == "source":
+            return f"from {self.sources[0]}"
+        if self.kind == "derived":
+            base = f"derived from {', '.join(self.sources)}" if self.sources else "derived"
+            return f"{base}: {self.why}" if self.why else base
+        return f"default: {self.why}"
+
+
+@attrs.frozen
+class LayerAttention:
+    """How one draft layer attends inside the draft block, as it was trained."""
+
+    layer: int
+    kind: str = attrs.field(validator=attrs.validators.in_(("full", "sliding")))
+    window: int | None
+    causal: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "kind": self.kind, "window": self.window, "causal": self.causal}
+
+
+@attrs.frozen
+class Origin:
+    """Where the config file was read from."""
+
+    source: str
+    path: str | None = None
+    repo_id: str | None = None
+    revision: str | None = None
+    commit: str | None = None
+    sha256: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class Speculator:
+    """A draft model's configuration, normalized for one vLLM version as it was trained."""
+
+    algorithm: str
+    method: str | None
+    verifier: str | None
+    num_speculative_tokens: int | None
+    draft_config: Mapping[str, Any] = attrs.field(converter=_freeze)
+    speculative_config: Mapping[str, Any] = attrs.field(converter=_freeze)
+    attention: tuple[LayerAttention, ...] = attrs.field(converter=tuple)
+    findings: tuple[Finding, ...] = attrs.field(converter=tuple)
+    provenance: Mapping[str, Provenance] = attrs.field(converter=lambda d: MappingProxyType(dict(d)))
+    vllm_version: str
+    source_config: Mapping[str, Any] = attrs.field(converter=_freeze, repr=False)
+    origin: Origin | None = None
+
+    @property
+    def servable(self) -> bool:
+        """Whether the targeted vLLM can serve this draft as trained (no error findings)."""
+        return self.method is not None and not self.errors
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "error")
+
+    @property
+    def needs_v2_model_runner(self) -> bool:
+        """Mixed sliding/full DFlash layers are served by vLLM's V2 model runner only."""
+        kinds = {a.kind for a in self.attention}
+        return self.method == "dflash" and kinds == {"full", "sliding"}
+
+    def draft_config_dict(self) -> dict[str, Any]:
+        """A plain, mutable copy of `draft_config`."""
+        return thaw(self.draft_config)
+
+    def speculative_config_dict(self) -> dict[str, Any]:
+        """A plain, mutable copy of `speculative_config`."""
+        return thaw(self.speculative_config)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form printed by ``specreg show SOURCE --json``."""
+        return {
+            "algorithm": self.algorithm,
+            "method": self.method,
+            "verifier": self.verifier,
+            "num_speculative_tokens": self.num_speculative_tokens,
+            "vllm_version": self.vllm_version,
+            "draft_config": thaw(self.draft_config),
+            "speculative_config": thaw(self.speculative_config),
+            "attention": [a.to_dict() for a in self.attention],
+            "findings": [f.to_dict() for f in self.findings],
+            "provenance": {k: v.to_dict() for k, v in sorted(self.provenance.items())},
+            "origin": self.origin.to_dict() if self.origin else None,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    def with_findings(self, *extra: Finding) -> "Speculator":
+        return attrs.evolve(self, findings=self.findings + tuple(extra))
+
+    def copy_source_config(self) -> dict[str, Any]:
+        return copy.deepcopy(thaw(self.source_config))
