@@ -1,0 +1,5 @@
+import sys
+
+from specreg.cli import main
+
+sys.exit(main())

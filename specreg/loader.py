@@ -1,0 +1,110 @@
+"""load(): a source (local dir, config.json path, "org/name", "org/name@rev") -> Speculator."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from specreg import hub
+from specreg.errors import ConfigError, SpecregError
+from specreg.normalize import is_repo_id, normalize
+from specreg.speculator import Origin, Speculator
+
+#: config.json files are a few KiB; anything this large is not one (and is not read whole).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def read_config(path: Path, *, source: str) -> tuple[dict[str, Any], str]:
+    """Parse a config.json with a size cap; returns the object and the file's sha256."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", "$", source=source) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source)
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", "$", source=source) from None
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        value = json.loads(text, parse_constant=no_constants)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "$", source=source) from None
+    except ValueError as exc:
+        raise ConfigError(f"invalid JSON: {exc}", "$", source=source) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deeply", "$", source=source) from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"the top level must be a JSON object, got a {type(value).__name__}", "$", source=source)
+    return value, digest
+
+
+def _split_source(source: str, revision: str | None) -> tuple[str, str | None]:
+    repo_id, rev = source, revision
+    if "@" in source:
+        repo_id, _, at_rev = source.rpartition("@")
+        if revision is not None and revision != at_rev:
+            raise ConfigError(
+                f"two revisions given: {at_rev!r} in the source and {revision!r} as revision=", "revision", source=source
+            )
+        rev = at_rev
+    if not is_repo_id(repo_id):
+        raise ConfigError(
+            "neither an existing local path nor a Hub repo id (org/name or org/name@revision)", "source", source=source
+        )
+    if rev is not None:
+        hub.check_revision(rev, source=source)
+    return repo_id, rev
+
+
+def load(
+    source: str | os.PathLike[str],
+    *,
+    revision: str | None = None,
+    vllm: str | Version | None = None,
+    check_verifier: bool = False,
+) -> Speculator:
+    """Read a draft's config.json and normalize it for one vLLM version.
+
+    source: a local directory holding config.json, a path to a config file, "org/name" or
+    "org/name@revision" on the Hugging Face Hub (config.json only is fetched, through
+    huggingface_hub's cache; a cached commit-hash revision makes no request).
+    """
+    if check_verifier:
+        raise SpecregError("check_verifier=True is not available in this version of specreg", source=str(source))
+    text = os.fspath(source)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError("the source is empty", "source", source=str(source))
+    local = Path(text).expanduser()
+    if local.exists():
+        path = local / hub.CONFIG_NAME if local.is_dir() else local
+        if not path.is_file():
+            raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
+        config, digest = read_config(path, source=text)
+        origin = Origin(source=text, path=str(path), sha256=digest)
+    elif text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
+        raise ConfigError("no such file or directory", "source", source=text)
+    else:
+        repo_id, rev = _split_source(text, revision)
+        fetched = hub.fetch_config(repo_id, rev, source=text)
+        config, digest = read_config(fetched.path, source=text)
+        origin = Origin(
+            source=text,
+            path=str(fetched.path),
+            repo_id=repo_id,
+            revision=rev,
+            commit=fetched.commit,
+            sha256=digest,
+        )
+    return normalize(config, vllm=vllm, source=text, origin=origin)

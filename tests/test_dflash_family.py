@@ -1,0 +1,315 @@
+"""DFlash family (dflash, dflash2, dspark): exact normalized values, from DESIGN.md's semantics."""
+
+import pytest
+
+import specreg
+from conftest import DROP
+
+AUX = [2, 10, 18, 26, 34]
+TARGET = [1, 9, 17, 25, 33]
+
+
+def codes(spec):
+    return [f.code for f in spec.findings]
+
+
+def finding(spec, code):
+    (f,) = [f for f in spec.findings if f.code == code]
+    return f
+
+
+# -- dflash.json: 5 full layers, sliding_window_non_causal false, block 16, 15 tokens ------------
+
+
+def test_dflash_at_033_states_the_trained_bidirectional_mask(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.33")
+    assert spec.algorithm == "dflash"
+    assert spec.method == "dflash"
+    assert spec.verifier == "Qwen/Qwen3-8B"
+    assert spec.num_speculative_tokens == 15
+    assert dict(spec.speculative_config) == {"method": "dflash", "num_speculative_tokens": 15}
+    dc = spec.draft_config_dict()
+    assert dc["architectures"] == ["DFlashDraftModel"]
+    assert dc["eagle_aux_hidden_state_layer_ids"] == AUX
+    assert dc["draft_vocab_size"] == 151936
+    assert dc["dflash_config"] == {
+        "mask_token_id": 151669,
+        "target_layer_ids": TARGET,
+        "sample_from_anchor": False,
+        "causal": False,
+    }
+    assert [(a.layer, a.kind, a.window, a.causal) for a in spec.attention] == [
+        (i, "full", None, False) for i in range(5)
+    ]
+
+
+def test_dflash_at_033_reports_that_vllm_would_make_full_layers_causal(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.33")
+    f = finding(spec, "served-causal-mismatch")
+    assert f.severity == "warning"
+    assert f.path == "$.sliding_window_non_causal"
+    assert "layers 0, 1, 2, 3, 4 (full attention): trained non-causal, served causal" in f.message
+    assert codes(spec) == ["served-causal-mismatch", "auto-map-ignored"]
+
+
+def test_dflash_at_026_has_the_mismatch_but_no_sample_from_anchor_key(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.26")
+    assert spec.draft_config_dict()["dflash_config"] == {
+        "mask_token_id": 151669,
+        "target_layer_ids": TARGET,
+        "causal": False,
+    }
+    assert "served-causal-mismatch" in codes(spec)
+
+
+@pytest.mark.parametrize("version", ["0.24", "0.25"])
+def test_dflash_before_026_is_served_as_trained(fx, version):
+    spec = specreg.normalize(fx("dflash"), vllm=version)
+    assert spec.draft_config_dict()["dflash_config"]["causal"] is False
+    assert codes(spec) == ["auto-map-ignored"]
+
+
+def test_dflash_at_021_keeps_aux_ids_unshifted_and_writes_no_causal_flag(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.21")
+    assert spec.draft_config_dict()["dflash_config"] == {"mask_token_id": 151669, "target_layer_ids": AUX}
+    assert codes(spec) == ["auto-map-ignored"]
+    assert spec.provenance["draft_config.dflash_config.target_layer_ids"].kind == "derived"
+
+
+def test_dflash_at_022_shifts_target_ids(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.22")
+    assert spec.draft_config_dict()["dflash_config"]["target_layer_ids"] == TARGET
+
+
+def test_dflash_before_020_is_not_served(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.19")
+    f = finding(spec, "vllm-unsupported-algorithm")
+    assert f.severity == "error"
+    assert "vLLM >= 0.20" in f.message
+    assert not spec.servable
+
+
+def test_dflash_provenance_names_sources_and_derivations(fx):
+    spec = specreg.normalize(fx("dflash"), vllm="0.33")
+    p = spec.provenance
+    assert p["draft_config.hidden_size"].sources == ("$.transformer_layer_config.hidden_size",)
+    assert p["draft_config.hidden_size"].kind == "source"
+    assert p["draft_config.dflash_config.mask_token_id"].sources == ("$.mask_token_id",)
+    assert p["draft_config.dflash_config.sample_from_anchor"].sources == ("$.sample_from_anchor",)
+    assert p["num_speculative_tokens"].sources == ("$.speculators_config.proposal_methods[0].speculative_tokens",)
+    assert p["speculative_config.method"].kind == "derived"
+    assert p["attention[3]"].sources == ("$.transformer_layer_config.layer_types[3]",)
+    # every output value has provenance
+    def leaves(prefix, value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield from leaves(f"{prefix}.{k}", v)
+        else:
+            yield prefix
+    for leaf in leaves("draft_config", spec.draft_config_dict()):
+        assert any(leaf == k or leaf.startswith(k + ".") for k in p), leaf
+    for key in spec.speculative_config:
+        assert f"speculative_config.{key}" in p
+
+
+# -- mixed sliding/full layers ----------------------------------------------------------------
+
+MIXED = ["sliding_attention"] * 4 + ["full_attention"]
+
+
+def mixed_dflash(variant, **more):
+    return variant(
+        "dflash",
+        transformer_layer_config__layer_types=MIXED,
+        transformer_layer_config__sliding_window=2048,
+        **more,
+    )
+
+
+def test_causal_sliding_and_bidirectional_full_layers_get_no_global_flag(variant):
+    spec = specreg.normalize(mixed_dflash(variant), vllm="0.33")
+    assert [(a.kind, a.window, a.causal) for a in spec.attention] == [("sliding", 2048, True)] * 4 + [
+        ("full", None, False)
+    ]
+    assert "causal" not in spec.draft_config_dict()["dflash_config"]
+    f = finding(spec, "served-causal-mismatch")
+    assert "layer 4 (full attention): trained non-causal, served causal" in f.message
+    assert "needs-v2-model-runner" in codes(spec)
+    assert spec.needs_v2_model_runner
+
+
+def test_mixed_layers_at_025_are_served_as_trained_by_layer_types(variant):
+    spec = specreg.normalize(mixed_dflash(variant), vllm="0.25")
+    assert "served-causal-mismatch" not in codes(spec)
+    assert "causal" not in spec.draft_config_dict()["dflash_config"]
+
+
+def test_causal_layers_cannot_be_served_before_024(variant):
+    spec = specreg.normalize(mixed_dflash(variant), vllm="0.23")
+    f = finding(spec, "vllm-unsupported-feature")
+    assert "Needs vLLM >= 0.24" in f.message
+    assert "served-causal-mismatch" not in codes(spec)
+
+
+def test_all_sliding_causal_layers_get_causal_true(variant):
+    cfg = variant(
+        "dflash",
+        transformer_layer_config__layer_types=["sliding_attention"] * 5,
+        transformer_layer_config__sliding_window=1024,
+    )
+    spec = specreg.normalize(cfg, vllm="0.33")
+    assert spec.draft_config_dict()["dflash_config"]["causal"] is True
+    assert "served-causal-mismatch" not in codes(spec)
+
+
+def test_missing_non_causal_flag_means_non_causal_sliding_layers(variant):
+    cfg = mixed_dflash(variant, sliding_window_non_causal=DROP)
+    spec = specreg.normalize(cfg, vllm="0.33")
+    assert [a.causal for a in spec.attention] == [False] * 5
+    assert spec.draft_config_dict()["dflash_config"]["causal"] is False
+    assert "trainer-default-applied" in codes(spec)
+    assert "served-causal-mismatch" not in codes(spec)  # vLLM reads missing as non-causal too
+
+
+# -- draft length -----------------------------------------------------------------------------
+
+
+def test_missing_sample_from_anchor_is_derived_from_length_and_block(variant):
+    spec = specreg.normalize(variant("dflash", sample_from_anchor=DROP), vllm="0.33")
+    assert spec.draft_config_dict()["dflash_config"]["sample_from_anchor"] is False
+    prov = spec.provenance["draft_config.dflash_config.sample_from_anchor"]
+    assert prov.kind == "derived"
+    assert prov.why == "speculative_tokens == block_size - 1"
+    assert "served-length-mismatch" not in codes(spec)
+
+
+def test_block_size_tokens_mean_sample_from_anchor_true_which_vllm_would_miss(variant):
+    cfg = variant("dflash", sample_from_anchor=DROP, speculators_config__proposal_methods__0__speculative_tokens=16)
+    spec = specreg.normalize(cfg, vllm="0.33")
+    assert spec.draft_config_dict()["dflash_config"]["sample_from_anchor"] is True
+    assert spec.num_speculative_tokens == 16
+    assert finding(spec, "served-length-mismatch").severity == "warning"
+
+
+def test_sample_from_anchor_true_cannot_be_served_before_027(variant):
+    cfg = variant("dflash", sample_from_anchor=True, speculators_config__proposal_methods__0__speculative_tokens=16)
+    spec = specreg.normalize(cfg, vllm="0.26")
+    assert "Needs vLLM >= 0.27" in finding(spec, "vllm-unsupported-feature").message
+
+
+def test_draft_length_that_disagrees_with_the_block_is_an_error_and_the_trained_length_is_used(variant):
+    cfg = variant("dflash", speculators_config__proposal_methods__0__speculative_tokens=10)
+    spec = specreg.normalize(cfg, vllm="0.33")
+    f = finding(spec, "draft-length-mismatch")
+    assert f.severity == "error"
+    assert f.path == "$.speculators_config.proposal_methods[0].speculative_tokens"
+    assert "drafts block_size - 1 = 15 tokens" in f.message
+    assert spec.num_speculative_tokens == 15
+    assert spec.speculative_config["num_speculative_tokens"] == 15
+
+
+def test_sample_from_anchor_on_a_v2_only_draft_is_refused_from_027(variant):
+    cfg = mixed_dflash(variant, sample_from_anchor=True)
+    cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 16
+    spec = specreg.normalize(cfg, vllm="0.33")
+    assert "V2 model runner" in finding(spec, "vllm-unsupported-feature").message
+
+
+# -- dflash2.json: 4 sliding (2048) + 1 full, sliding_window_non_causal true ---------------------
+
+
+def test_dflash2_at_033(fx):
+    spec = specreg.normalize(fx("dflash2"), vllm="0.33")
+    assert spec.method == "dflash"
+    assert spec.num_speculative_tokens == 15
+    dc = spec.draft_config_dict()
+    assert dc["architectures"] == ["DFlash2DraftModel"]
+    assert dc["dflash_config"] == {
+        "mask_token_id": 151669,
+        "target_layer_ids": TARGET,
+        "sample_from_anchor": False,
+        "causal": False,
+        "conv_kernel_size": 2,
+        "conv_group_size": 16,
+        "selector_rank": 256,
+        "selector_top_k": 16,
+    }
+    assert [(a.kind, a.window, a.causal) for a in spec.attention] == [("sliding", 2048, False)] * 4 + [
+        ("full", None, False)
+    ]
+    assert codes(spec) == ["auto-map-ignored", "needs-v2-model-runner"]
+
+
+def test_dflash2_needs_vllm_029(fx):
+    spec = specreg.normalize(fx("dflash2"), vllm="0.28")
+    assert "vLLM >= 0.29" in finding(spec, "vllm-unsupported-algorithm").message
+
+
+# -- dspark_generated.json: 3 full layers, sample_from_anchor true, block 8, 8 tokens -----------
+
+
+def test_dspark_at_033(fx):
+    spec = specreg.normalize(fx("dspark_generated"), vllm="0.33")
+    assert spec.method == "dspark"
+    assert dict(spec.speculative_config) == {"method": "dspark", "num_speculative_tokens": 8}
+    dc = spec.draft_config_dict()
+    assert "dflash_config" not in dc
+    expected = {
+        "architectures": ["Qwen3DSparkModel"],
+        "eagle_aux_hidden_state_layer_ids": AUX,
+        "target_layer_ids": TARGET,
+        "mask_token_id": 151669,
+        "block_size": 8,
+        "markov_rank": 256,
+        "markov_head_type": "vanilla",
+        "enable_confidence_head": True,
+        "confidence_head_with_markov": True,
+        "sample_from_anchor": True,
+        "dspark_bonus_anchor": False,
+        "draft_vocab_size": 151936,
+    }
+    assert {k: dc[k] for k in expected} == expected
+    assert [(a.kind, a.causal) for a in spec.attention] == [("full", False)] * 3
+    assert codes(spec) == ["auto-map-ignored"]
+
+
+def test_dspark_at_026_is_forced_to_a_bonus_anchor(fx):
+    spec = specreg.normalize(fx("dspark_generated"), vllm="0.26")
+    assert "dspark_bonus_anchor=true" in finding(spec, "served-length-mismatch").message
+    assert spec.draft_config_dict()["dspark_bonus_anchor"] is False
+
+
+def test_dspark_missing_sample_from_anchor_is_written_explicitly(variant):
+    spec = specreg.normalize(variant("dspark_generated", sample_from_anchor=DROP), vllm="0.33")
+    assert spec.draft_config_dict()["sample_from_anchor"] is True
+    assert spec.provenance["draft_config.sample_from_anchor"].kind == "derived"
+    assert "served-length-mismatch" in codes(spec)
+
+
+def test_dspark_without_anchor_or_block_uses_the_trainer_default_and_derives_the_block(variant):
+    spec = specreg.normalize(variant("dspark_generated", sample_from_anchor=DROP, block_size=DROP), vllm="0.33")
+    dc = spec.draft_config_dict()
+    assert dc["sample_from_anchor"] is True
+    assert dc["block_size"] == 8
+    assert spec.provenance["draft_config.sample_from_anchor"].kind == "default"
+    assert "trainer-default-applied" in codes(spec)
+
+
+def test_dspark_names_the_omni_class_when_the_source_does(variant):
+    spec = specreg.normalize(variant("dspark_generated", architectures=["Qwen3OmniDSparkModel"]), vllm="0.33")
+    assert spec.draft_config_dict()["architectures"] == ["Qwen3OmniDSparkModel"]
+
+
+def test_dspark_with_causal_sliding_layers_cannot_be_served(variant):
+    cfg = variant(
+        "dspark_generated",
+        transformer_layer_config__layer_types=["sliding_attention", "full_attention", "full_attention"],
+        transformer_layer_config__sliding_window=512,
+    )
+    spec = specreg.normalize(cfg, vllm="0.33")
+    assert "non-causal on every layer" in finding(spec, "vllm-unsupported-feature").message
+
+
+def test_dspark_needs_vllm_025(fx):
+    spec = specreg.normalize(fx("dspark_generated"), vllm="0.24")
+    assert "vllm-unsupported-algorithm" in codes(spec)
