@@ -1,0 +1,105 @@
+"""A loopback HTTP server that speaks the Hugging Face Hub's file protocol, for tests.
+
+It serves ``/{repo_id}/resolve/{revision}/{filename}`` (HEAD and GET) with the headers
+huggingface_hub relies on (X-Repo-Commit, ETag, Content-Length) and the Hub's error codes
+(X-Error-Code: RepoNotFound, GatedRepo, RevisionNotFound, EntryNotFound). Every request is
+recorded so tests can count them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
+
+
+class Repo:
+    def __init__(self, files_by_commit: dict[str, dict[str, bytes]], refs: dict[str, str], gated: bool = False):
+        self.files_by_commit = files_by_commit
+        self.refs = refs
+        self.gated = gated
+
+
+class FakeHub:
+    def __init__(self) -> None:
+        self.repos: dict[str, Repo] = {}
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self._lock = threading.Lock()
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_HEAD(self):
+                hub._handle(self, body=False)
+
+            def do_GET(self):
+                hub._handle(self, body=True)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FakeHub":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def add(self, repo_id: str, files: dict[str, bytes], *, commit: str | None = None, ref: str = "main",
+            gated: bool = False) -> str:
+        """Add (or extend) a repo with one commit holding `files`; `ref` points at it. Returns the commit."""
+        commit = commit or hashlib.sha1(repr(sorted(files.items())).encode()).hexdigest()
+        repo = self.repos.setdefault(repo_id, Repo({}, {}, gated))
+        repo.gated = gated
+        repo.files_by_commit[commit] = dict(files)
+        repo.refs[ref] = commit
+        return commit
+
+    def count(self, method: str | None = None) -> int:
+        """File requests (HEAD or GET of /resolve/ URLs) seen so far."""
+        with self._lock:
+            return sum(1 for m, p, _ in self.requests if "/resolve/" in p and (method is None or m == method))
+
+    def _send(self, h: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes, send_body: bool):
+        h.send_response(status)
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        if send_body:
+            h.wfile.write(body)
+
+    def _error(self, h, status: int, code: str, send_body: bool, extra: dict[str, str] | None = None):
+        headers = {"X-Error-Code": code, "X-Error-Message": code, **(extra or {})}
+        self._send(h, status, headers, code.encode(), send_body)
+
+    def _handle(self, h: BaseHTTPRequestHandler, body: bool) -> None:
+        with self._lock:
+            self.requests.append((h.command, h.path, dict(h.headers)))
+        path = h.path.split("?")[0]
+        if "/resolve/" not in path:
+            return self._error(h, 404, "RepoNotFound", body)
+        repo_id, rest = path.lstrip("/").split("/resolve/", 1)
+        revision, _, filename = rest.partition("/")
+        revision, filename = unquote(revision), unquote(filename)
+        repo = self.repos.get(repo_id)
+        if repo is None:
+            return self._error(h, 401, "RepoNotFound", body)
+        if repo.gated and "authorization" not in {k.lower() for k in h.headers}:
+            return self._error(h, 401, "GatedRepo", body)
+        commit = revision if revision in repo.files_by_commit else repo.refs.get(revision)
+        if commit is None:
+            return self._error(h, 404, "RevisionNotFound", body)
+        files = repo.files_by_commit[commit]
+        if filename not in files:
+            return self._error(h, 404, "EntryNotFound", body, {"X-Repo-Commit": commit})
+        data = files[filename]
+        etag = '"' + hashlib.sha256(data).hexdigest() + '"'
+        self._send(h, 200, {"X-Repo-Commit": commit, "ETag": etag, "Content-Type": "application/json"}, data, body)

@@ -1,0 +1,126 @@
+"""load() against a loopback Hub (HF_ENDPOINT), never against mocks of huggingface_hub."""
+
+import json
+
+import pytest
+
+import specreg
+from conftest import DATA
+from hub_server import FakeHub
+
+DFLASH = (DATA / "speculators" / "dflash.json").read_bytes()
+REPO = "RedHatAI/Qwen3-8B-speculator.dflash"
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
+    with FakeHub() as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
+def test_load_downloads_config_json_only_and_normalizes_it(hub):
+    commit = hub.add(REPO, {"config.json": DFLASH, "model.safetensors": b"x" * 1000})
+    spec = specreg.load(REPO, vllm="0.33")
+    assert spec.method == "dflash"
+    assert spec.num_speculative_tokens == 15
+    assert spec.origin.repo_id == REPO
+    assert spec.origin.commit == commit
+    assert len(spec.origin.sha256) == 64
+    # huggingface_hub itself may ask /api/agent-harnesses once a day; every file request is config.json
+    files = {path for _, path, _ in hub.requests if "/resolve/" in path}
+    assert files == {f"/{REPO}/resolve/main/config.json"}
+
+
+def test_a_cached_commit_revision_makes_no_request(hub):
+    commit = hub.add(REPO, {"config.json": DFLASH})
+    specreg.load(f"{REPO}@{commit}")
+    before = hub.count()
+    spec = specreg.load(f"{REPO}@{commit}")
+    assert hub.count() == before
+    assert spec.origin.commit == commit
+
+
+def test_the_revision_argument_and_at_syntax_agree(hub):
+    commit = hub.add(REPO, {"config.json": DFLASH}, ref="v1")
+    assert specreg.load(REPO, revision="v1").origin.commit == commit
+    with pytest.raises(specreg.ConfigError, match="two revisions given"):
+        specreg.load(f"{REPO}@v1", revision="main")
+
+
+def test_offline_mode_uses_the_cache(hub, monkeypatch):
+    commit = hub.add(REPO, {"config.json": DFLASH})
+    specreg.load(REPO)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    before = hub.count()
+    spec = specreg.load(REPO)
+    assert hub.count() == before
+    assert spec.origin.commit == commit
+
+
+def test_offline_without_cache_is_a_clear_error(hub, monkeypatch):
+    hub.add(REPO, {"config.json": DFLASH})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError) as info:
+        specreg.load(REPO)
+    assert str(info.value) == (
+        f"{REPO}: config.json of {REPO} is not in the Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)"
+    )
+    assert hub.count() == 0
+
+
+def test_a_missing_repo_is_a_clear_error(hub):
+    with pytest.raises(specreg.RepoNotFoundError, match="no repository nobody/nothing on the Hub"):
+        specreg.load("nobody/nothing")
+
+
+def test_a_gated_repo_is_a_clear_error(hub):
+    hub.add("meta-llama/gated-draft", {"config.json": DFLASH}, gated=True)
+    with pytest.raises(specreg.GatedRepoError, match="is gated: accept its conditions"):
+        specreg.load("meta-llama/gated-draft")
+
+
+def test_a_gated_repo_loads_with_a_token_and_the_token_is_never_shown(hub, monkeypatch):
+    hub.add("meta-llama/gated-draft", {"config.json": DFLASH}, gated=True)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_token_value")
+    spec = specreg.load("meta-llama/gated-draft")
+    assert "hf_secret_token_value" not in spec.to_json()
+    assert any(h.get("authorization") == "Bearer hf_secret_token_value" for _, _, h in hub.requests)
+
+
+def test_a_bad_revision_is_a_clear_error(hub):
+    hub.add(REPO, {"config.json": DFLASH})
+    with pytest.raises(specreg.RevisionNotFoundError, match="has no revision 'v9'"):
+        specreg.load(f"{REPO}@v9")
+
+
+def test_a_repo_without_config_json_is_a_clear_error(hub):
+    hub.add(REPO, {"README.md": b"# hi"})
+    with pytest.raises(specreg.FileNotFoundOnHubError, match="has no config.json"):
+        specreg.load(REPO)
+
+
+def test_invalid_json_on_the_hub_is_a_config_error(hub):
+    hub.add(REPO, {"config.json": b'{"speculators_model_type": "dflash",'})
+    with pytest.raises(specreg.ConfigError) as info:
+        specreg.load(REPO)
+    assert info.value.path == "$"
+    assert "invalid JSON" in str(info.value)
+
+
+@pytest.mark.parametrize("source", ["not a repo", "org/name/extra", "org/na..me", "-org/name"])
+def test_a_source_that_is_neither_path_nor_repo_id_is_refused_before_any_request(hub, source):
+    with pytest.raises(specreg.ConfigError, match="neither an existing local path nor a Hub repo id"):
+        specreg.load(source)
+    assert hub.count() == 0
+
+
+@pytest.mark.parametrize("revision", ["../../etc", "a b", "main/"])
+def test_a_malformed_revision_is_refused_before_any_request(hub, revision):
+    with pytest.raises(specreg.ConfigError, match="not a valid revision"):
+        specreg.load(REPO, revision=revision)
+    assert hub.count() == 0

@@ -1,0 +1,187 @@
+"""The algorithm registry: built-ins, collisions, plugins, and each module's docstring table."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import specreg
+from specreg import registry
+from conftest import fixture_config
+
+FIXTURE_OF = {
+    "eagle3": ["eagle3_generated", "eagle3_converted", "eagle3_v040_generated"],
+    "peagle": ["peagle"],
+    "dflash": ["dflash"],
+    "dflash2": ["dflash2"],
+    "dspark": ["dspark_generated"],
+    "mtp": ["mtp"],
+    "xpress": ["xpress"],
+    "eagle": ["eagle_legacy_v040"],
+    "independent": ["independent_v040"],
+    "mlp": ["mlp_v040"],
+}
+
+
+def test_every_builtin_is_registered_by_its_module():
+    algos = {a.name: a for a in specreg.algorithms()}
+    assert set(registry.BUILTIN) <= set(algos)
+    for name, module in registry.BUILTIN.items():
+        assert algos[name].module == module
+
+
+def test_builtin_methods_and_first_vllm_versions():
+    algos = {a.name: a for a in specreg.algorithms()}
+    served = {n: (a.method, str(a.vllm_min)) for n, a in algos.items() if a.method}
+    assert served == {
+        "eagle3": ("eagle3", "0.10.2"),
+        "peagle": ("eagle3", "0.22"),
+        "dflash": ("dflash", "0.20"),
+        "dflash2": ("dflash", "0.29"),
+        "dspark": ("dspark", "0.25"),
+    }
+    assert {n for n, a in algos.items() if a.unservable} == {"mtp", "xpress", "eagle", "independent", "mlp"}
+
+
+def test_registering_a_builtin_name_again_names_both_origins():
+    with pytest.raises(specreg.RegistryError) as info:
+        @specreg.register_speculator("dflash", method="dflash")
+        def my_dflash(cfg, ctx):
+            return None
+    message = str(info.value)
+    assert "specreg.algos.dflash" in message
+    assert "test_registry:test_registering_a_builtin_name_again_names_both_origins.<locals>.my_dflash" in message
+
+
+def test_registering_a_plugin_name_twice_names_both_origins():
+    @specreg.register_speculator("unit-test-algo", method="eagle3")
+    def first(cfg, ctx):
+        return None
+
+    with pytest.raises(specreg.RegistryError) as info:
+        @specreg.register_speculator("unit-test-algo", method="eagle3")
+        def second(cfg, ctx):
+            return None
+    assert ".first" in str(info.value) and ".second" in str(info.value)
+    registry._registry.pop("unit-test-algo")
+
+
+def test_a_registration_needs_a_method_or_a_reason():
+    with pytest.raises(specreg.RegistryError, match="exactly one of method= or unservable="):
+        specreg.register_speculator("x")
+
+
+@pytest.mark.parametrize("name", sorted(registry.BUILTIN))
+def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
+    from specreg.fields import Fields
+    from specreg.normalize import _read_envelope
+    from specreg.plan import Context
+    from specreg.capabilities import NEWEST_KNOWN
+
+    algo = registry.get(name)
+    documented = {row.name for row in algo.fields()}
+    read: set[str] = set()
+    for fixture in FIXTURE_OF[name]:
+        cfg = fixture_config(fixture)
+        envelope, _ = _read_envelope(Fields(cfg))
+        fields = Fields(cfg)
+        algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=envelope))
+        read |= fields.reads
+    assert read == documented
+
+
+def test_an_unservable_algorithm_documents_an_empty_table():
+    assert registry.get("mtp").fields() == []
+
+
+def _run(code, tmp_path, extra_path=None):
+    env_path = [str(extra_path)] if extra_path else []
+    script = "import sys; sys.path[:0] = %r\n" % env_path + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+
+
+def _plugin_dist(tmp_path, entry_points: str, modules: dict):
+    site = tmp_path / "site"
+    dist = site / "specreg_test_plugin-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: specreg-test-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[specreg.algorithms]\n" + entry_points)
+    for name, body in modules.items():
+        (site / f"{name}.py").write_text(textwrap.dedent(body))
+    return site
+
+
+PLUGIN = """
+from specreg import register_speculator
+from specreg.plan import Plan
+
+@register_speculator("medusa", method="medusa", vllm_min="0.10")
+def medusa(cfg, ctx):
+    '''Medusa heads.
+
+    | field | type | required / default | why |
+    |---|---|---|---|
+    '''
+    plan = Plan()
+    plan.copy("num_speculative_tokens", ctx.envelope.num_speculative_tokens, ctx.envelope.tokens_path)
+    return plan
+"""
+
+
+def test_a_plugin_algorithm_is_found_through_its_entry_point(tmp_path):
+    site = _plugin_dist(tmp_path, "medusa = my_medusa\n", {"my_medusa": PLUGIN})
+    cfg = fixture_config("eagle3_generated")
+    cfg["speculators_model_type"] = "medusa"
+    result = _run(
+        f"""
+        import json, specreg
+        spec = specreg.normalize(json.loads({json.dumps(json.dumps(cfg))}))
+        print(spec.method, spec.num_speculative_tokens)
+        print(sorted(a.name for a in specreg.algorithms() if a.module == "my_medusa"))
+        """,
+        tmp_path,
+        site,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["medusa 3", "['medusa']"]
+
+
+def test_a_broken_plugin_is_reported_and_skipped(tmp_path):
+    site = _plugin_dist(
+        tmp_path,
+        "broken = my_broken\nclash = my_clash\nmedusa = my_medusa\n",
+        {
+            "my_broken": "raise ImportError('needs torch_npu')\n",
+            "my_clash": PLUGIN.replace('"medusa"', '"dflash"').replace("def medusa", "def clash"),
+            "my_medusa": PLUGIN,
+        },
+    )
+    result = _run(
+        """
+        import specreg
+        from specreg.registry import broken_plugins
+        names = sorted(a.name for a in specreg.algorithms())
+        print("medusa" in names, "dflash" in names)
+        for b in broken_plugins():
+            print(b.entry_point, "|", b.error)
+        """,
+        tmp_path,
+        site,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "True True"
+    assert lines[1] == "broken | ImportError: needs torch_npu"
+    assert lines[2].startswith("clash | RegistryError: speculator algorithm 'dflash' is registered twice")
+    assert "specreg.algos.dflash" in lines[2] and "my_clash:clash" in lines[2]
+    assert "skipped broken algorithm plugin broken" in result.stderr
+
+
+def test_the_cli_lists_algorithms_and_reports_broken_plugins(tmp_path):
+    site = _plugin_dist(tmp_path, "broken = my_broken\n", {"my_broken": "raise RuntimeError('boom')\n"})
+    result = _run("import sys; from specreg.cli import main; sys.exit(main(['algorithms']))", tmp_path, site)
+    assert result.returncode == 0
+    assert "dflash2      dflash       0.29        specreg.algos.dflash2" in result.stdout
+    assert "broken plugin skipped: broken = my_broken: RuntimeError: boom" in result.stderr
