@@ -88,6 +88,8 @@ def load(
         raise ConfigError("the source is empty", "source", source=str(source))
     local = Path(text).expanduser()
     if local.exists():
+        if revision is not None:
+            raise ConfigError("a revision applies to Hub sources, not to a local path", "revision", source=text)
         path = local / hub.CONFIG_NAME if local.is_dir() else local
         if not path.is_file():
             raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)

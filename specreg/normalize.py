@@ -161,6 +161,8 @@ def normalize(
         if exc.source is None and source is not None:
             raise type(exc)(exc.problems, source=source) from None
         raise
+    except RecursionError:
+        raise ConfigError("the config is nested too deeply", "$", source=source) from None
 
     method = algo.method if not algo.unservable else None
     speculative_config: dict[str, Any] = {}
@@ -175,6 +177,13 @@ def normalize(
         from specreg.speculator import Provenance
 
         provenance["verifier"] = Provenance("source", ("$.speculators_config.verifier.name_or_path",))
+    try:
+        return _speculator(algo, method, envelope, plan, speculative_config, findings, provenance, version, config, origin)
+    except RecursionError:
+        raise ConfigError("the config is nested too deeply", "$", source=source) from None
+
+
+def _speculator(algo, method, envelope, plan, speculative_config, findings, provenance, version, config, origin):
     return Speculator(
         algorithm=algo.name,
         method=method,

@@ -141,3 +141,18 @@ def test_serve_needs_a_verifier_when_the_config_has_a_local_one(draft):
     r = run("serve", str(draft), "--verifier", "Qwen/Qwen3-8B")
     assert r.returncode == 0
     assert r.stdout.startswith("vllm serve Qwen/Qwen3-8B ")
+
+
+def test_a_revision_with_a_local_path_is_bad_input(draft):
+    r = run("show", str(draft), "--revision", "main")
+    assert r.returncode == 2
+    assert r.stderr == f"error: {draft}: revision: a revision applies to Hub sources, not to a local path\n"
+
+
+def test_the_readme_example_runs():
+    from conftest import DATA as data
+
+    root = data.parent.parent
+    r = run("show", "examples/qwen3-8b-dflash", cwd=root)
+    assert r.returncode == 0
+    assert "served-causal-mismatch" in r.stdout

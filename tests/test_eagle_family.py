@@ -126,3 +126,18 @@ def test_peagle_without_mask_token_is_bad_input(variant):
         assert "required field is missing" in str(exc)
     else:
         raise AssertionError("no ConfigError")
+
+
+def test_eagle3_generated_is_the_same_at_021_and_026(fx):
+    at_033 = specreg.normalize(fx("eagle3_generated"), vllm="0.33").draft_config_dict()
+    for version in ("0.21", "0.26"):
+        spec = specreg.normalize(fx("eagle3_generated"), vllm=version)
+        assert spec.draft_config_dict() == at_033
+        assert dict(spec.speculative_config) == {"method": "eagle3", "num_speculative_tokens": 3}
+        assert [f.code for f in spec.findings] == ["auto-map-ignored"]
+
+
+def test_peagle_at_026(fx):
+    spec = specreg.normalize(fx("peagle"), vllm="0.26")
+    assert spec.draft_config_dict()["architectures"] == ["PeagleQwen3ForCausalLM"]
+    assert spec.speculative_config["parallel_drafting"] is True

@@ -159,3 +159,14 @@ def test_any_mutation_returns_or_raises_config_error_with_a_path(cfg, version):
         assert exc.problems
     else:
         json.dumps(spec.to_dict())  # the result is always plain JSON
+
+
+def test_deep_nesting_is_a_config_error():
+    cfg = fixture_config("dflash")
+    node = cfg["transformer_layer_config"]
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(specreg.ConfigError, match="nested too deeply") as info:
+        specreg.normalize(cfg)
+    assert info.value.path == "$"
