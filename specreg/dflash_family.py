@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import attrs
 
-from specreg.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind
+from specreg.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
 from specreg.plan import Context, Plan
 from specreg.speculator import LayerAttention
 
@@ -39,25 +39,6 @@ class Variant:
     extras: tuple[tuple[str, Kind, str], ...] = ()
     #: True for DSpark: ids and anchor fields at the top level of draft_config, no dflash_config.
     top_level: bool = False
-
-
-def check_layer_ids(cfg: Fields, key: str, ids: list[int] | None, *, minimum: int) -> None:
-    """Ids must be unique and increasing, and >= `minimum` (1 for the DFlash family)."""
-    if not ids:
-        return
-    for i, v in enumerate(ids):
-        if v < minimum:
-            cfg.problem(
-                f"{cfg.at(key)}[{i}]",
-                f"layer id {v} is below {minimum}: aux ids count the hidden state entering layer i, "
-                f"and the DFlash family reads the output of layer i - 1",
-            )
-            return
-    for i in range(1, len(ids)):
-        if ids[i] <= ids[i - 1]:
-            what = "repeats" if ids[i] == ids[i - 1] else "is smaller than the one before"
-            cfg.problem(f"{cfg.at(key)}[{i}]", f"layer id {ids[i]} {what}; ids must be unique and increasing")
-            return
 
 
 def read_layers(cfg: Fields, layer_cfg: Fields | None) -> tuple[int | None, list[str] | None, int | None]:
@@ -102,7 +83,10 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
 
     layer_cfg = cfg.obj("transformer_layer_config", required=True)
     aux = cfg.get("aux_hidden_state_layer_ids", LAYER_IDS, required=True)
-    check_layer_ids(cfg, "aux_hidden_state_layer_ids", aux, minimum=1)
+    check_layer_ids(
+        cfg, "aux_hidden_state_layer_ids", aux, minimum=1,
+        why="the DFlash family reads the output of layer i - 1, and aux id i counts the state entering layer i",
+    )
     mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True)
     draft_vocab = cfg.get("draft_vocab_size", POS_INT)
     target_hidden = cfg.get("target_hidden_size", POS_INT)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 from packaging.version import Version
 
-from specreg.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields
+from specreg.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
 from specreg.plan import Context, Plan
 from specreg.speculator import LayerAttention
 
@@ -34,21 +34,11 @@ class Variant:
     norm_flags: tuple[str, ...]
 
 
-def check_ids(cfg: Fields, key: str, ids: list[int] | None) -> None:
-    if not ids:
-        return
-    for i in range(1, len(ids)):
-        if ids[i] <= ids[i - 1]:
-            what = "repeats" if ids[i] == ids[i - 1] else "is smaller than the one before"
-            cfg.problem(f"{cfg.at(key)}[{i}]", f"layer id {ids[i]} {what}; ids must be unique and increasing")
-            return
-
-
 def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     plan = Plan()
     layer_cfg = cfg.obj("transformer_layer_config", required=True)
     aux = cfg.get("eagle_aux_hidden_state_layer_ids", LAYER_IDS)
-    check_ids(cfg, "eagle_aux_hidden_state_layer_ids", aux)
+    check_layer_ids(cfg, "eagle_aux_hidden_state_layer_ids", aux)
     draft_vocab = cfg.get("draft_vocab_size", POS_INT)
     target_hidden = cfg.get("target_hidden_size", POS_INT)
     norm_before_residual = cfg.get("norm_before_residual", BOOL)

@@ -240,3 +240,18 @@ class Fields:
     def recorder(self) -> "Fields":
         """A fresh view of the same object with its own problem list and read log."""
         return Fields(self._data, self.path)
+
+
+def check_layer_ids(cfg: Fields, key: str, ids: list[int] | None, *, minimum: int = 0, why: str = "") -> None:
+    """Layer ids must be unique, increasing and >= `minimum`; the first offence is recorded."""
+    if not ids:
+        return
+    for i, v in enumerate(ids):
+        if v < minimum:
+            cfg.problem(f"{cfg.at(key)}[{i}]", f"layer id {v} is below {minimum}" + (f": {why}" if why else ""))
+            return
+    for i in range(1, len(ids)):
+        if ids[i] <= ids[i - 1]:
+            what = "repeats" if ids[i] == ids[i - 1] else "is smaller than the one before"
+            cfg.problem(f"{cfg.at(key)}[{i}]", f"layer id {ids[i]} {what}; ids must be unique and increasing")
+            return

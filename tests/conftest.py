@@ -44,3 +44,14 @@ class _Drop:
 
 
 DROP = _Drop()
+
+
+def codes(spec):
+    """The finding codes of a Speculator, in order."""
+    return [f.code for f in spec.findings]
+
+
+def finding(spec, code):
+    """The one finding with `code`."""
+    (f,) = [f for f in spec.findings if f.code == code]
+    return f

@@ -3,19 +3,10 @@
 import pytest
 
 import specreg
-from conftest import DROP
+from conftest import DROP, codes, finding
 
 AUX = [2, 10, 18, 26, 34]
 TARGET = [1, 9, 17, 25, 33]
-
-
-def codes(spec):
-    return [f.code for f in spec.findings]
-
-
-def finding(spec, code):
-    (f,) = [f for f in spec.findings if f.code == code]
-    return f
 
 
 # -- dflash.json: 5 full layers, sliding_window_non_causal false, block 16, 15 tokens ------------

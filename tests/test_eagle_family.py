@@ -1,16 +1,7 @@
 """Eagle-3 and P-EAGLE: exact normalized values."""
 
 import specreg
-from conftest import DROP
-
-
-def codes(spec):
-    return [f.code for f in spec.findings]
-
-
-def finding(spec, code):
-    (f,) = [f for f in spec.findings if f.code == code]
-    return f
+from conftest import DROP, codes, finding
 
 
 def test_eagle3_generated_at_033(fx):

@@ -5,17 +5,13 @@ import copy
 import pytest
 
 import specreg
-from conftest import DROP, fixture_config
+from conftest import DROP, codes, fixture_config
 
 FIXTURES = [
     "dflash", "dflash2", "dspark_generated", "eagle3_generated", "eagle3_converted",
     "eagle3_v040_generated", "peagle", "mtp", "xpress", "eagle_legacy_v040",
     "independent_v040", "mlp_v040",
 ]
-
-
-def codes(spec):
-    return [f.code for f in spec.findings]
 
 
 @pytest.mark.parametrize("name", FIXTURES)
