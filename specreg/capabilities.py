@@ -22,8 +22,12 @@ NEWEST_KNOWN = Version("0.33.0")
 RULES: dict[str, Version] = {
     # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
     "dflash_target_layer_ids_minus_one": Version("0.22"),
-    # The DFlash model honours dflash_config.causal / layer_types; before, every layer is non-causal.
+    # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal); before,
+    # every layer is non-causal.
     "dflash_causal_layers": Version("0.24"),
+    # The DFlash model resolves each layer: is_causal, else dflash_config.causal, else
+    # layer_types[i] == "sliding_attention"; before, one flag had to serve every layer.
+    "dflash_per_layer_causal": Version("0.25"),
     # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
     # before, every draft got the Llama class.
     "eagle_arch_by_model_type": Version("0.24"),
@@ -37,7 +41,8 @@ RULES: dict[str, Version] = {
     # The V2 model runner refuses sample_from_anchor=true for DFlash.
     "dflash_v2_runner_rejects_sample_from_anchor": Version("0.27"),
     # A user --speculative-config is merged on the automatic speculators path (discarded before).
-    "user_speculative_config_merged": Version("0.30"),
+    # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
+    "user_speculative_config_merged": Version("0.29"),
 }
 
 

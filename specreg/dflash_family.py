@@ -7,8 +7,8 @@ reaches all three. The facts (speculators 0.9 training, vLLM 0.20-0.33 serving):
   target ids mean "the output of layer t" = i - 1 (vLLM >= 0.22; 0.20-0.21 stored aux unchanged).
 - Masks as trained: full-attention layers are bidirectional inside the block; a sliding layer is
   causal unless ``sliding_window_non_causal`` (missing: the field predates it, non-causal).
-- Masks as vLLM serves the unmodified file: < 0.24 every layer non-causal; 0.24-0.25 a layer is
-  causal iff sliding; >= 0.26 ``dflash_config.causal = not sliding_window_non_causal`` (missing ->
+- Masks as vLLM serves the unmodified file: < 0.24 every layer non-causal; 0.24 one global
+  ``dflash_config.causal`` (unset: non-causal); 0.25 a layer is causal iff sliding; >= 0.26 ``dflash_config.causal = not sliding_window_non_causal`` (missing ->
   False) for every layer. DSpark's path builds no dflash_config: its block forward is non-causal.
 - Draft length: ``sample_from_anchor`` false -> block_size - 1 tokens, true -> block_size.
 """
@@ -75,7 +75,9 @@ def served_causal(variant: Variant, ctx: Context, types: list[str], non_causal_i
     if ctx.since("dflash_causal_from_sliding_window_non_causal"):
         flag = not (True if non_causal_in_file is None else non_causal_in_file)
         return [flag] * n
-    return [t == SLIDING for t in types]
+    if ctx.since("dflash_per_layer_causal"):
+        return [t == SLIDING for t in types]
+    return [False] * n  # 0.24: one global flag, which the mapping does not set
 
 
 def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
@@ -313,6 +315,13 @@ def _attention(
                 f"non-causal. Needs vLLM >= 0.24.",
                 nc_path,
             )
+        elif len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"):
+            plan.find(
+                "vllm-unsupported-feature",
+                f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
+                f"applies one causal flag to every DFlash layer. Needs vLLM >= 0.25.",
+                nc_path,
+            )
 
     if mixed and not variant.top_level:
         plan.find(
@@ -333,7 +342,12 @@ def _attention(
     served = served_causal(variant, ctx, layer_types, non_causal_in_file)
     wrong = [i for i in range(n) if served[i] != trained[i]]
     # A layer vLLM cannot serve causal at all is already an error above; report the rest.
-    if wrong and not (any(trained) and (variant.top_level or not ctx.since("dflash_causal_layers"))):
+    cannot = any(trained) and (
+        variant.top_level
+        or not ctx.since("dflash_causal_layers")
+        or (len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"))
+    )
+    if wrong and not cannot:
         groups: dict[tuple[str, bool, bool], list[int]] = {}
         for i in wrong:
             groups.setdefault((layer_types[i], trained[i], served[i]), []).append(i)
@@ -349,7 +363,11 @@ def _attention(
                 f"(= {str(served[0]).lower()}) for every layer"
             )
         else:
-            because = f"{ctx.vllm_label} resolves causality from layer_types alone"
+            because = (
+                f"{ctx.vllm_label} resolves causality from layer_types alone"
+                if ctx.since("dflash_per_layer_causal")
+                else f"{ctx.vllm_label} applies one causal flag, unset in the file, to every layer"
+            )
         plan.find(
             "served-causal-mismatch",
             f"the unmodified file would be served with the wrong mask on {layers}: {because}. "

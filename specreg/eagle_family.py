@@ -104,16 +104,18 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
                 nbr_path,
             )
     for name, value in flags.items():
+        if name in ("fc_norm", "norm_output") and not ctx.since("eagle3_fc_norm_norm_output"):
+            if value:
+                plan.find(
+                    "vllm-unsupported-feature",
+                    f"the draft was trained with {name}=true, which {ctx.vllm_label} does not map; needs vLLM >= 0.25",
+                    cfg.at(name),
+                )
+            continue  # not a field this vLLM knows: left out, as vLLM's own mapping does
         if value is not None:
             plan.copy(f"draft_config.{name}", value, cfg.at(name))
         else:
             plan.default(f"draft_config.{name}", False, "speculators and vLLM both default it to false")
-        if name in ("fc_norm", "norm_output") and value and not ctx.since("eagle3_fc_norm_norm_output"):
-            plan.find(
-                "vllm-unsupported-feature",
-                f"the draft was trained with {name}=true, which {ctx.vllm_label} does not map; needs vLLM >= 0.25",
-                cfg.at(name),
-            )
 
     aux_path = cfg.at("eagle_aux_hidden_state_layer_ids")
     if aux:

@@ -135,6 +135,23 @@ def test_mixed_layers_at_025_are_served_as_trained_by_layer_types(variant):
     assert "causal" not in spec.draft_config_dict()["dflash_config"]
 
 
+def test_mixed_causal_layers_need_per_layer_masks_from_025(variant):
+    spec = specreg.normalize(mixed_dflash(variant), vllm="0.24")
+    assert "Needs vLLM >= 0.25" in finding(spec, "vllm-unsupported-feature").message
+    assert "served-causal-mismatch" not in codes(spec)
+
+
+def test_uniform_causal_layers_at_024_are_stated_by_the_global_flag(variant):
+    cfg = variant(
+        "dflash",
+        transformer_layer_config__layer_types=["sliding_attention"] * 5,
+        transformer_layer_config__sliding_window=1024,
+    )
+    spec = specreg.normalize(cfg, vllm="0.24")
+    assert spec.draft_config_dict()["dflash_config"]["causal"] is True
+    assert "applies one causal flag, unset in the file, to every layer" in finding(spec, "served-causal-mismatch").message
+
+
 def test_causal_layers_cannot_be_served_before_024(variant):
     spec = specreg.normalize(mixed_dflash(variant), vllm="0.23")
     f = finding(spec, "vllm-unsupported-feature")

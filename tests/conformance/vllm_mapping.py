@@ -1,0 +1,87 @@
+"""vLLM's own speculators mapping code, loaded by file path from downloaded wheels (no install).
+
+Wheels are fetched with ``pip download --no-deps vllm==X`` into ~/.cache/specreg/vllm-wheels
+(override with SPECREG_VLLM_WHEELS); only `algos.py` and `base.py` of the mapping are extracted.
+`base.py` imports transformers and vLLM helpers that its mapping logic never uses; they are
+given stand-ins while it is executed, so the logic that runs is vLLM's own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+import zipfile
+from pathlib import Path
+
+MAPPING = "vllm/transformers_utils/configs/speculators"
+CACHE = Path(os.environ.get("SPECREG_VLLM_WHEELS", Path.home() / ".cache" / "specreg" / "vllm-wheels"))
+
+
+def wheel(version: str) -> Path:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    found = sorted(CACHE.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        print(f"downloading vllm=={version} (no deps) into {CACHE} ...", file=sys.stderr, flush=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"vllm=={version}", "-d", str(CACHE)],
+            check=True,
+        )
+        found = sorted(CACHE.glob(f"vllm-{version}-*.whl"))
+    return found[-1]
+
+
+def sources(version: str) -> dict[str, str]:
+    """The text of algos.py and base.py of vLLM `version`, extracted once into the cache."""
+    out = CACHE / "mapping" / version
+    names = ("algos.py", "base.py")
+    if not all((out / n).exists() for n in names):
+        out.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel(version)) as z:
+            for n in names:
+                (out / n).write_bytes(z.read(f"{MAPPING}/{n}"))
+    return {n: (out / n).read_text() for n in names}
+
+
+class Mapping:
+    """One vLLM version's SUPPORTED_SPECULATORS_TYPES and SpeculatorsConfig classmethods."""
+
+    def __init__(self, version: str):
+        self.version = version
+        src = sources(version)
+        algos = types.ModuleType(f"vllm_{version.replace('.', '_')}_algos")
+        exec(compile(src["algos.py"], f"vllm-{version}/{MAPPING}/algos.py", "exec"), algos.__dict__)
+        self.supported = dict(algos.SUPPORTED_SPECULATORS_TYPES)
+
+        class PreTrainedConfig:  # stand-in: the mapping logic never calls it
+            def __init__(self, **kwargs):
+                pass
+
+        stubs = {
+            "transformers": types.SimpleNamespace(PreTrainedConfig=PreTrainedConfig, PretrainedConfig=PreTrainedConfig),
+            "vllm.transformers_utils.configs.speculators.algos": algos,
+            "vllm.transformers_utils.utils": types.SimpleNamespace(without_trust_remote_code=lambda kw: kw),
+        }
+        saved = {k: sys.modules.get(k) for k in stubs}
+        sys.modules.update(stubs)  # type: ignore[arg-type]
+        try:
+            base = types.ModuleType(f"vllm_{version.replace('.', '_')}_base")
+            exec(compile(src["base.py"], f"vllm-{version}/{MAPPING}/base.py", "exec"), base.__dict__)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+        self.config_class = base.SpeculatorsConfig
+
+    def draft_config(self, config: dict) -> dict:
+        import copy
+
+        return self.config_class.extract_transformers_pre_trained_config(copy.deepcopy(config))
+
+    def speculative_config(self, config: dict) -> dict:
+        import copy
+
+        return self.config_class.extract_vllm_speculative_config(copy.deepcopy(config))
