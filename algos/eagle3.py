@@ -12,7 +12,7 @@ EAGLE3 = Variant(
 )
 
 
-@register_speculator("eagle3", method="eagle3", vllm_min="0.10.2")
+@register_speculator("eagle3", method="eagle3", vllm_min="0.10.1")
 def eagle3(cfg, ctx):
     """Eagle-3 draft, served as method "eagle3".
 

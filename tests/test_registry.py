@@ -36,7 +36,7 @@ def test_builtin_methods_and_first_vllm_versions():
     algos = {a.name: a for a in specreg.algorithms()}
     served = {n: (a.method, str(a.vllm_min)) for n, a in algos.items() if a.method}
     assert served == {
-        "eagle3": ("eagle3", "0.10.2"),
+        "eagle3": ("eagle3", "0.10.1"),
         "peagle": ("eagle3", "0.22"),
         "dflash": ("dflash", "0.20"),
         "dflash2": ("dflash", "0.29"),

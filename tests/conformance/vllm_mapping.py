@@ -32,13 +32,19 @@ def wheel(version: str) -> Path:
     return found[-1]
 
 
-def sources(version: str) -> dict[str, str]:
-    """The text of algos.py and base.py of vLLM `version`, extracted once into the cache."""
+def sources(version: str) -> dict[str, str] | None:
+    """The text of algos.py and base.py of vLLM `version` (None: it has no speculators path)."""
     out = CACHE / "mapping" / version
     names = ("algos.py", "base.py")
+    if (out / "NONE").exists():
+        return None
     if not all((out / n).exists() for n in names):
         out.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel(version)) as z:
+            present = set(z.namelist())
+            if not all(f"{MAPPING}/{n}" in present for n in names):
+                (out / "NONE").write_text("this vLLM has no speculators mapping\n")
+                return None
             for n in names:
                 (out / n).write_bytes(z.read(f"{MAPPING}/{n}"))
     return {n: (out / n).read_text() for n in names}
@@ -50,6 +56,10 @@ class Mapping:
     def __init__(self, version: str):
         self.version = version
         src = sources(version)
+        if src is None:
+            self.supported: dict = {}
+            self.config_class = None
+            return
         algos = types.ModuleType(f"vllm_{version.replace('.', '_')}_algos")
         exec(compile(src["algos.py"], f"vllm-{version}/{MAPPING}/algos.py", "exec"), algos.__dict__)
         self.supported = dict(algos.SUPPORTED_SPECULATORS_TYPES)
