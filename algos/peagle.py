@@ -31,7 +31,6 @@ def peagle(cfg, ctx):
     """
     mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True)
     plan = normalize(cfg, ctx, PEAGLE)
-    plan.method = "eagle3"
     plan.copy("draft_config.pard_token", mask_token, "$.mask_token_id")
     plan.derive(
         "speculative_config.parallel_drafting",

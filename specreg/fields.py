@@ -113,7 +113,6 @@ def _list_of(item: Kind, *, min_len: int = 1, max_len: int = MAX_COUNT) -> Calla
     return test
 
 
-INT = Kind("int", _int_in(-MAX_ID, MAX_ID))
 POS_INT = Kind("int >= 1", _int_in(1, MAX_ID))
 NONNEG_INT = Kind("int >= 0", _int_in(0, MAX_ID))
 COUNT = Kind(f"int in 1..{MAX_COUNT}", _int_in(1, MAX_COUNT))
@@ -123,7 +122,6 @@ NUMBER = Kind("number", _number)
 LAYER_ID = Kind("int >= 0", _int_in(0, MAX_COUNT))
 LAYER_IDS = Kind("list[int]", _list_of(LAYER_ID))
 STR_LIST = Kind("list[str]", _list_of(STR, min_len=0))
-ANY = Kind("any", lambda v: None)
 
 
 class Fields:

@@ -138,6 +138,3 @@ CODES: dict[str, Code] = {
     ]
 }
 
-
-def severity_of(code: str) -> str:
-    return CODES[code].severity

@@ -12,7 +12,7 @@ from specreg.capabilities import short, target_version
 from specreg.errors import ConfigError
 from specreg.fields import COUNT, STR, Fields, _type_name
 from specreg.plan import Context, Envelope, Plan
-from specreg.speculator import Finding, Origin, Speculator
+from specreg.speculator import Finding, Origin, Provenance, Speculator
 
 # A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
 _REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -169,13 +169,13 @@ def normalize(
     provenance = dict(plan.provenance)
     if method is not None:
         speculative_config["method"] = method
-        provenance["speculative_config.method"] = provenance.get("method") or _method_provenance(algo)
+        provenance["speculative_config.method"] = Provenance(
+            "derived", ("$.speculators_model_type",), f"vLLM serves {algo.name} as method {algo.method!r}"
+        )
         speculative_config["num_speculative_tokens"] = plan.num_speculative_tokens
         provenance["speculative_config.num_speculative_tokens"] = provenance["num_speculative_tokens"]
         speculative_config.update(plan.outputs["speculative_config"])
     if envelope.verifier is not None:
-        from specreg.speculator import Provenance
-
         provenance["verifier"] = Provenance("source", ("$.speculators_config.verifier.name_or_path",))
     try:
         return _speculator(algo, method, envelope, plan, speculative_config, findings, provenance, version, config, origin)
@@ -198,12 +198,6 @@ def _speculator(algo, method, envelope, plan, speculative_config, findings, prov
         source_config=config,
         origin=origin,
     )
-
-
-def _method_provenance(algo: registry.Algorithm):
-    from specreg.speculator import Provenance
-
-    return Provenance("derived", ("$.speculators_model_type",), f"vLLM serves {algo.name} as method {algo.method!r}")
 
 
 def _ordered(findings: list[Finding]) -> list[Finding]:

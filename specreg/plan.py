@@ -53,8 +53,6 @@ class Plan:
     """The values one algorithm module produces for one config, with provenance and findings."""
 
     def __init__(self) -> None:
-        self.method: str | None = None
-        self.unservable: str | None = None
         self.num_speculative_tokens: int | None = None
         self.outputs: dict[str, Any] = {"draft_config": {}, "speculative_config": {}}
         self.provenance: dict[str, Provenance] = {}
@@ -67,8 +65,6 @@ class Plan:
             _set_path(self.outputs, field, value)
         elif field == "num_speculative_tokens":
             self.num_speculative_tokens = value
-        elif field == "method":
-            self.method = value
         else:
             raise ValueError(f"unknown output field {field!r}")
         self.provenance[field] = prov
