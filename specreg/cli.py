@@ -53,6 +53,8 @@ def _fmt(value: Any) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from specreg.speculator import thaw
+
     spec = _load(args)
     if args.json:
         print(spec.to_json())
@@ -90,7 +92,7 @@ def _show(args: argparse.Namespace) -> int:
             value = spec.draft_config
             for part in field.split(".")[1:]:
                 value = value[part]
-            out.append(f"  {field[len('draft_config.'):]} = {_fmt(_plain(value))}")
+            out.append(f"  {field[len('draft_config.'):]} = {_fmt(thaw(value))}")
             out.append(f"      {prov.describe()}")
         out.append(f"  (+ {copied} fields copied from transformer_layer_config)")
     out.append("")
@@ -103,12 +105,6 @@ def _show(args: argparse.Namespace) -> int:
         out.append("findings: none")
     print("\n".join(out))
     return EXIT_FINDINGS if spec.errors else EXIT_OK
-
-
-def _plain(value: Any) -> Any:
-    from specreg.speculator import thaw
-
-    return thaw(value)
 
 
 def serve_command(spec, model: str, verifier: str, revision: str | None = None) -> str:
@@ -173,16 +169,13 @@ def _algorithms(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from specreg.errors import ConfigError, SpecregError
+    from specreg.errors import SpecregError
 
     args = _parser().parse_args(argv)
     handler = {"show": _show, "serve": _serve, "algorithms": _algorithms}[args.command]
     try:
         return handler(args)
-    except ConfigError as exc:
-        print(f"error: {exc.line()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except SpecregError as exc:
+    except SpecregError as exc:  # ConfigError included: its line carries the JSON path
         print(f"error: {exc.line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:

@@ -8,8 +8,8 @@ reaches all three. The facts (speculators 0.9 training, vLLM 0.20-0.33 serving):
 - Masks as trained: full-attention layers are bidirectional inside the block; a sliding layer is
   causal unless ``sliding_window_non_causal`` (missing: the field predates it, non-causal).
 - Masks as vLLM serves the unmodified file: < 0.24 every layer non-causal; 0.24 one global
-  ``dflash_config.causal`` (unset: non-causal); 0.25 a layer is causal iff sliding; >= 0.26 ``dflash_config.causal = not sliding_window_non_causal`` (missing ->
-  False) for every layer. DSpark's path builds no dflash_config: its block forward is non-causal.
+  ``dflash_config.causal`` (unset: non-causal); 0.25 a layer is causal iff sliding; >= 0.26
+  ``dflash_config.causal = not sliding_window_non_causal`` (missing -> False) for every layer. DSpark's path builds no dflash_config: its block forward is non-causal.
 - Draft length: ``sample_from_anchor`` false -> block_size - 1 tokens, true -> block_size.
 """
 
@@ -241,6 +241,28 @@ def _draft_length(
         )
 
 
+def _unservable_mask(variant: Variant, ctx: Context, trained: list[bool]) -> str | None:
+    """Why the targeted vLLM cannot serve the trained masks at all, or None when it can."""
+    if not any(trained):
+        return None
+    if variant.top_level:
+        return (
+            "the draft was trained with causal sliding layers (sliding_window_non_causal=false); "
+            "vLLM's DSpark block forward is non-causal on every layer"
+        )
+    if not ctx.since("dflash_causal_layers"):
+        return (
+            f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
+            f"non-causal. Needs vLLM >= 0.24."
+        )
+    if len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"):
+        return (
+            f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
+            f"applies one causal flag to every DFlash layer. Needs vLLM >= 0.25."
+        )
+    return None
+
+
 def _attention(
     cfg: Fields,
     ctx: Context,
@@ -300,28 +322,9 @@ def _attention(
         # When layers differ, no global flag: vLLM falls back to layer_types[i] == sliding_attention,
         # which is exactly the trained plan (sliding causal, full bidirectional).
 
-    if any(trained):
-        if variant.top_level:
-            plan.find(
-                "vllm-unsupported-feature",
-                "the draft was trained with causal sliding layers (sliding_window_non_causal=false); "
-                "vLLM's DSpark block forward is non-causal on every layer",
-                nc_path,
-            )
-        elif not ctx.since("dflash_causal_layers"):
-            plan.find(
-                "vllm-unsupported-feature",
-                f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
-                f"non-causal. Needs vLLM >= 0.24.",
-                nc_path,
-            )
-        elif len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"):
-            plan.find(
-                "vllm-unsupported-feature",
-                f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
-                f"applies one causal flag to every DFlash layer. Needs vLLM >= 0.25.",
-                nc_path,
-            )
+    unservable = _unservable_mask(variant, ctx, trained)
+    if unservable:
+        plan.find("vllm-unsupported-feature", unservable, nc_path)
 
     if mixed and not variant.top_level:
         plan.find(
@@ -341,13 +344,8 @@ def _attention(
 
     served = served_causal(variant, ctx, layer_types, non_causal_in_file)
     wrong = [i for i in range(n) if served[i] != trained[i]]
-    # A layer vLLM cannot serve causal at all is already an error above; report the rest.
-    cannot = any(trained) and (
-        variant.top_level
-        or not ctx.since("dflash_causal_layers")
-        or (len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"))
-    )
-    if wrong and not cannot:
+    # A mask vLLM cannot serve at all is already an error above; report the rest.
+    if wrong and not unservable:
         groups: dict[tuple[str, bool, bool], list[int]] = {}
         for i in wrong:
             groups.setdefault((layer_types[i], trained[i], served[i]), []).append(i)

@@ -9,7 +9,6 @@ Algorithm modules read their input only through `Fields`, which
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any, Callable, Iterator, Mapping
 
@@ -88,14 +87,6 @@ def _str(v: Any) -> str | None:
     return None
 
 
-def _number(v: Any) -> str | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return f"expected a number, got {_type_name(v)} {show_value(v)}"
-    if isinstance(v, float) and not math.isfinite(v):
-        return f"expected a finite number, got {v}"
-    return None
-
-
 def _list_of(item: Kind, *, min_len: int = 1, max_len: int = MAX_COUNT) -> Callable[[Any], str | None]:
     def test(v: Any) -> str | None:
         if not isinstance(v, list):
@@ -118,7 +109,6 @@ NONNEG_INT = Kind("int >= 0", _int_in(0, MAX_ID))
 COUNT = Kind(f"int in 1..{MAX_COUNT}", _int_in(1, MAX_COUNT))
 BOOL = Kind("bool", _bool)
 STR = Kind("str", _str)
-NUMBER = Kind("number", _number)
 LAYER_ID = Kind("int >= 0", _int_in(0, MAX_COUNT))
 LAYER_IDS = Kind("list[int]", _list_of(LAYER_ID))
 STR_LIST = Kind("list[str]", _list_of(STR, min_len=0))
@@ -235,9 +225,6 @@ class Fields:
         """A deep copy of this object, for pass-through (the source is never mutated)."""
         return json.loads(json.dumps(self._data))
 
-    def recorder(self) -> "Fields":
-        """A fresh view of the same object with its own problem list and read log."""
-        return Fields(self._data, self.path)
 
 
 def check_layer_ids(cfg: Fields, key: str, ids: list[int] | None, *, minimum: int = 0, why: str = "") -> None:

@@ -27,7 +27,6 @@ class Fetched:
     repo_id: str
     revision: str | None
     commit: str | None
-    from_cache_only: bool
 
 
 def _truthy(value: str | None) -> bool:
@@ -122,5 +121,4 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
         repo_id=repo_id,
         revision=revision,
         commit=_commit_from_path(path),
-        from_cache_only=is_offline,
     )

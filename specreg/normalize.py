@@ -177,27 +177,23 @@ def normalize(
         speculative_config.update(plan.outputs["speculative_config"])
     if envelope.verifier is not None:
         provenance["verifier"] = Provenance("source", ("$.speculators_config.verifier.name_or_path",))
-    try:
-        return _speculator(algo, method, envelope, plan, speculative_config, findings, provenance, version, config, origin)
+    try:  # the Speculator freezes a deep copy of the source
+        return Speculator(
+            algorithm=algo.name,
+            method=method,
+            verifier=envelope.verifier,
+            num_speculative_tokens=plan.num_speculative_tokens,
+            draft_config=plan.outputs["draft_config"],
+            speculative_config=speculative_config,
+            attention=plan.attention,
+            findings=_ordered(findings),
+            provenance=provenance,
+            vllm_version=str(version),
+            source_config=config,
+            origin=origin,
+        )
     except RecursionError:
         raise ConfigError("the config is nested too deeply", "$", source=source) from None
-
-
-def _speculator(algo, method, envelope, plan, speculative_config, findings, provenance, version, config, origin):
-    return Speculator(
-        algorithm=algo.name,
-        method=method,
-        verifier=envelope.verifier,
-        num_speculative_tokens=plan.num_speculative_tokens,
-        draft_config=plan.outputs["draft_config"],
-        speculative_config=speculative_config,
-        attention=plan.attention,
-        findings=_ordered(findings),
-        provenance=provenance,
-        vllm_version=str(version),
-        source_config=config,
-        origin=origin,
-    )
 
 
 def _ordered(findings: list[Finding]) -> list[Finding]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -158,9 +157,3 @@ class Speculator:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
-
-    def with_findings(self, *extra: Finding) -> "Speculator":
-        return attrs.evolve(self, findings=self.findings + tuple(extra))
-
-    def copy_source_config(self) -> dict[str, Any]:
-        return copy.deepcopy(thaw(self.source_config))

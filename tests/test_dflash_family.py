@@ -141,13 +141,17 @@ def test_mixed_causal_layers_need_per_layer_masks_from_025(variant):
     assert "served-causal-mismatch" not in codes(spec)
 
 
-def test_uniform_causal_layers_at_024_are_stated_by_the_global_flag(variant):
-    cfg = variant(
+def all_sliding_dflash(variant):
+    """dflash.json with five causal sliding layers (sliding_window_non_causal stays false)."""
+    return variant(
         "dflash",
         transformer_layer_config__layer_types=["sliding_attention"] * 5,
         transformer_layer_config__sliding_window=1024,
     )
-    spec = specreg.normalize(cfg, vllm="0.24")
+
+
+def test_uniform_causal_layers_at_024_are_stated_by_the_global_flag(variant):
+    spec = specreg.normalize(all_sliding_dflash(variant), vllm="0.24")
     assert spec.draft_config_dict()["dflash_config"]["causal"] is True
     assert "applies one causal flag, unset in the file, to every layer" in finding(spec, "served-causal-mismatch").message
 
@@ -160,12 +164,7 @@ def test_causal_layers_cannot_be_served_before_024(variant):
 
 
 def test_all_sliding_causal_layers_get_causal_true(variant):
-    cfg = variant(
-        "dflash",
-        transformer_layer_config__layer_types=["sliding_attention"] * 5,
-        transformer_layer_config__sliding_window=1024,
-    )
-    spec = specreg.normalize(cfg, vllm="0.33")
+    spec = specreg.normalize(all_sliding_dflash(variant), vllm="0.33")
     assert spec.draft_config_dict()["dflash_config"]["causal"] is True
     assert "served-causal-mismatch" not in codes(spec)
 
