@@ -1,4 +1,4 @@
-"""The `specreg` command line: show, serve, algorithms.
+"""The `specreg` command line: show, serve, materialize, algorithms.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -36,6 +36,21 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="print the `vllm serve` command line for the draft")
     source_args(serve)
     serve.add_argument("--verifier", help="the verifier model, when the config names none (or to override it)")
+    serve.add_argument(
+        "--dir",
+        help="where to materialize the draft when the unmodified file would be served differently from its "
+        "training (default: a directory under ~/.cache/specreg/drafts, or $SPECREG_CACHE/drafts)",
+    )
+
+    mat = sub.add_parser("materialize", help="write a vLLM-ready draft directory (config.json as trained + weights)")
+    source_args(mat)
+    mat.add_argument("dir", metavar="DIR", help="the directory to write (must be empty unless --force)")
+    how = mat.add_mutually_exclusive_group()
+    how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
+    how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
+    mat.add_argument("--force", action="store_true", help="write into a non-empty DIR (replaces only the files it writes)")
+    mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
+    mat.add_argument("--verifier", help="the verifier model, when the config names none (or to override it)")
 
     algos = sub.add_parser("algorithms", help="the registered algorithms and the vLLM versions that serve them")
     algos.add_argument("--json", action="store_true")
@@ -107,29 +122,22 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if spec.errors else EXIT_OK
 
 
-def serve_command(spec, model: str, verifier: str, revision: str | None = None) -> str:
-    """The `vllm serve` line that serves `spec` (the draft at `model`) beside `verifier`."""
-    cfg: dict[str, Any] = {"model": model}
-    if revision:
-        cfg["revision"] = revision
-    cfg.update(spec.speculative_config_dict())
+def serve_command(spec, kwargs: dict[str, Any]) -> str:
+    """The `vllm serve` line for `llm_kwargs`-shaped arguments."""
     env = "VLLM_USE_V2_MODEL_RUNNER=1 " if spec.needs_v2_model_runner else ""
-    return f"{env}vllm serve {shlex.quote(verifier)} --speculative-config {shlex.quote(json.dumps(cfg))}"
+    cfg = kwargs["speculative_config"]
+    return f"{env}vllm serve {shlex.quote(kwargs['model'])} --speculative-config {shlex.quote(json.dumps(cfg))}"
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _servable(spec, args: argparse.Namespace) -> str:
+    """Report the findings on stderr; return the verifier to serve beside, or raise / exit 1."""
     from specreg.errors import ConfigError
 
-    spec = _load(args)
     for f in spec.findings:
         if f.severity != "info":
             print(f"# {f.severity}: {f.code}: {f.message}", file=sys.stderr)
     if not spec.servable:
-        print(
-            f"error: {args.source}: not servable as trained by vLLM {spec.vllm_version} (see the errors above)",
-            file=sys.stderr,
-        )
-        return EXIT_FINDINGS
+        raise _Refused(f"error: {args.source}: not servable as trained by vLLM {spec.vllm_version} (see the errors above)")
     local_verifier = any(f.code == "verifier-local-path" for f in spec.findings)
     verifier = args.verifier or (None if local_verifier else spec.verifier)
     if not verifier:
@@ -138,12 +146,52 @@ def _serve(args: argparse.Namespace) -> int:
             "$.speculators_config.verifier.name_or_path",
             source=args.source,
         )
-    origin = spec.origin
-    if origin.repo_id:
-        model, revision = origin.repo_id, origin.revision
+    return verifier
+
+
+class _Refused(Exception):
+    """The draft has error findings: the message is printed and the exit status is 1."""
+
+
+def _progress(message: str) -> None:
+    print(f"# {message}", file=sys.stderr)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from specreg.materialize import default_directory
+
+    spec = _load(args)
+    verifier = _servable(spec, args)
+    reason = spec.materialize_reason
+    if reason is None and not args.dir:
+        print(serve_command(spec, spec.llm_kwargs(verifier=verifier)))
+        return EXIT_OK
+    directory = args.dir or default_directory(spec)
+    # specreg's own cache directory is replaced freely; a directory the user named must be empty.
+    done = spec.materialize(directory, force=not args.dir, progress=_progress)
+    if reason:
+        print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
+    print(serve_command(spec, done.llm_kwargs(verifier=verifier)))
+    return EXIT_OK
+
+
+def _materialize(args: argparse.Namespace) -> int:
+    spec = _load(args)
+    verifier = _servable(spec, args)
+    weights = "none" if args.config_only else "copy" if args.copy else "link"
+    done = spec.materialize(args.dir, weights=weights, force=args.force, progress=_progress)
+    kwargs = done.llm_kwargs(verifier=verifier)
+    if args.json:
+        print(json.dumps(kwargs, indent=2))
     else:
-        model, revision = os.path.dirname(os.path.abspath(origin.path)), None
-    print(serve_command(spec, model, verifier, revision))
+        n = len(done.files) - 2
+        what = {"none": "no weights (--config-only)", "copy": f"{n} weight files copied",
+                "link": f"{n} weight files linked"}[weights]
+        print(f"wrote {done.directory}: config.json, specreg.json, {what}")
+        print(serve_command(spec, kwargs))
+    if spec.needs_v2_model_runner:
+        print("# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves mixed sliding/full DFlash layers on its V2 model runner",
+              file=sys.stderr)
     return EXIT_OK
 
 
@@ -172,9 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from specreg.errors import SpecregError
 
     args = _parser().parse_args(argv)
-    handler = {"show": _show, "serve": _serve, "algorithms": _algorithms}[args.command]
+    handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms}[args.command]
     try:
         return handler(args)
+    except _Refused as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_FINDINGS
     except SpecregError as exc:  # ConfigError included: its line carries the JSON path
         print(f"error: {exc.line()}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -9,6 +9,13 @@ import attrs
 
 SEVERITIES = ("error", "warning", "info")
 
+#: Codes meaning vLLM, given the unmodified file, would serve the draft differently from how it
+#: was trained; specreg's draft_config (a materialized directory) serves it as trained.
+SERVED_DIFFERENTLY = frozenset(
+    {"served-causal-mismatch", "served-length-mismatch", "served-default-mismatch", "top-level-model-type",
+     "proposal-method-not-first"}
+)
+
 
 @attrs.frozen
 class Code:

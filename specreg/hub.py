@@ -1,7 +1,7 @@
-"""Fetching config.json from the Hugging Face Hub through huggingface_hub (imported on first use).
+"""Fetching files from the Hugging Face Hub through huggingface_hub (imported on first use).
 
-Only config.json is ever downloaded here, never weights. huggingface_hub's cache, revisions and
-tokens are used as they are; the environment (HF_ENDPOINT, HF_HUB_OFFLINE, HF_HUB_CACHE, HF_HOME,
+`load()` downloads config.json only; weight files are fetched only when a user materializes a
+draft directory with its weights. huggingface_hub's cache, revisions and tokens are used as they are; the environment (HF_ENDPOINT, HF_HUB_OFFLINE, HF_HUB_CACHE, HF_HOME,
 HF_TOKEN) is read at call time, so a process may change it between calls. A commit-hash revision
 already in the cache is answered from disk without any request.
 """
@@ -63,16 +63,31 @@ def _commit_from_path(path: str) -> str | None:
 
 def fetch_config(repo_id: str, revision: str | None = None, *, source: str | None = None) -> Fetched:
     """Download (or find in the cache) `config.json` of `repo_id` at `revision`."""
+    path = fetch_file(repo_id, CONFIG_NAME, revision, source=source)
+    return Fetched(path=path, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(path)))
+
+
+def fetch_file(
+    repo_id: str, filename: str, revision: str | None = None, *, source: str | None = None, quiet_missing: bool = False
+) -> Path:
+    """Download (or find in the cache) one file of `repo_id` at `revision`; huggingface_hub errors
+    become specreg's. quiet_missing: a missing file (FileNotFoundOnHubError) is expected by the
+    caller, so offline mode reports it as missing too rather than as an OfflineError."""
     import huggingface_hub
     from huggingface_hub import errors as hf
 
     source = source or repo_id
     is_offline = offline()
     where = f" at revision {revision!r}" if revision else ""
+    if quiet_missing and revision and _COMMIT.match(revision):
+        # hf_hub_download does not consult the cache's record of files missing at a commit
+        cached = huggingface_hub.try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir(), revision=revision)
+        if cached is huggingface_hub._CACHED_NO_EXIST:
+            raise errors.FileNotFoundOnHubError(f"the repository {repo_id}{where} has no {filename}", source=source)
     try:
         path = huggingface_hub.hf_hub_download(
             repo_id,
-            CONFIG_NAME,
+            filename,
             revision=revision,
             endpoint=os.environ.get("HF_ENDPOINT") or None,
             cache_dir=cache_dir(),
@@ -94,31 +109,28 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
             f"the repository {repo_id} has no revision {revision!r}", source=source
         ) from None
     except hf.LocalEntryNotFoundError:
+        if quiet_missing and is_offline:
+            raise errors.FileNotFoundOnHubError(f"{filename} of {repo_id}{where} is not in the cache", source=source) from None
         why = "offline mode is on (HF_HUB_OFFLINE)" if is_offline else "the Hub could not be reached"
         raise errors.OfflineError(
-            f"{CONFIG_NAME} of {repo_id}{where} is not in the Hugging Face cache and {why}", source=source
+            f"{filename} of {repo_id}{where} is not in the Hugging Face cache and {why}", source=source
         ) from None
     except hf.EntryNotFoundError:
-        raise errors.FileNotFoundOnHubError(f"the repository {repo_id}{where} has no {CONFIG_NAME}", source=source) from None
+        raise errors.FileNotFoundOnHubError(f"the repository {repo_id}{where} has no {filename}", source=source) from None
     except hf.OfflineModeIsEnabled:
         raise errors.OfflineError(
-            f"{CONFIG_NAME} of {repo_id}{where} is not in the cache and offline mode is on", source=source
+            f"{filename} of {repo_id}{where} is not in the cache and offline mode is on", source=source
         ) from None
     except hf.HFValidationError as exc:
         raise errors.ConfigError(f"not a valid Hub repo id or revision: {exc}", "source", source=source) from None
     except hf.HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
-        raise errors.HubError(f"the Hub answered HTTP {status} for {repo_id}{where}", source=source) from None
+        raise errors.HubError(f"the Hub answered HTTP {status} for {filename} of {repo_id}{where}", source=source) from None
     except Exception as exc:
         # Connection failures mid-transfer come from the HTTP client (httpx) or the OS.
         if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
             raise
         raise errors.HubError(
-            f"could not fetch {CONFIG_NAME} of {repo_id}{where}: {type(exc).__name__}", source=source
+            f"could not fetch {filename} of {repo_id}{where}: {type(exc).__name__}", source=source
         ) from None
-    return Fetched(
-        path=Path(path),
-        repo_id=repo_id,
-        revision=revision,
-        commit=_commit_from_path(path),
-    )
+    return Path(path)

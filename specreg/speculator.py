@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import attrs
 
-from specreg.findings import CODES, SEVERITIES
+from specreg.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES
 
 
 def _freeze(value: Any) -> Any:
@@ -130,6 +131,71 @@ class Speculator:
         """Mixed sliding/full DFlash layers are served by vLLM's V2 model runner only."""
         kinds = {a.kind for a in self.attention}
         return self.method == "dflash" and kinds == {"full", "sliding"}
+
+    @property
+    def served_differently(self) -> tuple[Finding, ...]:
+        """The findings saying that vLLM, given the unmodified file, would not serve the draft as
+        trained; when there are any, serve a materialized directory (`materialize`)."""
+        return tuple(f for f in self.findings if f.code in SERVED_DIFFERENTLY)
+
+    @property
+    def materialize_reason(self) -> str | None:
+        """Why vLLM cannot be pointed at the unmodified source to serve the draft as trained (so a
+        materialized directory is needed), or None when it can."""
+        if self.served_differently:
+            codes = ", ".join(sorted({f.code for f in self.served_differently}))
+            return f"the unmodified file would be served differently from how it was trained ({codes})"
+        origin = self.origin
+        if origin is None or (origin.repo_id is None and origin.path is None):
+            return "it was normalized from a dict, not read from a draft directory"
+        if origin.repo_id is None and os.path.basename(origin.path) != "config.json":
+            return f"vLLM reads config.json from a draft directory, and this config is {os.path.basename(origin.path)}"
+        return None
+
+    def llm_kwargs(self, draft: str | None = None, verifier: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for `vllm.LLM`: ``{"model": verifier, "speculative_config": {...}}``.
+
+        draft: the draft model vLLM loads, by default where the config came from (the Hub repo at
+        the commit that was read, or the local directory). That default is refused when the
+        unmodified file would be served differently from how it was trained: pass a directory
+        written by `materialize` (or call ``spec.materialize(DIR).llm_kwargs()``).
+        """
+        from specreg.errors import SpecregError
+
+        source = self.origin.source if self.origin else None
+        if self.method is None:
+            raise SpecregError(f"{self.algorithm} drafts are not served by vLLM's speculators path", source=source)
+        verifier = verifier or self.verifier
+        if not verifier:
+            raise SpecregError("the config names no verifier; pass verifier=", source=source)
+        revision = None
+        if draft is None:
+            reason = self.materialize_reason
+            if reason:
+                raise SpecregError(
+                    f"{reason}: materialize it and pass that directory: spec.materialize(DIR).llm_kwargs()",
+                    source=source,
+                )
+            if self.origin.repo_id:
+                draft, revision = self.origin.repo_id, self.origin.commit or self.origin.revision
+            else:
+                draft = os.path.dirname(os.path.abspath(self.origin.path))
+        cfg = self.speculative_config_dict()
+        spec_cfg: dict[str, Any] = {"method": cfg.pop("method"), "model": draft}
+        if revision:
+            spec_cfg["revision"] = revision
+        spec_cfg["num_speculative_tokens"] = cfg.pop("num_speculative_tokens")
+        spec_cfg.update(cfg)
+        return {"model": verifier, "speculative_config": spec_cfg}
+
+    def materialize(self, directory: str | os.PathLike[str], *, weights: str = "link", force: bool = False,
+                    progress: Any = None) -> Any:
+        """Write a vLLM-ready draft directory (config.json as vLLM loads it directly, plus the
+        weights linked, copied or left out: weights="link" | "copy" | "none"). Returns a
+        `specreg.materialize.Materialized` (``.directory``, ``.files``, ``.llm_kwargs()``)."""
+        from specreg.materialize import materialize
+
+        return materialize(self, directory, weights=weights, force=force, progress=progress)
 
     def draft_config_dict(self) -> dict[str, Any]:
         """A plain, mutable copy of `draft_config`."""

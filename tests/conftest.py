@@ -7,6 +7,26 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 
+@pytest.fixture(autouse=True)
+def _own_specreg_cache(tmp_path, monkeypatch):
+    """No test writes to the user's ~/.cache/specreg (serve materializes drafts there)."""
+    monkeypatch.setenv("SPECREG_CACHE", str(tmp_path / "specreg-cache"))
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """A loopback Hub (tests/hub_server.py) as HF_ENDPOINT, with a fresh HF cache and no token."""
+    from hub_server import FakeHub
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
+    with FakeHub() as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
 def fixture_config(name: str) -> dict:
     """A fresh copy of a fixture config (speculators/NAME.json)."""
     return json.loads((DATA / "speculators" / f"{name}.json").read_text())

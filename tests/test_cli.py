@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from conftest import DATA
+from conftest import DATA, fixture_config
+from weights import write_draft
 
 
 def run(*args, cwd=None):
@@ -16,10 +17,7 @@ def run(*args, cwd=None):
 
 @pytest.fixture
 def draft(tmp_path):
-    d = tmp_path / "draft"
-    d.mkdir()
-    shutil.copy(DATA / "speculators" / "dflash.json", d / "config.json")
-    return d
+    return write_draft(tmp_path / "draft", fixture_config("dflash"))
 
 
 def test_show_prints_the_plan_provenance_and_findings(draft):
@@ -98,26 +96,34 @@ def test_a_bad_vllm_version_exits_2(draft):
     assert r.stderr == f"error: {draft}: --vllm: not a vLLM version: 'newest' (expected e.g. 0.26 or 0.33.0)\n"
 
 
-def test_serve_prints_an_explicit_speculative_config(draft):
+def test_serve_prints_an_explicit_speculative_config(tmp_path):
+    draft = write_draft(tmp_path / "eagle", fixture_config("eagle3_generated"))
     r = run("serve", str(draft), "--vllm", "0.33")
     assert r.returncode == 0
-    cfg = {"model": str(draft), "method": "dflash", "num_speculative_tokens": 15}
-    assert r.stdout == f"vllm serve Qwen/Qwen3-8B --speculative-config '{json.dumps(cfg)}'\n"
+    cfg = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3}
+    assert r.stdout == f"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config '{json.dumps(cfg)}'\n"
+
+
+def test_serve_reports_findings_on_stderr(draft):
+    r = run("serve", str(draft), "--vllm", "0.33")
+    assert r.returncode == 0
     assert "# warning: served-causal-mismatch" in r.stderr
 
 
 def test_serve_sets_the_v2_runner_for_mixed_attention(tmp_path):
-    shutil.copy(DATA / "speculators" / "dflash2.json", tmp_path / "config.json")
+    write_draft(tmp_path, fixture_config("dflash2"))
     r = run("serve", str(tmp_path), "--vllm", "0.33")
     assert r.returncode == 0
     assert r.stdout.startswith("VLLM_USE_V2_MODEL_RUNNER=1 vllm serve Qwen/Qwen3-8B --speculative-config ")
 
 
 def test_serve_adds_parallel_drafting_for_peagle(tmp_path):
-    shutil.copy(DATA / "speculators" / "peagle.json", tmp_path / "config.json")
+    write_draft(tmp_path, fixture_config("peagle"))
     r = run("serve", str(tmp_path))
     cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
-    assert cfg == {"model": str(tmp_path), "method": "eagle3", "num_speculative_tokens": 8, "parallel_drafting": True}
+    assert {k: v for k, v in cfg.items() if k != "model"} == {
+        "method": "eagle3", "num_speculative_tokens": 8, "parallel_drafting": True
+    }
 
 
 def test_serve_refuses_an_unservable_draft(tmp_path):

@@ -6,21 +6,9 @@ import pytest
 
 import specreg
 from conftest import DATA
-from hub_server import FakeHub
 
 DFLASH = (DATA / "speculators" / "dflash.json").read_bytes()
 REPO = "RedHatAI/Qwen3-8B-speculator.dflash"
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
-    with FakeHub() as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        yield server
 
 
 def test_load_downloads_config_json_only_and_normalizes_it(hub):

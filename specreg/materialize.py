@@ -1,0 +1,262 @@
+"""A vLLM-ready draft directory: the normalized config.json plus the draft's weight files.
+
+vLLM runs its own speculators mapping on any config.json that carries `speculators_config`.
+The file written here carries none: it is `Speculator.draft_config`, the form that mapping
+would produce, with the trained semantics. vLLM loads it as a plain config (it is given the
+method explicitly through `speculative_config`), so nothing is re-mapped.
+
+Weights are linked (symlinks to the Hugging Face cache, or to the local source directory),
+copied (``weights="copy"``), or left out (``weights="none"``). Hub weights are fetched with
+huggingface_hub on demand, at the commit the config came from.
+
+Safety: every file is written under DIR, by name, through a temporary file in DIR and an atomic
+rename; weight names from an index file must be plain file names (no directories, no ``..``,
+no absolute paths); a non-empty DIR is refused unless ``force=True``, and then only the files
+named here (and those a previous materialization listed in ``specreg.json``) are replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+import attrs
+
+from specreg import hub
+from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
+
+if TYPE_CHECKING:
+    from specreg.speculator import Speculator
+
+WeightMode = Literal["link", "copy", "none"]
+MANIFEST = "specreg.json"
+
+#: Where a draft's weights may live, in the order they are looked for.
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+WEIGHT_CANDIDATES = (SAFETENSORS_INDEX, "model.safetensors", "pytorch_model.bin.index.json", "pytorch_model.bin")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+MAX_INDEX_BYTES = 16 * 1024 * 1024
+
+
+@attrs.frozen
+class Materialized:
+    """A written draft directory and what it holds."""
+
+    directory: Path
+    speculator: "Speculator"
+    files: tuple[str, ...]
+    weights: str
+
+    def llm_kwargs(self, verifier: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for `vllm.LLM` that serve this directory as the draft."""
+        return self.speculator.llm_kwargs(draft=str(self.directory), verifier=verifier)
+
+
+def _plain_name(name: Any, *, where: str, path: str) -> str:
+    if not isinstance(name, str) or not _PLAIN_NAME.match(name) or ".." in name:
+        raise ConfigError(
+            f"{json.dumps(name)} is not a plain file name in the draft directory "
+            "(no directories, '..' or absolute paths)",
+            path,
+            source=where,
+        )
+    return name
+
+
+def shards_of(index_path: Path, *, where: str) -> list[str]:
+    """The weight file names a safetensors/bin index refers to, each checked to be a plain name."""
+    with open(index_path, "rb") as f:
+        data = f.read(MAX_INDEX_BYTES + 1)
+    if len(data) > MAX_INDEX_BYTES:
+        raise ConfigError(f"larger than {MAX_INDEX_BYTES} bytes: not a weight index", "$", source=where)
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid JSON: {exc}", "$", source=where) from None
+    weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ConfigError("a weight index needs a non-empty object 'weight_map'", "$.weight_map", source=where)
+    names: list[str] = []
+    for tensor, name in weight_map.items():
+        _plain_name(name, where=where, path=f"$.weight_map[{json.dumps(tensor)}]")
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _local_weights(directory: Path) -> dict[str, Path]:
+    """Weight files beside a local config.json (name -> path)."""
+    for candidate in WEIGHT_CANDIDATES:
+        path = directory / candidate
+        if not path.is_file():
+            continue
+        if candidate.endswith(".index.json"):
+            found = {candidate: path}
+            for name in shards_of(path, where=str(path)):
+                shard = directory / name
+                if not shard.is_file():
+                    raise ConfigError(f"names {name}, which is not in {directory}", "$.weight_map", source=str(path))
+                found[name] = shard
+            return found
+        if candidate == "model.safetensors":
+            # sharded files without an index are still served by vLLM (it globs *.safetensors)
+            return {p.name: p for p in sorted(directory.glob("*.safetensors")) if _PLAIN_NAME.match(p.name)}
+        return {candidate: path}
+    return {}
+
+
+def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[str, Path]:
+    """Weight files of the Hub repo the config came from, fetched into the HF cache on demand."""
+    origin = spec.origin
+    revision = origin.commit or origin.revision
+    for candidate in WEIGHT_CANDIDATES:
+        try:
+            path = hub.fetch_file(origin.repo_id, candidate, revision, source=origin.source, quiet_missing=True)
+        except FileNotFoundOnHubError:
+            continue
+        if candidate.endswith(".index.json"):
+            found = {candidate: path}
+            names = shards_of(path, where=f"{origin.repo_id}/{candidate}")
+            for i, name in enumerate(names, 1):
+                progress(f"fetching {name} ({i}/{len(names)}) from {origin.repo_id}")
+                found[name] = hub.fetch_file(origin.repo_id, name, revision, source=origin.source)
+            return found
+        progress(f"fetched {candidate} from {origin.repo_id}")
+        return {candidate: path}
+    return {}
+
+
+def _check_target(directory: Path, force: bool) -> list[str]:
+    """Refuse a non-directory or (without force) a non-empty DIR; return a previous manifest's files."""
+    if directory.exists() and not directory.is_dir():
+        raise SpecregError(f"{directory} exists and is not a directory")
+    if not directory.exists():
+        return []
+    entries = sorted(p.name for p in directory.iterdir())
+    if entries and not force:
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise SpecregError(f"{directory} is not empty ({shown}); choose an empty directory or pass --force")
+    previous: list[str] = []
+    manifest = directory / MANIFEST
+    if manifest.is_file() and not manifest.is_symlink():
+        try:
+            doc = json.loads(manifest.read_text())
+            previous = [n for n in doc.get("files", []) if isinstance(n, str) and _PLAIN_NAME.match(n)]
+        except (ValueError, OSError, AttributeError):
+            previous = []
+    return previous
+
+
+def _write_atomic(directory: Path, name: str, make: Callable[[Path], None]) -> None:
+    """Create DIR/name by building DIR/.name.tmp with `make`, then renaming it over the old entry."""
+    target = directory / name
+    if target.is_dir() and not target.is_symlink():
+        raise SpecregError(f"{target} is a directory; refusing to replace it")
+    tmp = directory / f".{name}.specreg-tmp-{os.getpid()}"
+    if tmp.exists() or tmp.is_symlink():
+        tmp.unlink()
+    try:
+        make(tmp)
+        os.replace(tmp, target)  # replaces a symlink itself, never the file it points to
+    except BaseException:
+        if tmp.exists() or tmp.is_symlink():
+            tmp.unlink()
+        raise
+
+
+def cache_root() -> Path:
+    """specreg's own cache: $SPECREG_CACHE, else ~/.cache/specreg."""
+    return Path(os.environ.get("SPECREG_CACHE") or Path.home() / ".cache" / "specreg").expanduser()
+
+
+def default_directory(spec: "Speculator") -> Path:
+    """Where `specreg serve` materializes a draft: one directory per source, content and vLLM version."""
+    origin = spec.origin
+    name = (origin.repo_id or Path(origin.path).parent.name or "draft") if origin else "draft"
+    digest = (origin.sha256 or "")[:16] if origin else ""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "--", name)
+    return cache_root() / "drafts" / f"{safe}-{digest}-vllm{spec.vllm_version}"
+
+
+def _json_bytes(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def materialize(
+    spec: "Speculator",
+    directory: str | os.PathLike[str],
+    *,
+    weights: WeightMode = "link",
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Materialized:
+    """Write `spec` as a vLLM-ready draft directory (see the module docstring)."""
+    if weights not in ("link", "copy", "none"):
+        raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
+    if spec.method is None:
+        raise SpecregError(f"{spec.algorithm} drafts are not served by vLLM's speculators path; nothing to materialize",
+                           source=spec.origin.source if spec.origin else None)
+    if spec.errors:
+        raise SpecregError(
+            f"not servable as trained by vLLM {spec.vllm_version} "
+            f"({', '.join(sorted({f.code for f in spec.errors}))}); nothing was written",
+            source=spec.origin.source if spec.origin else None,
+        )
+    say = progress or (lambda _msg: None)
+    target = Path(directory).expanduser().absolute()
+    previous = _check_target(target, force)
+
+    # Gather every input before writing anything: a failed download leaves DIR untouched.
+    sources: dict[str, Path] = {}
+    if weights != "none":
+        origin = spec.origin
+        if origin is None or (origin.repo_id is None and origin.path is None):
+            raise SpecregError("the draft was normalized from a dict, so there are no weights to link; "
+                               "use weights='none' (--config-only)")
+        if origin.repo_id:
+            sources = _hub_weights(spec, say)
+        else:
+            source_dir = Path(origin.path).parent
+            if os.path.realpath(source_dir) == os.path.realpath(target):
+                raise SpecregError(f"{target} is the draft's own directory; materialize into another one")
+            sources = _local_weights(source_dir)
+        if not sources:
+            where = origin.repo_id or str(Path(origin.path).parent)
+            error = FileNotFoundOnHubError if origin.repo_id else SpecregError
+            raise error(
+                f"no weight files in {where} (looked for {', '.join(WEIGHT_CANDIDATES)}); "
+                "weights='none' (specreg materialize --config-only) writes the config alone",
+                source=origin.source,
+            )
+        for name in sources:
+            _plain_name(name, where=origin.source, path="$")
+
+    manifest = {
+        "written_by": "specreg",
+        "source": spec.origin.to_dict() if spec.origin else None,
+        "algorithm": spec.algorithm,
+        "vllm_version": spec.vllm_version,
+        "weights": weights,
+        "files": ["config.json", *sources, MANIFEST],
+        "findings": [f.to_dict() for f in spec.findings],
+    }
+
+    target.mkdir(parents=True, exist_ok=True)
+    _write_atomic(target, "config.json", lambda tmp: tmp.write_bytes(_json_bytes(spec.draft_config_dict())))
+    for i, (name, src) in enumerate(sources.items(), 1):
+        real = Path(os.path.realpath(src))
+        if weights == "link":
+            _write_atomic(target, name, lambda tmp, real=real: os.symlink(real, tmp))
+        else:
+            say(f"copying {name} ({i}/{len(sources)})")
+            _write_atomic(target, name, lambda tmp, real=real: shutil.copyfile(real, tmp))
+    for stale in set(previous) - set(manifest["files"]):
+        path = target / stale
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+    _write_atomic(target, MANIFEST, lambda tmp: tmp.write_bytes(_json_bytes(manifest)))
+    return Materialized(directory=target, speculator=spec, files=tuple(manifest["files"]), weights=weights)

@@ -1,0 +1,277 @@
+"""Speculator.materialize / llm_kwargs and the `specreg materialize` and `serve` commands."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import specreg
+from conftest import DATA, fixture_config
+from weights import safetensors_bytes, tensors, write_draft
+
+REPO = "RedHatAI/Qwen3-8B-speculator.dflash"
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def dflash_dir(tmp_path):
+    return write_draft(tmp_path / "src", fixture_config("dflash"))
+
+
+@pytest.fixture
+def eagle_dir(tmp_path):
+    return write_draft(tmp_path / "eagle", fixture_config("eagle3_generated"))
+
+
+def snapshot(directory):
+    """Every entry under `directory`: name -> link target or bytes."""
+    out = {}
+    for p in sorted(directory.rglob("*")):
+        out[str(p.relative_to(directory))] = os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else "dir"
+    return out
+
+
+def test_the_config_is_the_draft_config_and_weights_are_linked(dflash_dir, tmp_path):
+    spec = specreg.load(dflash_dir, vllm="0.33")
+    out = spec.materialize(tmp_path / "out")
+    assert out.files == ("config.json", "model.safetensors", "specreg.json")
+    written = json.loads((out.directory / "config.json").read_text())
+    assert written == spec.draft_config_dict()
+    assert "speculators_config" not in written  # vLLM must not re-run its mapping on it
+    assert written["dflash_config"]["causal"] is False  # trained bidirectional, stated explicitly
+    weights = out.directory / "model.safetensors"
+    assert weights.is_symlink() and os.readlink(weights) == str((dflash_dir / "model.safetensors").resolve())
+    manifest = json.loads((out.directory / "specreg.json").read_text())
+    assert manifest["files"] == list(out.files)
+    assert manifest["source"]["sha256"] == spec.origin.sha256
+    assert manifest["weights"] == "link"
+
+
+def test_copy_and_config_only(dflash_dir, tmp_path):
+    spec = specreg.load(dflash_dir)
+    copied = spec.materialize(tmp_path / "copy", weights="copy")
+    w = copied.directory / "model.safetensors"
+    assert not w.is_symlink() and w.read_bytes() == (dflash_dir / "model.safetensors").read_bytes()
+    bare = spec.materialize(tmp_path / "bare", weights="none")
+    assert sorted(p.name for p in bare.directory.iterdir()) == ["config.json", "specreg.json"]
+
+
+def test_sharded_weights_link_the_index_and_every_shard(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
+    out = specreg.load(src).materialize(tmp_path / "out")
+    assert out.files == (
+        "config.json",
+        "model.safetensors.index.json",
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "specreg.json",
+    )
+    assert all((out.directory / n).exists() for n in out.files)
+
+
+def test_llm_kwargs_point_vllm_at_the_materialized_directory(dflash_dir, tmp_path):
+    out = specreg.load(dflash_dir, vllm="0.33").materialize(tmp_path / "out")
+    assert out.llm_kwargs() == {
+        "model": "Qwen/Qwen3-8B",
+        "speculative_config": {"method": "dflash", "model": str(tmp_path / "out"), "num_speculative_tokens": 15},
+    }
+
+
+def test_llm_kwargs_refuse_the_unmodified_file_when_it_would_be_served_differently(dflash_dir):
+    spec = specreg.load(dflash_dir, vllm="0.33")
+    with pytest.raises(specreg.SpecregError, match=r"served differently .*served-causal-mismatch.*materialize"):
+        spec.llm_kwargs()
+
+
+def test_llm_kwargs_use_the_source_when_it_is_served_as_trained(eagle_dir):
+    spec = specreg.load(eagle_dir)
+    assert spec.materialize_reason is None
+    assert spec.llm_kwargs() == {
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "speculative_config": {"method": "eagle3", "model": str(eagle_dir), "num_speculative_tokens": 3},
+    }
+
+
+def test_a_config_file_not_named_config_json_must_be_materialized():
+    spec = specreg.load(DATA / "speculators" / "eagle3_generated.json")
+    assert "eagle3_generated.json" in spec.materialize_reason
+    with pytest.raises(specreg.SpecregError, match="vLLM reads config.json"):
+        spec.llm_kwargs()
+
+
+def test_a_non_empty_directory_is_refused_and_left_as_it_was(dflash_dir, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    before = snapshot(out)
+    with pytest.raises(specreg.SpecregError, match=r"is not empty \(notes.txt\).*--force"):
+        specreg.load(dflash_dir).materialize(out)
+    assert snapshot(out) == before
+
+
+def test_force_replaces_only_what_specreg_writes(dflash_dir, tmp_path):
+    out = tmp_path / "out"
+    spec = specreg.load(dflash_dir)
+    spec.materialize(out, weights="copy")
+    (out / "notes.txt").write_text("mine")
+    spec.materialize(out, weights="none", force=True)
+    # the copied weights listed by the previous manifest are gone; the user's file stays
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "notes.txt", "specreg.json"]
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_planted_symlink_is_replaced_not_followed(dflash_dir, tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text("precious")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").symlink_to(outside)
+    specreg.load(dflash_dir).materialize(out, force=True)
+    assert outside.read_text() == "precious"
+    assert not (out / "config.json").is_symlink()
+
+
+@pytest.mark.parametrize("name", ["../escape.safetensors", "/etc/passwd", "sub/x.safetensors", ".hidden", ""])
+def test_weight_names_from_an_index_must_be_plain_file_names(tmp_path, name):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
+    index = json.loads((src / "model.safetensors.index.json").read_text())
+    index["weight_map"]["fc.weight"] = name
+    (src / "model.safetensors.index.json").write_text(json.dumps(index))
+    out = tmp_path / "out"
+    with pytest.raises(specreg.ConfigError) as err:
+        specreg.load(src).materialize(out)
+    assert err.value.path == '$.weight_map["fc.weight"]'
+    assert "model.safetensors.index.json" in str(err.value)
+    assert not out.exists()
+    assert not (tmp_path / "escape.safetensors").exists()
+
+
+def test_the_source_directory_itself_is_refused(dflash_dir):
+    before = snapshot(dflash_dir)
+    with pytest.raises(specreg.SpecregError, match="own directory"):
+        specreg.load(dflash_dir).materialize(dflash_dir, force=True)
+    assert snapshot(dflash_dir) == before
+
+
+def test_an_unservable_draft_is_not_materialized(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("xpress"))
+    with pytest.raises(specreg.SpecregError):
+        specreg.load(src).materialize(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_weights_say_how_to_write_the_config_alone(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps(fixture_config("dflash")))
+    with pytest.raises(specreg.SpecregError, match="config-only"):
+        specreg.load(src).materialize(tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+# -- from the (loopback) Hub ----------------------------------------------------------------------
+
+def hub_files(shards=1):
+    cfg = json.dumps(fixture_config("dflash")).encode()
+    arrays = tensors(fc__weight=(4, 12), lm_head__weight=(8, 4))
+    if shards == 1:
+        return {"config.json": cfg, "model.safetensors": safetensors_bytes(arrays)}
+    a, b = ({"fc.weight": arrays["fc.weight"]}, {"lm_head.weight": arrays["lm_head.weight"]})
+    index = {"weight_map": {"fc.weight": "model-00001-of-00002.safetensors",
+                            "lm_head.weight": "model-00002-of-00002.safetensors"}}
+    return {"config.json": cfg, "model.safetensors.index.json": json.dumps(index).encode(),
+            "model-00001-of-00002.safetensors": safetensors_bytes(a),
+            "model-00002-of-00002.safetensors": safetensors_bytes(b)}
+
+
+def test_hub_weights_are_fetched_at_the_config_commit_and_linked_from_the_cache(hub, tmp_path):
+    files = hub_files(shards=2)
+    commit = hub.add(REPO, files)
+    hub.add(REPO, {"config.json": b"{}"}, ref="main-moved")  # another ref: must not be used
+    spec = specreg.load(REPO)
+    out = spec.materialize(tmp_path / "out")
+    gets = [p for m, p, _ in hub.requests if m == "GET" and "/resolve/" in p]
+    assert all(f"/resolve/{commit}/" in p for p in gets if not p.endswith("/config.json"))
+    cache = str(tmp_path / "hf-cache")
+    for name in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+        link = out.directory / name
+        assert os.readlink(link).startswith(cache)
+        assert link.read_bytes() == files[name]
+    assert out.llm_kwargs()["speculative_config"]["model"] == str(tmp_path / "out")
+
+
+def test_a_second_materialize_from_a_cached_commit_makes_no_request(hub, tmp_path):
+    commit = hub.add(REPO, hub_files())
+    specreg.load(f"{REPO}@{commit}").materialize(tmp_path / "a")
+    before = hub.count()
+    specreg.load(f"{REPO}@{commit}").materialize(tmp_path / "b")
+    assert hub.count() == before
+
+
+def test_hub_llm_kwargs_pin_the_commit_when_no_materialize_is_needed(hub):
+    eagle = json.dumps(fixture_config("eagle3_generated")).encode()
+    commit = hub.add("org/eagle", {"config.json": eagle})
+    kw = specreg.load("org/eagle").llm_kwargs()
+    assert kw["speculative_config"] == {"method": "eagle3", "model": "org/eagle", "revision": commit,
+                                        "num_speculative_tokens": 3}
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def test_cli_materialize_json_prints_the_llm_kwargs(dflash_dir, tmp_path):
+    r = run("materialize", str(dflash_dir), str(tmp_path / "out"), "--json", "--vllm", "0.33")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == specreg.load(dflash_dir, vllm="0.33").llm_kwargs(draft=str(tmp_path / "out"))
+
+
+def test_cli_materialize_refuses_a_non_empty_dir_with_exit_2(dflash_dir, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "x").write_text("1")
+    r = run("materialize", str(dflash_dir), str(out))
+    assert r.returncode == 2
+    assert r.stderr.splitlines()[-1] == f"error: {out} is not empty (x); choose an empty directory or pass --force"
+    r = run("materialize", str(dflash_dir), str(out), "--force", "--copy")
+    assert r.returncode == 0
+    assert r.stdout.startswith(f"wrote {out}: config.json, specreg.json, 1 weight files copied\n")
+
+
+def test_cli_materialize_refuses_an_unservable_draft_with_exit_1(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("xpress"))
+    r = run("materialize", str(src), str(tmp_path / "out"))
+    assert r.returncode == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_serve_uses_a_materialized_directory_when_the_file_would_be_served_differently(dflash_dir, tmp_path):
+    cache = tmp_path / "cache"
+    r = run("serve", str(dflash_dir), "--vllm", "0.33", env={"SPECREG_CACHE": str(cache)})
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
+    draft = cfg["model"]
+    assert draft.startswith(str(cache / "drafts"))
+    assert json.loads(open(os.path.join(draft, "config.json")).read())["dflash_config"]["causal"] is False
+    assert "served differently" in r.stderr and "served-causal-mismatch" in r.stderr
+    # served again: the same directory, rewritten in place
+    again = run("serve", str(dflash_dir), "--vllm", "0.33", env={"SPECREG_CACHE": str(cache)})
+    assert again.stdout == r.stdout
+
+
+def test_serve_with_dir_materializes_there(dflash_dir, tmp_path):
+    r = run("serve", str(dflash_dir), "--dir", str(tmp_path / "mine"))
+    assert r.returncode == 0, r.stderr
+    assert f'"model": "{tmp_path / "mine"}"' in r.stdout
+
+
+def test_serve_points_at_the_source_when_it_is_served_as_trained(eagle_dir, tmp_path):
+    r = run("serve", str(eagle_dir), env={"SPECREG_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
+    assert cfg["model"] == str(eagle_dir)
+    assert not (tmp_path / "cache").exists()
