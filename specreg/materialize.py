@@ -2,7 +2,8 @@
 
 vLLM runs its own speculators mapping on any config.json that carries `speculators_config`.
 The file written here carries none: it is `Speculator.draft_config`, the form that mapping
-would produce, with the trained semantics. vLLM loads it as a plain config (it is given the
+would produce, with the trained semantics (and, where vLLM's plain path would rename the draft
+class, the equivalent class name: `plain_path_config`). vLLM loads it as a plain config (it is given the
 method explicitly through `speculative_config`), so nothing is re-mapped.
 
 Weights are linked (symlinks to the Hugging Face cache, or to the local source directory),
@@ -182,6 +183,34 @@ def default_directory(spec: "Speculator") -> Path:
     return cache_root() / "drafts" / f"{safe}-{digest}-vllm{spec.vllm_version}"
 
 
+#: Draft classes that vLLM's plain config path would rename. For method "eagle3", vLLM wraps a
+#: plain draft config in EAGLEConfig, which prefixes "Eagle3" to any architecture that neither
+#: starts nor ends with it: "PeagleQwen3ForCausalLM" would become an unknown class. vLLM's model
+#: registry maps each Peagle name to the same class as the Eagle3 name written instead (checked
+#: per version by tests/conformance); P-EAGLE itself comes from `parallel_drafting` and
+#: `pard_token`, which are kept.
+PLAIN_PATH_ARCHITECTURES = {
+    "PeagleLlamaForCausalLM": "Eagle3LlamaForCausalLM",
+    "PeagleQwen3ForCausalLM": "Eagle3Qwen3ForCausalLM",
+}
+
+
+def plain_path_config(spec: "Speculator") -> tuple[dict[str, Any], list[str]]:
+    """`draft_config` in the form vLLM loads directly (no speculators mapping), and what was changed."""
+    config = spec.draft_config_dict()
+    changes: list[str] = []
+    archs = config.get("architectures")
+    if spec.method == "eagle3" and isinstance(archs, list):
+        renamed = [PLAIN_PATH_ARCHITECTURES.get(a, a) for a in archs]
+        if renamed != archs:
+            changes.append(
+                f"architectures {archs} -> {renamed}: the same vLLM class, under a name vLLM's "
+                "EAGLEConfig does not rename"
+            )
+            config["architectures"] = renamed
+    return config, changes
+
+
 def _json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
@@ -235,18 +264,20 @@ def materialize(
         for name in sources:
             _plain_name(name, where=origin.source, path="$")
 
+    config, changes = plain_path_config(spec)
     manifest = {
         "written_by": "specreg",
         "source": spec.origin.to_dict() if spec.origin else None,
         "algorithm": spec.algorithm,
         "vllm_version": spec.vllm_version,
         "weights": weights,
+        "config_changes": changes,
         "files": ["config.json", *sources, MANIFEST],
         "findings": [f.to_dict() for f in spec.findings],
     }
 
     target.mkdir(parents=True, exist_ok=True)
-    _write_atomic(target, "config.json", lambda tmp: tmp.write_bytes(_json_bytes(spec.draft_config_dict())))
+    _write_atomic(target, "config.json", lambda tmp: tmp.write_bytes(_json_bytes(config)))
     for i, (name, src) in enumerate(sources.items(), 1):
         real = Path(os.path.realpath(src))
         if weights == "link":

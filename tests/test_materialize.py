@@ -275,3 +275,18 @@ def test_serve_points_at_the_source_when_it_is_served_as_trained(eagle_dir, tmp_
     cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
     assert cfg["model"] == str(eagle_dir)
     assert not (tmp_path / "cache").exists()
+
+
+def test_peagle_gets_the_class_name_vllms_plain_path_keeps(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("peagle"))
+    spec = specreg.load(src)
+    assert spec.draft_config["architectures"] == ("PeagleQwen3ForCausalLM",)  # what vLLM's mapping writes
+    out = spec.materialize(tmp_path / "out", weights="none")
+    written = json.loads((out.directory / "config.json").read_text())
+    assert written["architectures"] == ["Eagle3Qwen3ForCausalLM"]
+    assert written["pard_token"] == spec.draft_config["pard_token"]
+    assert {k: v for k, v in written.items() if k != "architectures"} == {
+        k: v for k, v in spec.draft_config_dict().items() if k != "architectures"
+    }
+    manifest = json.loads((out.directory / "specreg.json").read_text())
+    assert "PeagleQwen3ForCausalLM" in manifest["config_changes"][0]

@@ -160,3 +160,23 @@ def test_a_mapping_rule_starts_in_its_version(mappings, rule):
     before = mappings(_before(RULES[rule]))
     assert has_rule(first.draft_config(cfg))
     assert not has_rule(before.draft_config(cfg))
+
+
+@pytest.mark.parametrize("version", ["0.22.0", "0.24.0", "0.26.0", "0.29.0", "0.33.0"])
+def test_plain_path_class_names_are_the_same_vllm_class(version):
+    """materialize renames Peagle* drafts (vLLM's EAGLEConfig would prefix "Eagle3" to them);
+    the name written must map to the same (module, class) in that version's model registry."""
+    import zipfile
+
+    from conformance.vllm_mapping import wheel
+    from specreg.materialize import PLAIN_PATH_ARCHITECTURES
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        text = z.read("vllm/model_executor/models/registry.py").decode()
+    entries = dict(re.findall(r'"(\w+)":\s*(\("\w+",\s*"\w+"\))', text))
+    checked = 0
+    for old, new in PLAIN_PATH_ARCHITECTURES.items():
+        if old in entries:
+            assert entries[new] == entries[old], f"vLLM {version}: {old} -> {entries[old]}, {new} -> {entries.get(new)}"
+            checked += 1
+    assert checked >= 1

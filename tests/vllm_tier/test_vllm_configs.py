@@ -1,0 +1,220 @@
+"""Materialized drafts through vLLM's own config objects (pytest -m vllm; needs `pip install vllm`).
+
+For every servable fixture: materialize it (config only), build vLLM's `ModelConfig` for a tiny
+local verifier config and `SpeculativeConfig` from `Materialized.llm_kwargs()`, and check that
+vLLM resolves what specreg's plan says: method, draft length, parallel drafting, draft
+architecture, aux/target layer ids and, for the DFlash family, every layer's causality (with
+vLLM's own per-layer resolver). Then the unmodified file goes through vLLM's automatic path
+(`maybe_override_with_speculators`, as `vllm serve DRAFT` does); every way it differs from the
+trained plan must be one specreg reported as a finding. No engine, no GPU, no network.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import specreg
+from conftest import fixture_config
+from weights import write_draft
+
+pytestmark = pytest.mark.vllm
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vllm_installed():
+    """The tier was asked for: say what it needs rather than skip quietly."""
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        pytest.fail("the vllm tier needs vLLM installed beside specreg: pip install vllm (CPU is enough); "
+                    "see the README", pytrace=False)
+
+
+SERVABLE = ["dflash", "dflash2", "dspark_generated", "eagle3_converted", "eagle3_generated",
+            "eagle3_v040_generated", "peagle"]
+#: variants that make vLLM's automatic path differ from training in other ways
+VARIANTS = {
+    # sliding layers causal, full layers bidirectional: vLLM 0.26+ makes every layer causal
+    "dflash2-causal-sliding": ("dflash2", {"sliding_window_non_causal": False}),
+    # speculators' default false, vLLM's true
+    "eagle3-no-norm-flag": ("eagle3_generated", {"norm_before_residual": None}),
+    # speculators' default true for DSpark, vLLM's false
+    "dspark-no-anchor-flag": ("dspark_generated", {"sample_from_anchor": None}),
+}
+CASES = SERVABLE + sorted(VARIANTS)
+
+
+def case_config(case: str) -> dict:
+    """A fixture, or a variant of one (a value of None drops the key)."""
+    if case not in VARIANTS:
+        return fixture_config(case)
+    name, changes = VARIANTS[case]
+    config = fixture_config(name)
+    for key, value in changes.items():
+        if value is None:
+            del config[key]
+        else:
+            config[key] = value
+    return config
+
+#: which finding explains a difference between vLLM's automatic path and the trained plan
+EXPLAINED_BY = {
+    "causal": {"served-causal-mismatch"},
+    "num_speculative_tokens": {"served-length-mismatch", "proposal-method-not-first"},
+    "dspark_bonus_anchor": {"served-length-mismatch"},
+    "norm_before_residual": {"served-default-mismatch"},
+    "aux_layer_ids": {"served-default-mismatch", "aux-layers-missing"},
+    "architecture": {"served-default-mismatch", "top-level-model-type"},
+}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+def target_config(spec) -> dict:
+    """A verifier config shaped like the draft's verifier (config only: no weights, no tokenizer)."""
+    draft = spec.draft_config
+    ids = list(draft.get("eagle_aux_hidden_state_layer_ids") or [2, 16, 29])
+    layers = max(36, max(ids) + 2)
+    qwen = "qwen" in (spec.verifier or "").lower()
+    return {
+        "architectures": ["Qwen3ForCausalLM" if qwen else "LlamaForCausalLM"],
+        "model_type": "qwen3" if qwen else "llama",
+        "hidden_size": draft.get("target_hidden_size") or draft["hidden_size"],
+        "intermediate_size": 1024,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_hidden_layers": layers,
+        "vocab_size": draft.get("vocab_size") or 151936,
+        "max_position_embeddings": 8192,
+        "rms_norm_eps": 1e-6,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def build(tmp_path, spec):
+    from vllm.config import ModelConfig
+
+    target_dir = tmp_path / "target"
+    target_dir.mkdir(exist_ok=True)
+    (target_dir / "config.json").write_text(json.dumps(target_config(spec)))
+    target = ModelConfig(model=str(target_dir), tokenizer=str(target_dir), skip_tokenizer_init=True,
+                         max_model_len=4096)
+    return target
+
+
+def speculative(target, kwargs: dict):
+    from vllm.config import ParallelConfig, SpeculativeConfig
+
+    return SpeculativeConfig(target_model_config=target, target_parallel_config=ParallelConfig(), **kwargs)
+
+
+def resolved(sc) -> dict:
+    """What vLLM will serve, read back from its config objects."""
+    hf = sc.draft_model_config.hf_config
+    out = {
+        "method": sc.method,
+        "num_speculative_tokens": sc.num_speculative_tokens,
+        "parallel_drafting": bool(getattr(sc, "parallel_drafting", False)),
+        "architecture": sc.draft_model_config.architectures[0],
+    }
+    aux = getattr(hf, "eagle_aux_hidden_state_layer_ids", None)
+    out["aux_layer_ids"] = list(aux) if aux is not None else None
+    if sc.method == "eagle3":
+        out["norm_before_residual"] = getattr(hf, "norm_before_residual", None)
+    if sc.method == "dflash":
+        from vllm.model_executor.models.qwen3_dflash import _dflash_layer_causal
+
+        out["causal"] = [_dflash_layer_causal(hf, i) for i in range(hf.num_hidden_layers)]
+        out["target_layer_ids"] = list((getattr(hf, "dflash_config", None) or {}).get("target_layer_ids") or [])
+    if sc.method == "dspark":
+        out["causal"] = [False] * hf.num_hidden_layers  # vLLM's DSpark block forward is non-causal
+        out["dspark_bonus_anchor"] = getattr(hf, "dspark_bonus_anchor", None)
+    return out
+
+
+def trained(spec) -> dict:
+    """What specreg's plan says the draft was trained with."""
+    d = spec.draft_config
+    out = {
+        "method": spec.method,
+        "num_speculative_tokens": spec.num_speculative_tokens,
+        "parallel_drafting": spec.method in ("dflash", "dspark")
+        or bool(spec.speculative_config.get("parallel_drafting")),
+        "aux_layer_ids": list(d["eagle_aux_hidden_state_layer_ids"]) if "eagle_aux_hidden_state_layer_ids" in d else None,
+    }
+    if spec.method == "eagle3":
+        out["norm_before_residual"] = d.get("norm_before_residual")
+    if spec.method in ("dflash", "dspark"):
+        out["causal"] = [a.causal for a in spec.attention]
+    if spec.method == "dflash":
+        out["target_layer_ids"] = list(d["dflash_config"]["target_layer_ids"])
+    if spec.method == "dspark":
+        out["dspark_bonus_anchor"] = d.get("dspark_bonus_anchor")
+    return out
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_materialized_draft_resolves_as_trained(tmp_path, name):
+    src = write_draft(tmp_path / "src", case_config(name))
+    spec = specreg.load(src)  # targets the installed vLLM
+    import vllm
+
+    assert spec.vllm_version == vllm.__version__.split("+")[0]
+    out = spec.materialize(tmp_path / "draft", weights="none")
+    target = build(tmp_path, spec)
+    sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
+    got, want = resolved(sc), trained(spec)
+    got_arch = got.pop("architecture")
+    assert {k: got.get(k) for k in want} == want
+    # the class vLLM picked exists in its registry and is the class its own mapping picks
+    from vllm.model_executor.models import ModelRegistry
+
+    assert got_arch in ModelRegistry.get_supported_archs()
+    auto = auto_path(tmp_path, target, src)
+    if "architecture" not in explained(spec):
+        assert model_class(got_arch) == model_class(auto["architecture"])
+
+
+def model_class(arch: str) -> tuple[str, str]:
+    """The (module, class) vLLM's model registry loads for an architecture name."""
+    from vllm.model_executor.models import ModelRegistry
+
+    entry = ModelRegistry.models[arch]
+    return entry.module_name, entry.class_name
+
+
+def auto_path(tmp_path, target, src) -> dict | None:
+    """vLLM's reading of the unmodified speculators file (as `vllm serve DRAFT` would)."""
+    from vllm.transformers_utils.config import maybe_override_with_speculators
+
+    _, _, sc_kwargs = maybe_override_with_speculators(str(src), None, False)
+    return resolved(speculative(target, sc_kwargs))
+
+
+def explained(spec) -> set[str]:
+    codes = {f.code for f in spec.findings}
+    return {field for field, by in EXPLAINED_BY.items() if by & codes}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_difference_on_vllms_automatic_path_is_a_reported_finding(tmp_path, name):
+    src = write_draft(tmp_path / "src", case_config(name))
+    spec = specreg.load(src)
+    target = build(tmp_path, spec)
+    auto = auto_path(tmp_path, target, src)
+    want = trained(spec)
+    differs = sorted(k for k in want if auto.get(k) != want[k])
+    unexplained = [k for k in differs if k not in explained(spec)]
+    assert not unexplained, (
+        f"vLLM's automatic path differs from the trained plan in {unexplained} without a finding: "
+        f"vLLM {[auto.get(k) for k in unexplained]} vs trained {[want[k] for k in unexplained]}; "
+        f"findings {[f.code for f in spec.findings]}"
+    )
