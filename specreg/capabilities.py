@@ -23,10 +23,11 @@ RULES: dict[str, Version] = {
     # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
     "dflash_target_layer_ids_minus_one": Version("0.22"),
     # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal); before,
-    # every layer is non-causal.
-    "dflash_causal_layers": Version("0.24"),
+    # every layer is non-causal. (vllm/v1/spec_decode/dflash.py; 0.23, where DESIGN.md says 0.24.)
+    "dflash_causal_layers": Version("0.23"),
     # The DFlash model resolves each layer: is_causal, else dflash_config.causal, else
     # layer_types[i] == "sliding_attention"; before, one flag had to serve every layer.
+    # (vllm/model_executor/models/qwen3_dflash.py)
     "dflash_per_layer_causal": Version("0.25"),
     # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
     # before, every draft got the Llama class.
@@ -38,7 +39,8 @@ RULES: dict[str, Version] = {
     # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
     # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
     "sample_from_anchor_mapped": Version("0.27"),
-    # The V2 model runner refuses sample_from_anchor=true for DFlash.
+    # The V2 model runner refuses sample_from_anchor=true for DFlash
+    # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
     "dflash_v2_runner_rejects_sample_from_anchor": Version("0.27"),
     # A user --speculative-config is merged on the automatic speculators path (discarded before).
     # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)

@@ -7,7 +7,7 @@ reaches all three. The facts (speculators 0.9 training, vLLM 0.20-0.33 serving):
   target ids mean "the output of layer t" = i - 1 (vLLM >= 0.22; 0.20-0.21 stored aux unchanged).
 - Masks as trained: full-attention layers are bidirectional inside the block; a sliding layer is
   causal unless ``sliding_window_non_causal`` (missing: the field predates it, non-causal).
-- Masks as vLLM serves the unmodified file: < 0.24 every layer non-causal; 0.24 one global
+- Masks as vLLM serves the unmodified file: < 0.23 every layer non-causal; 0.23-0.24 one global
   ``dflash_config.causal`` (unset: non-causal); 0.25 a layer is causal iff sliding; >= 0.26
   ``dflash_config.causal = not sliding_window_non_causal`` (missing -> False) for every layer. DSpark's path builds no dflash_config: its block forward is non-causal.
 - Draft length: ``sample_from_anchor`` false -> block_size - 1 tokens, true -> block_size.
@@ -77,7 +77,7 @@ def served_causal(variant: Variant, ctx: Context, types: list[str], non_causal_i
         return [flag] * n
     if ctx.since("dflash_per_layer_causal"):
         return [t == SLIDING for t in types]
-    return [False] * n  # 0.24: one global flag, which the mapping does not set
+    return [False] * n  # 0.23-0.24: one global flag, which the mapping does not set
 
 
 def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
@@ -253,7 +253,7 @@ def _unservable_mask(variant: Variant, ctx: Context, trained: list[bool]) -> str
     if not ctx.since("dflash_causal_layers"):
         return (
             f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
-            f"non-causal. Needs vLLM >= 0.24."
+            f"non-causal. Needs vLLM >= 0.23."
         )
     if len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"):
         return (

@@ -104,7 +104,7 @@ CODES: dict[str, Code] = {
             "error",
             "the targeted vLLM version cannot serve a trained feature",
             "The draft needs something the targeted vLLM cannot do (a causal DFlash layer before "
-            "0.24, Qwen3 Eagle-3 layers before 0.24, `sample_from_anchor` on a DFlash draft that "
+            "0.23, Qwen3 Eagle-3 layers before 0.24, `sample_from_anchor` on a DFlash draft that "
             "needs the V2 model runner).",
         ),
         Code(

@@ -150,16 +150,17 @@ def all_sliding_dflash(variant):
     )
 
 
-def test_uniform_causal_layers_at_024_are_stated_by_the_global_flag(variant):
-    spec = specreg.normalize(all_sliding_dflash(variant), vllm="0.24")
+@pytest.mark.parametrize("version", ["0.23", "0.24"])
+def test_uniform_causal_layers_at_023_024_are_stated_by_the_global_flag(variant, version):
+    spec = specreg.normalize(all_sliding_dflash(variant), vllm=version)
     assert spec.draft_config_dict()["dflash_config"]["causal"] is True
     assert "applies one causal flag, unset in the file, to every layer" in finding(spec, "served-causal-mismatch").message
 
 
-def test_causal_layers_cannot_be_served_before_024(variant):
-    spec = specreg.normalize(mixed_dflash(variant), vllm="0.23")
+def test_causal_layers_cannot_be_served_before_023(variant):
+    spec = specreg.normalize(mixed_dflash(variant), vllm="0.22")
     f = finding(spec, "vllm-unsupported-feature")
-    assert "Needs vLLM >= 0.24" in f.message
+    assert "Needs vLLM >= 0.23" in f.message
     assert "served-causal-mismatch" not in codes(spec)
 
 

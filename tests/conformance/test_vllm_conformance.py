@@ -125,13 +125,13 @@ ALGORITHM_FIXTURE = {"eagle3": "eagle3_generated", "peagle": "peagle", "dflash":
 def _before(version: Version) -> str:
     """The release just before `version` among those the capability checks download."""
     return {
-        "0.10.1": "0.10.0", "0.20": "0.19.1", "0.22": "0.21.0", "0.24": "0.23.0",
+        "0.10.1": "0.10.0", "0.20": "0.19.1", "0.22": "0.21.0", "0.23": "0.22.0", "0.24": "0.23.0",
         "0.25": "0.24.0", "0.26": "0.25.0", "0.27": "0.26.0", "0.29": "0.28.0",
     }[str(version)]
 
 
 def _release(version: Version) -> str:
-    return {"0.10.1": "0.10.1", "0.20": "0.20.0", "0.22": "0.22.0", "0.24": "0.24.0", "0.25": "0.25.0",
+    return {"0.10.1": "0.10.1", "0.20": "0.20.0", "0.22": "0.22.0", "0.23": "0.23.0", "0.24": "0.24.0", "0.25": "0.25.0",
             "0.26": "0.26.0", "0.27": "0.27.0", "0.29": "0.29.0"}[str(version)]
 
 
@@ -180,3 +180,39 @@ def test_plain_path_class_names_are_the_same_vllm_class(version):
             assert entries[new] == entries[old], f"vLLM {version}: {old} -> {entries[old]}, {new} -> {entries.get(new)}"
             checked += 1
     assert checked >= 1
+
+
+# Rules that live outside the mapping (the proposer, the model, the config loader): each is
+# recognised by a line of vLLM's own source, present from its first version and absent before.
+SOURCE_PROBES = {
+    "dflash_causal_layers": ("vllm/v1/spec_decode/dflash.py", r'dflash_config\.get\("causal"'),
+    "dflash_per_layer_causal": ("vllm/model_executor/models/qwen3_dflash.py", r'\.get\("causal"'),
+    "dflash_v2_runner_rejects_sample_from_anchor": (
+        "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
+        r"sample_from_anchor=True is not supported for DFlash",
+    ),
+    "user_speculative_config_merged": (
+        "vllm/transformers_utils/config.py",
+        r"speculative_config\.update\(vllm_speculative_config\)",
+    ),
+}
+
+
+def _source(version: str, path: str) -> str:
+    import zipfile
+
+    from conformance.vllm_mapping import wheel
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        return z.read(path).decode() if path in z.namelist() else ""
+
+
+def test_every_rule_is_probed():
+    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES)
+
+
+@pytest.mark.parametrize("rule", sorted(SOURCE_PROBES))
+def test_a_source_rule_starts_in_its_version(rule):
+    path, pattern = SOURCE_PROBES[rule]
+    assert re.search(pattern, _source(_release(RULES[rule]), path)), f"{rule}: not in vLLM {RULES[rule]} {path}"
+    assert not re.search(pattern, _source(_before(RULES[rule]), path)), f"{rule}: already in {_before(RULES[rule])}"
