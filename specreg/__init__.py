@@ -6,6 +6,7 @@ vLLM needs to serve the draft as it was trained, and says where every value came
     import specreg
     spec = specreg.load("RedHatAI/Qwen3-8B-speculator.dflash")
     spec.speculative_config, spec.draft_config, spec.attention, spec.findings
+    specreg.catalog()["RedHatAI/Qwen3-8B-speculator.eagle3"].baselines
 
 Public names are imported lazily, so `import specreg` stays light (no torch, transformers,
 vllm or huggingface_hub).
@@ -20,9 +21,10 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "load": "specreg.loader",
-    "normalize": "specreg.normalize",
+    "normalize": "specreg.normalization",
     "register_speculator": "specreg.registry",
     "algorithms": "specreg.registry",
+    "catalog": "specreg.zoo",
     "Speculator": "specreg.speculator",
     "Finding": "specreg.speculator",
     "Provenance": "specreg.speculator",

@@ -1,4 +1,4 @@
-"""The `specreg` command line: show, serve, materialize, algorithms.
+"""The `specreg` command line: show, serve, materialize, algorithms, catalog.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -51,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     mat.add_argument("--force", action="store_true", help="write into a non-empty DIR (replaces only the files it writes)")
     mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
     mat.add_argument("--verifier", help="the verifier model, when the config names none (or to override it)")
+
+    from specreg import catalog_cli
+
+    catalog_cli.add_parser(sub)
 
     algos = sub.add_parser("algorithms", help="the registered algorithms and the vLLM versions that serve them")
     algos.add_argument("--json", action="store_true")
@@ -216,11 +220,18 @@ def _algorithms(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _catalog(args: argparse.Namespace) -> int:
+    from specreg import catalog_cli
+
+    return catalog_cli.run(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from specreg.errors import SpecregError
 
     args = _parser().parse_args(argv)
-    handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms}[args.command]
+    handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms,
+               "catalog": _catalog}[args.command]
     try:
         return handler(args)
     except _Refused as exc:

@@ -1,4 +1,5 @@
-"""Generate the docs pages that list code: docs/findings.md and docs/algorithms.md.
+"""Generate the docs pages that list code and data: docs/findings.md, docs/algorithms.md and
+docs/catalog.md (from registry/).
 
     python -m specreg.docs          # rewrite the pages
     python -m specreg.docs --check  # exit 1 if a page is out of date (the test suite runs this)
@@ -56,7 +57,40 @@ def algorithms_page() -> str:
     return "".join(lines)
 
 
-PAGES = {"findings.md": findings_page, "algorithms.md": algorithms_page}
+def catalog_page() -> str:
+    from specreg.zoo import catalog
+
+    cat = catalog()
+    lines = [HEADER.replace("from the code", "from registry/"), "# The catalog\n\n"]
+    lines.append(
+        f"{len(cat)} known speculators, one TOML file each under `registry/<org>/<name>.toml` (the format: "
+        "[registry/README.md](../registry/README.md)). Numbers are as published, with their source; "
+        "*secondary* marks a number seen only where the primary source is quoted. `specreg catalog show ID` "
+        "prints an entry whole.\n\n"
+    )
+    lines.append("| id | algorithm | verifier | status | dataset | AL | source |\n|---|---|---|---|---|---|---|\n")
+    for e in cat:
+        if not e.baselines:
+            lines.append(f"| `{e.id}` | {e.algorithm} | `{e.verifier.id}` | {e.status} | - | - | {e.notes or ''} |\n")
+        for b in e.baselines:
+            h, al = b.harness, b.metrics.acceptance_length
+            dataset = " / ".join(x for x in (h.dataset, h.subset) if x) or (h.notes or "-")
+            if al is None:
+                shown = "-"
+            elif al.value is not None:
+                shown = f"{al.value:g}"
+            elif al.low is not None:
+                shown = f"{al.low:g}-{al.high:g}"
+            else:
+                shown = f">= {al.floor:g}"
+            if h.k:
+                dataset += f" (k={h.k})"
+            mark = " (secondary)" if b.secondary else ""
+            lines.append(f"| `{e.id}` | {e.algorithm} | `{e.verifier.id}` | {e.status} | {dataset} | {shown}{mark} | {b.source} |\n")
+    return "".join(lines)
+
+
+PAGES = {"findings.md": findings_page, "algorithms.md": algorithms_page, "catalog.md": catalog_page}
 
 
 def main(argv: list[str]) -> int:

@@ -136,6 +136,30 @@ CODES: dict[str, Code] = {
             "The file names no aux layer ids, so vLLM picks its own default layers for the verifier. "
             "specreg never guesses them: check that vLLM's default is what the draft was trained on.",
         ),
+        # -- catalog -------------------------------------------------------------------------------
+        Code(
+            "catalog-pin-mismatch",
+            "error",
+            "the repository changed under its catalog pin",
+            "The catalog entry for this repository is pinned to a config.json with a different sha256 "
+            "than the one loaded: the file changed since it was pinned (or the pin is wrong). Its "
+            "baselines may not describe this draft. Load the pinned revision, or re-pin the entry "
+            "(`specreg catalog pin ID --revision R`) after checking the change.",
+        ),
+        Code(
+            "catalog-other-revision",
+            "info",
+            "the catalog entry is pinned at another revision",
+            "The loaded revision is not the one the catalog entry is pinned to; the content may still "
+            "be the same (then no `catalog-pin-mismatch`).",
+        ),
+        Code(
+            "catalog-entry-invalid",
+            "warning",
+            "the catalog entry for this repository is malformed",
+            "The catalog has a file for this repository that does not pass `specreg catalog check`; it "
+            "was not attached. The message lists its problems.",
+        ),
         Code(
             "trainer-default-applied",
             "info",

@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from specreg import hub
 from specreg.errors import ConfigError, SpecregError
-from specreg.normalize import is_repo_id, normalize
+from specreg.normalization import is_repo_id, normalize
 from specreg.speculator import Origin, Speculator
 
 #: config.json files are a few KiB; anything this large is not one (and is not read whole).
@@ -109,4 +109,38 @@ def load(
             commit=fetched.commit,
             sha256=digest,
         )
-    return normalize(config, vllm=vllm, source=text, origin=origin)
+    spec = normalize(config, vllm=vllm, source=text, origin=origin)
+    if origin.repo_id:
+        spec = attach_catalog(spec)
+    return spec
+
+
+def attach_catalog(spec: Speculator) -> Speculator:
+    """Attach the catalog entry for the spec's Hub repo, with findings about its pin. Reads only
+    that entry's file (no scan of the catalog)."""
+    import attrs
+
+    from specreg import zoo as cat
+    from specreg.speculator import Finding
+
+    origin = spec.origin
+    try:
+        entry = cat.lookup(origin.repo_id)
+    except cat.CatalogError as exc:
+        bad = Finding.of("catalog-entry-invalid", "; ".join(f"{p.path}: {p.message}" for _, p in exc.problems))
+        return attrs.evolve(spec, findings=(*spec.findings, bad))
+    if entry is None:
+        return spec
+    found = []
+    if entry.config_sha256 and entry.config_sha256 != origin.sha256:
+        found.append(Finding.of(
+            "catalog-pin-mismatch",
+            f"the catalog pins {entry.id} to config sha256 {entry.config_sha256[:12]}... at revision "
+            f"{entry.revision}; the loaded config.json (commit {origin.commit or '?'}) has {origin.sha256[:12]}...",
+        ))
+    if entry.revision and origin.commit and entry.revision != origin.commit:
+        found.append(Finding.of(
+            "catalog-other-revision",
+            f"loaded commit {origin.commit}; the catalog entry is pinned at {entry.revision}",
+        ))
+    return attrs.evolve(spec, catalog=entry, findings=(*spec.findings, *found))

@@ -116,6 +116,8 @@ class Speculator:
     vllm_version: str
     source_config: Mapping[str, Any] = attrs.field(converter=_freeze, repr=False)
     origin: Origin | None = None
+    #: the catalog entry (`specreg.catalog.Entry`) when the source is a Hub repo the catalog knows
+    catalog: Any = None
 
     @property
     def servable(self) -> bool:
@@ -219,6 +221,7 @@ class Speculator:
             "findings": [f.to_dict() for f in self.findings],
             "provenance": {k: v.to_dict() for k, v in sorted(self.provenance.items())},
             "origin": self.origin.to_dict() if self.origin else None,
+            "catalog": self.catalog.to_dict() if self.catalog is not None else None,
         }
 
     def to_json(self) -> str:

@@ -32,3 +32,20 @@ def test_normalize_pulls_in_no_heavy_module():
 def test_the_check_detects_a_heavy_import():
     # The same probe sees a heavy module when one is imported: the test above can fail.
     assert "huggingface_hub" in modules_after("import specreg.hub, huggingface_hub")
+
+
+def test_public_names_stay_what_they_are_after_every_submodule_is_imported():
+    # A submodule named like a public function would replace it on the package once imported
+    # (specreg.normalize was once the module after specreg.load had run).
+    import importlib
+    import pkgutil
+    import types
+
+    import specreg
+
+    for info in pkgutil.iter_modules(specreg.__path__):
+        if info.name == "__main__":
+            continue
+        importlib.import_module(f"specreg.{info.name}")
+    for name in specreg.__all__:
+        assert not isinstance(getattr(specreg, name), types.ModuleType), name

@@ -76,7 +76,7 @@ def test_a_registration_needs_a_method_or_a_reason():
 @pytest.mark.parametrize("name", sorted(registry.BUILTIN))
 def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
     from specreg.fields import Fields
-    from specreg.normalize import _read_envelope
+    from specreg.normalization import _read_envelope
     from specreg.plan import Context
     from specreg.capabilities import NEWEST_KNOWN
 

@@ -1,0 +1,170 @@
+"""`specreg catalog list | show | check | pin`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_PROBLEMS = 0, 1
+
+
+def add_parser(sub: Any) -> None:
+    cat = sub.add_parser("catalog", help="the catalog of known speculators: list, show, check, pin")
+    csub = cat.add_subparsers(dest="catalog_command", required=True, metavar="ACTION")
+
+    def registry_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the one shipped with specreg)")
+
+    ls = csub.add_parser("list", help="the entries, as a table or JSON")
+    ls.add_argument("--algorithm", help="only this algorithm (e.g. dflash)")
+    ls.add_argument("--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B)")
+    ls.add_argument("--tag", help="only entries with this tag")
+    ls.add_argument("--json", action="store_true", help="a JSON list of entries with their baselines")
+    registry_arg(ls)
+
+    show = csub.add_parser("show", help="one entry with its baselines and their harnesses")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true")
+    registry_arg(show)
+
+    chk = csub.add_parser("check", help="validate every entry offline (exit 1 listing every problem)")
+    registry_arg(chk)
+
+    pin = csub.add_parser("pin", help="fetch config.json and write its commit and sha256 into the entry")
+    pin.add_argument("id", metavar="ID")
+    pin.add_argument("--revision", help="the branch, tag or commit to pin (default: the pinned one, else main)")
+    registry_arg(pin)
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"list": _list, "show": _show, "check": _check, "pin": _pin}[args.catalog_command](args)
+
+
+def _al(entry) -> str:
+    values = [b.metrics.acceptance_length.value for b in entry.baselines
+              if b.metrics.acceptance_length and b.metrics.acceptance_length.value is not None]
+    if not values:
+        return "-"
+    return f"{min(values):g}" if len(values) == 1 else f"{min(values):g}-{max(values):g}"
+
+
+def _list(args: argparse.Namespace) -> int:
+    from specreg.zoo import catalog
+
+    cat = catalog(args.registry)
+    entries = cat.filter(algorithm=args.algorithm, verifier=args.verifier, tag=args.tag)
+    if args.json:
+        print(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+        return EXIT_OK
+    rows = [(e.id, e.algorithm, e.verifier.id, e.status, str(len(e.baselines)), _al(e)) for e in entries]
+    head = ("id", "algorithm", "verifier", "status", "baselines", "AL")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print(f"{len(entries)} of {len(cat)} entries", file=sys.stderr)
+    return EXIT_OK
+
+
+def _fmt_metric(m) -> str:
+    parts = []
+    if m.value is not None:
+        parts.append(f"{m.value:g}")
+    if m.low is not None:
+        parts.append(f"range {m.low:g}-{m.high:g}")
+    if m.floor is not None:
+        parts.append(f"floor {m.floor:g}")
+    if m.tolerance is not None and m.direction == "two-sided":
+        parts.append(f"[within ±{m.tolerance:.0%}]")
+    elif m.tolerance is not None:
+        parts.append(f"[at least {1 - m.tolerance:.0%} of it]")
+    if m.notes:
+        parts.append(f"({m.notes})")
+    return " ".join(parts)
+
+
+def _harness_line(h) -> str:
+    d = {k: v for k, v in _plain(h).items() if k not in ("notes", "prompt")}
+    prompt = {k: v for k, v in _plain(h.prompt).items()}
+    items = [f"{k}={v}" for k, v in d.items()]
+    items += [f"{k}={v}" for k, v in prompt.items()]
+    return ", ".join(items) or "(not stated)"
+
+
+def _plain(obj) -> dict[str, Any]:
+    import attrs
+
+    return {k: v for k, v in attrs.asdict(obj, recurse=False).items() if v is not None and not attrs.has(type(v))}
+
+
+def _show(args: argparse.Namespace) -> int:
+    from specreg.errors import SpecregError
+    from specreg.zoo import catalog
+
+    cat = catalog(args.registry)
+    entry = cat.get(args.id)
+    if entry is None:
+        import difflib
+
+        close = difflib.get_close_matches(args.id, [e.id for e in cat], n=1)
+        raise SpecregError(f"no catalog entry {args.id}" + (f" (did you mean {close[0]}?)" if close else ""))
+    if args.json:
+        print(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    out = [entry.id, f"  algorithm  {entry.algorithm} ({entry.format} format)", f"  verifier   {entry.verifier.id}"]
+    pin = f"{entry.status}" + (f" at {entry.revision} (config sha256 {entry.config_sha256})" if entry.revision else "")
+    out.append(f"  status     {pin}")
+    if entry.license:
+        out.append(f"  license    {entry.license}")
+    if entry.tags:
+        out.append(f"  tags       {', '.join(entry.tags)}")
+    serving = _plain(entry.serving)
+    if serving:
+        out.append("  serving    " + ", ".join(f"{k}={v}" for k, v in serving.items()))
+    if entry.notes:
+        out.append(f"  notes      {entry.notes}")
+    out.append(f"  file       {entry.path}")
+    if not entry.baselines:
+        out.append("\nno baselines (nothing published with numbers)")
+    for i, b in enumerate(entry.baselines):
+        out.append(f"\nbaseline {i}: {b.kind}{' (secondary)' if b.secondary else ''}, {b.source}" + (f", {b.date}" if b.date else ""))
+        out.append(f"  harness   {_harness_line(b.harness)}")
+        if b.harness.notes:
+            out.append(f"            {b.harness.notes}")
+        m = b.metrics
+        if m.acceptance_length:
+            out.append(f"  AL        {_fmt_metric(m.acceptance_length)}")
+        if m.per_position:
+            out.append("  per-pos   " + " / ".join(f"{v:g}" for v in m.per_position.values))
+        if m.draft_acceptance_rate:
+            out.append(f"  accept    {_fmt_metric(m.draft_acceptance_rate)}")
+        if m.accuracy:
+            out.append(f"  accuracy  {_fmt_metric(m.accuracy)}")
+    print("\n".join(out))
+    return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from specreg.zoo import check
+
+    report = check(args.registry)
+    for file, p in report.warnings:
+        print(f"warning: {file}: {p.path}: {p.message}", file=sys.stderr)
+    for file, p in report.problems:
+        print(f"error: {file}: {p.path}: {p.message}", file=sys.stderr)
+    n, w = len(report.problems), len(report.warnings)
+    print(f"{report.entries} entries: {n} problem{'s' * (n != 1)}, {w} warning{'s' * (w != 1)}")
+    return EXIT_PROBLEMS if report.problems else EXIT_OK
+
+
+def _pin(args: argparse.Namespace) -> int:
+    from specreg.zoo import pin
+
+    done = pin(args.id, revision=args.revision, directory=args.registry)
+    if done.changed:
+        was = f" (was {done.previous_revision})" if done.previous_revision else ""
+        print(f"pinned {done.entry_id} at {done.revision}{was}, config sha256 {done.config_sha256}: {done.path}")
+    else:
+        print(f"{done.entry_id} is already pinned at {done.revision} (config sha256 {done.config_sha256})")
+    return EXIT_OK

@@ -1,0 +1,327 @@
+"""The catalog: schema, seed entries, API, attachment by load(), and the catalog CLI."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import specreg
+from conftest import fixture_config
+from specreg import zoo
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "registry"
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+MINIMAL = """\
+id = "org/draft"
+algorithm = "dflash"
+status = "unpinned"
+
+[verifier]
+id = "Qwen/Qwen3-8B"
+"""
+
+
+def registry_with(tmp_path, files: dict[str, str]) -> Path:
+    root = tmp_path / "registry"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+# -- the shipped catalog --------------------------------------------------------------------------
+
+def test_the_shipped_catalog_is_valid():
+    report = zoo.check(SHIPPED)
+    assert report.problems == ()
+    assert report.entries == 25
+    # the one inconsistency in the published numbers is reported, not hidden
+    assert [(Path(f).name, p.path) for f, p in report.warnings] == [
+        ("GLM-5.2-speculator.dspark.toml", "$.baselines[0].metrics")
+    ]
+
+
+def test_seed_numbers_are_stored_as_published():
+    cat = specreg.catalog()
+    llama = cat["RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3"].baselines[0]
+    assert llama.metrics.acceptance_length.value == 2.60
+    assert llama.metrics.acceptance_length.direction == "two-sided"
+    assert llama.metrics.acceptance_length.tolerance == 0.05
+    assert llama.metrics.per_position.values == (0.7296, 0.5208, 0.3545)
+    assert (llama.harness.num_prompts, llama.harness.seed, llama.harness.max_tokens, llama.harness.k) == (80, 42, 256, 3)
+    dflash = cat["nm-testing/dflash-qwen3-8b-speculators"].baselines[0]
+    assert dflash.metrics.accuracy.value == 0.885
+    assert (dflash.metrics.acceptance_length.direction, dflash.metrics.acceptance_length.tolerance) == ("higher", 0.15)
+    dspark = cat["deepseek-ai/dspark_qwen3_4b_block7"].baselines[0].metrics.acceptance_length
+    assert (dspark.value, dspark.low, dspark.high) == (3.994, 3.928, 4.037)
+
+
+def test_secondary_numbers_stay_marked():
+    cat = specreg.catalog()
+    secondary = {e.id for e in cat for b in e.baselines if b.secondary}
+    assert secondary == {
+        "RedHatAI/GLM-5.2-speculator.dspark",
+        "RedHatAI/Qwen3-8B-speculator.dflash",
+        "RedHatAI/Qwen3-8B-speculator.peagle",
+        "deepseek-ai/dspark_qwen3_8b_block7",
+        "deepseek-ai/dflash_qwen3_8b_block7",
+        "deepseek-ai/eagle3_qwen3_8b_ttt7",
+    }
+    assert all(b.kind == "published" for e in cat for b in e.baselines)
+    assert all(e.status == "unpinned" and e.revision is None for e in cat)
+
+
+def test_entries_without_numbers_are_listed():
+    ids = {e.id for e in specreg.catalog() if not e.baselines}
+    assert ids == {"RedHatAI/gemma-4-31B-it-speculator.dflash", "RedHatAI/gemma-4-31B-it-speculator.dflash2",
+                   "RedHatAI/gemma-4-31B-it-speculator.dspark"}
+
+
+# -- the API --------------------------------------------------------------------------------------
+
+def test_lookup_filter_and_natural_sort(tmp_path):
+    files = {f"org/m{n}.toml": MINIMAL.replace("org/draft", f"org/m{n}") for n in (10, 2, 1)}
+    files["org/e.toml"] = MINIMAL.replace("org/draft", "org/e").replace('"dflash"', '"eagle3"').replace(
+        'status = "unpinned"', 'status = "unpinned"\ntags = ["fast"]').replace("Qwen/Qwen3-8B", "meta-llama/L")
+    cat = specreg.catalog(registry_with(tmp_path, files))
+    assert [e.id for e in cat] == ["org/e", "org/m1", "org/m2", "org/m10"]
+    assert [e.id for e in cat.filter(algorithm="eagle3")] == ["org/e"]
+    assert [e.id for e in cat.filter(verifier="Qwen/Qwen3-8B")] == ["org/m1", "org/m2", "org/m10"]
+    assert [e.id for e in cat.filter(tag="fast")] == ["org/e"]
+    assert cat.get("org/nope") is None and "org/m2" in cat
+
+
+def test_every_problem_is_reported_at_once_with_file_and_path(tmp_path):
+    bad = MINIMAL.replace('status = "unpinned"', 'status = "unpinned"\ncolour = 3') + """
+[serving]
+k = "three"
+
+[[baselines]]
+kind = "guess"
+source = "a paper"
+
+[baselines.harness]
+temperature = true
+
+[baselines.metrics.acceptance_length]
+value = 2.5
+"""
+    root = registry_with(tmp_path, {"org/draft.toml": bad, "org/other.toml": "id = \"org/other\"\n"})
+    r = run("catalog", "check", "--registry", str(root))
+    assert r.returncode == 1
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    draft, other = str(root / "org" / "draft.toml"), str(root / "org" / "other.toml")
+    assert f"error: {draft}: $: unknown key colour" in errors
+    assert f'error: {draft}: $.serving.k: expected an integer, got "three"' in errors
+    assert f'error: {draft}: $.baselines[0].kind: must be one of "published", "measured"' in errors
+    assert f"error: {draft}: $.baselines[0].harness.temperature: expected a number, got true" in errors
+    assert f"error: {other}: $.algorithm: required key missing" in errors
+    assert r.stdout.strip().endswith("problems, 0 warnings")
+
+
+@pytest.mark.parametrize(
+    "change, path, message",
+    [
+        (("org/draft", "org/elsewhere"), "$.id", "belongs in org/elsewhere.toml"),
+        (('"dflash"', '"dflash9"'), "$.algorithm", "not a registered algorithm"),
+        (('status = "unpinned"', 'status = "pinned"'), ["$.revision", "$.config_sha256"], "needs revision"),
+        (('status = "unpinned"', 'status = "unpinned"\nrevision = "main"'), ["$.revision", "$.status"], "not a 40-hex commit"),
+        (('status = "unpinned"', 'status = "unpinned"\nconfig_sha256 = "' + "a" * 64 + '"'), "$.status", "is pinned"),
+        (('id = "Qwen/Qwen3-8B"', 'id = "/mnt/qwen"'), "$.verifier.id", "not a Hub repo id"),
+    ],
+)
+def test_rules_beyond_types(tmp_path, change, path, message):
+    text = MINIMAL.replace(*change)
+    entries, found = zoo.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
+    paths = path if isinstance(path, list) else [path]
+    assert [p.path for _, p in found] == paths, found
+    assert message in found[0][1].message
+
+
+def test_a_verified_entry_needs_a_measured_baseline(tmp_path):
+    text = MINIMAL.replace('status = "unpinned"', f'status = "verified"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"')
+    _, found = zoo.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
+    assert [p.message for _, p in found] == ['status "verified" needs a measured baseline']
+
+
+@pytest.mark.parametrize("metric, problem", [
+    ("[baselines.metrics.acceptance_length]\nvalue = 0.5\n", "$.baselines[0].metrics.acceptance_length.value"),
+    ("[baselines.metrics.acceptance_length]\nvalue = 2.0\ntolerance = 1.5\n", "$.baselines[0].metrics.acceptance_length.tolerance"),
+    ("[baselines.metrics.acceptance_length]\nlow = 3.0\n", "$.baselines[0].metrics.acceptance_length"),
+    ("[baselines.metrics.per_position]\nvalues = [0.5, 1.2]\n", "$.baselines[0].metrics.per_position.values[1]"),
+    ("[baselines.metrics.accuracy]\nnotes = \"no number\"\n", "$.baselines[0].metrics.accuracy"),
+    ("", "$.baselines[0].metrics"),
+])
+def test_metric_ranges(tmp_path, metric, problem):
+    text = MINIMAL + '\n[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\n\n[baselines.metrics]\n' + metric
+    _, found = zoo.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
+    assert [p.path for _, p in found] == [problem]
+
+
+def test_a_config_snapshot_must_normalize_without_errors(tmp_path):
+    good = json.dumps(fixture_config("dflash"))
+    broken = fixture_config("dflash")
+    broken["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 9  # block 16 wants 15
+    root = registry_with(tmp_path, {
+        "org/draft.toml": MINIMAL,
+        "org/draft.config.json": good,
+        "org/bad.toml": MINIMAL.replace("org/draft", "org/bad"),
+        "org/bad.config.json": json.dumps(broken),
+    })
+    report = zoo.check(root)
+    assert [(Path(f).name, p.message.split(":")[0]) for f, p in report.problems] == [
+        ("bad.config.json", "draft-length-mismatch")
+    ]
+
+
+def test_a_snapshot_must_match_its_pin(tmp_path):
+    text = MINIMAL.replace('status = "unpinned"', f'status = "pinned"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"')
+    root = registry_with(tmp_path, {"org/draft.toml": text, "org/draft.config.json": json.dumps(fixture_config("dflash"))})
+    (file, p), = zoo.check(root).problems
+    assert file.endswith("draft.config.json") and "is not the pinned config_sha256" in p.message
+
+
+# -- load() attaches the entry --------------------------------------------------------------------
+
+REPO = "org/draft"
+CONFIG = json.dumps(fixture_config("dflash")).encode()
+
+
+def pinned_entry(revision, sha):
+    return MINIMAL.replace('status = "unpinned"', f'status = "pinned"\nrevision = "{revision}"\nconfig_sha256 = "{sha}"')
+
+
+def test_load_attaches_the_matching_entry(hub, tmp_path, monkeypatch):
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {
+        "org/draft.toml": pinned_entry(commit, hashlib.sha256(CONFIG).hexdigest())})))
+    spec = specreg.load(REPO)
+    assert spec.catalog.id == REPO and spec.catalog.status == "pinned"
+    assert not {"catalog-pin-mismatch", "catalog-other-revision"} & {f.code for f in spec.findings}
+    assert spec.to_dict()["catalog"]["id"] == REPO
+    hub.add("org/unlisted", {"config.json": CONFIG})
+    assert specreg.load("org/unlisted").catalog is None
+
+
+def test_a_changed_repository_under_a_pin_is_an_error(hub, tmp_path, monkeypatch):
+    old = hub.add(REPO, {"config.json": CONFIG})
+    changed = json.loads(CONFIG)
+    changed["speculators_version"] = "0.9.1"
+    new = hub.add(REPO, {"config.json": json.dumps(changed).encode()})
+    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {
+        "org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})))
+    spec = specreg.load(REPO)  # main now points at the new commit
+    found = {f.code: f for f in spec.findings}
+    assert found["catalog-pin-mismatch"].severity == "error"
+    assert found["catalog-other-revision"].severity == "info" and new in found["catalog-other-revision"].message
+    assert not spec.servable
+    at_pin = specreg.load(f"{REPO}@{old}")
+    assert not {"catalog-pin-mismatch", "catalog-other-revision"} & {f.code for f in at_pin.findings}
+
+
+def test_the_same_content_at_another_revision_is_only_info(hub, tmp_path, monkeypatch):
+    old = hub.add(REPO, {"config.json": CONFIG}, commit="a" * 40)
+    hub.add(REPO, {"config.json": CONFIG, "README.md": b"x"}, commit="b" * 40)
+    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {
+        "org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})))
+    codes = [f.code for f in specreg.load(REPO).findings]
+    assert "catalog-other-revision" in codes and "catalog-pin-mismatch" not in codes
+
+
+def test_a_malformed_entry_is_a_warning_not_a_crash(hub, tmp_path, monkeypatch):
+    hub.add(REPO, {"config.json": CONFIG})
+    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {"org/draft.toml": "id = 3\n"})))
+    spec = specreg.load(REPO)
+    assert spec.catalog is None
+    assert "catalog-entry-invalid" in [f.code for f in spec.findings]
+
+
+# -- pin ------------------------------------------------------------------------------------------
+
+COMMENTED = "# a hand-written comment that pin must keep\n" + MINIMAL + "\n# trailing note\n"
+
+
+def test_pin_writes_revision_and_sha_and_keeps_the_rest(hub, tmp_path):
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    root = registry_with(tmp_path, {"org/draft.toml": COMMENTED})
+    r = run("catalog", "pin", REPO, "--registry", str(root))
+    assert r.returncode == 0, r.stderr
+    assert f"pinned {REPO} at {commit}" in r.stdout
+    text = (root / "org" / "draft.toml").read_text()
+    assert text.startswith("# a hand-written comment that pin must keep\n")
+    assert "# trailing note" in text
+    entry = zoo.lookup(REPO, root)
+    assert (entry.status, entry.revision, entry.config_sha256) == ("pinned", commit, hashlib.sha256(CONFIG).hexdigest())
+    assert (root / "org" / "draft.config.json").read_bytes() == CONFIG
+    assert zoo.check(root).problems == ()
+    again = run("catalog", "pin", REPO, "--registry", str(root))
+    assert "already pinned" in again.stdout and (root / "org" / "draft.toml").read_text() == text
+
+
+def test_pin_refuses_changed_content_at_the_pinned_revision(hub, tmp_path):
+    commit = "c" * 40
+    hub.add(REPO, {"config.json": CONFIG}, commit=commit)
+    root = registry_with(tmp_path, {"org/draft.toml": pinned_entry(commit, "d" * 64)})
+    before = (root / "org" / "draft.toml").read_bytes()
+    r = run("catalog", "pin", REPO, "--registry", str(root))
+    assert r.returncode == 2
+    assert "the content changed under the pin; nothing was written" in r.stderr
+    assert (root / "org" / "draft.toml").read_bytes() == before
+    assert not (root / "org" / "draft.config.json").exists()
+
+
+def test_pin_to_an_explicit_revision_repins(hub, tmp_path):
+    old = hub.add(REPO, {"config.json": CONFIG}, commit="c" * 40)
+    new = hub.add(REPO, {"config.json": CONFIG + b" "}, ref="v2")
+    root = registry_with(tmp_path, {"org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})
+    done = zoo.pin(REPO, revision="v2", directory=root)
+    assert (done.revision, done.previous_revision, done.changed) == (new, old, True)
+    assert zoo.lookup(REPO, root).config_sha256 == hashlib.sha256(CONFIG + b" ").hexdigest()
+
+
+def test_pin_of_an_unknown_entry_or_repo_is_a_clear_error(hub, tmp_path):
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    r = run("catalog", "pin", "org/nothing", "--registry", str(root))
+    assert r.returncode == 2 and "no catalog entry org/nothing" in r.stderr
+    r = run("catalog", "pin", REPO, "--registry", str(root))
+    assert r.returncode == 2 and "no repository org/draft" in r.stderr
+    assert (root / "org" / "draft.toml").read_text() == MINIMAL
+
+
+# -- list and show ---------------------------------------------------------------------------------
+
+def test_list_table_filters_and_json():
+    r = run("catalog", "list", "--algorithm", "dspark")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["id", "algorithm", "verifier", "status", "baselines", "AL"]
+    assert len(lines) == 1 + 7 and all(" dspark " in line for line in lines[1:])
+    r = run("catalog", "list", "--verifier", "Qwen/Qwen3-8B", "--json")
+    doc = json.loads(r.stdout)
+    assert {e["verifier"]["id"] for e in doc} == {"Qwen/Qwen3-8B"}
+    zlab = next(e for e in doc if e["id"] == "z-lab/Qwen3-8B-DFlash-b16")
+    assert [b["harness"].get("dataset") for b in zlab["baselines"]] == ["mt-bench", "humaneval", "gsm8k", "gsm8k"]
+    assert zlab["baselines"][3]["metrics"]["acceptance_length"] == {"floor": 3.5}
+
+
+def test_show_prints_baselines_and_suggests_a_close_id():
+    r = run("catalog", "show", "RedHatAI/Qwen3-8B-speculator.eagle3")
+    assert r.returncode == 0
+    assert "AL        2.26 [within ±5%]" in r.stdout
+    assert "per-pos   0.6541 / 0.3993 / 0.202" in r.stdout
+    r = run("catalog", "show", "RedHatAI/Qwen3-8B-speculator.eagle33")
+    assert r.returncode == 2
+    assert r.stderr == ("error: no catalog entry RedHatAI/Qwen3-8B-speculator.eagle33 "
+                        "(did you mean RedHatAI/Qwen3-8B-speculator.eagle3?)\n")
