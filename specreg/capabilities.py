@@ -42,6 +42,10 @@ RULES: dict[str, Version] = {
     # The V2 model runner refuses sample_from_anchor=true for DFlash
     # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
     "dflash_v2_runner_rejects_sample_from_anchor": Version("0.27"),
+    # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
+    # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
+    # and id L was silently never captured). (vllm/model_executor/models/llama.py)
+    "aux_capture_through_last_layer": Version("0.18"),
     # A user --speculative-config is merged on the automatic speculators path (discarded before).
     # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
     "user_speculative_config_merged": Version("0.29"),
@@ -84,3 +88,54 @@ def short(version: Version) -> str:
     """0.26.0 -> "0.26"; 0.10.2 stays."""
     parts = version.release + (0, 0)
     return f"{parts[0]}.{parts[1]}" if parts[2] == 0 else f"{parts[0]}.{parts[1]}.{parts[2]}"
+
+
+#: Verifier architectures whose vLLM class captures aux hidden states (implements SupportsEagle3,
+#: directly or through a base class), as read from the vLLM 0.33.0 wheel by
+#: tests/conformance. Only known for that version: other targets are not checked against it.
+AUX_CAPTURE_VERSION = Version("0.33.0")
+AUX_CAPTURE_ARCHITECTURES = frozenset(
+    {
+        "AfmoeForCausalLM", "Alpamayo2Super", "ApertusForCausalLM", "ClefFlashForJointSchema",
+        "ClefOmniForJointSchema", "Cohere2MoeForCausalLM",
+        "CohereCompassForConditionalGeneration", "ColQwen3", "ColQwen3_5",
+        "Cosmos3ForConditionalGeneration", "DFlash2DraftModel", "DFlashDraftModel",
+        "DFlashLagunaForCausalLM", "DFlashMuseGlimmerAssistantModel", "DFlashQwen3XPressModel",
+        "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel",
+        "DeepseekV3ForCausalLM", "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM",
+        "Eagle3Qwen3ForCausalLM", "EagleDeepSeekMTPModel", "Ernie4_5ForCausalLM",
+        "Exaone4_5_ForConditionalGeneration", "Gemma4DSparkModel", "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
+        "GptOssForCausalLM", "GraniteForCausalLM", "GraniteMoeForCausalLM",
+        "GraniteMoeSWAForCausalLM", "GraniteMoeSharedForCausalLM", "GraniteSWAForCausalLM",
+        "IQuestCoderForCausalLM", "InternLM3ForCausalLM", "InternS1ProForConditionalGeneration",
+        "InternS2MobiusForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
+        "JinaEmbeddingsV5Model", "K2HorizonForCausalLM", "KimiK25ForConditionalGeneration",
+        "LLaMAForCausalLM", "LagunaForCausalLM", "LiLiCorrDraftModel",
+        "LightOnOCRForConditionalGeneration", "Llama4ForCausalLM",
+        "Llama4ForConditionalGeneration", "LlamaForCausalLM", "LlamaModel",
+        "LlavaForConditionalGeneration", "MiMoForCausalLM", "MiMoV2FlashForCausalLM",
+        "MiMoV2ForCausalLM", "MiMoV2OmniForCausalLM", "MiniCPM3ForCausalLM",
+        "MiniCPMForCausalLM", "MiniCPMOcrForConditionalGeneration",
+        "MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
+        "MiniMaxM2ForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration",
+        "MistralForCausalLM", "MistralLarge3ForCausalLM", "MistralModel",
+        "MuseGlimmerAssistantModel", "MuseGlimmerForCausalLM",
+        "MuseGlimmerForConditionalGeneration", "NemotronHForCausalLM",
+        "NemotronHPuzzleForCausalLM", "NemotronH_Nano_Omni_Reasoning_V3",
+        "NemotronH_Nano_VL_V2", "NemotronH_Omni_Reasoning_V3",
+        "NemotronH_Super_Omni_Reasoning_V3", "OpenCUAForConditionalGeneration",
+        "OpsColQwen3Model", "PeagleQwen3ForCausalLM", "Phi3ForCausalLM",
+        "PixtralForConditionalGeneration", "Plamo3ForCausalLM", "Qwen2ForCausalLM",
+        "Qwen2Model", "Qwen2_5_VLForConditionalGeneration", "Qwen3ASRForConditionalGeneration",
+        "Qwen3ASRForcedAlignerForTokenClassification", "Qwen3ASRRealtimeGeneration",
+        "Qwen3DSparkModel", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM",
+        "Qwen3OmniDSparkModel", "Qwen3OmniMoeForConditionalGeneration",
+        "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
+        "Qwen3VLNemotronEmbedModel", "Qwen3XPressModel", "Qwen3_5ForCausalLM",
+        "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration", "RadioMBartPrefixForCausalLM",
+        "SarvamMLAForCausalLM", "Step1ForCausalLM", "TeleChat2ForCausalLM",
+        "TeleChat3ForCausalLM", "TeleFLMForCausalLM"
+    }
+)

@@ -1,4 +1,4 @@
-"""The `specreg` command line: show, serve, materialize, algorithms, catalog.
+"""The `specreg` command line: show, check, serve, materialize, algorithms, catalog.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -51,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     mat.add_argument("--force", action="store_true", help="write into a non-empty DIR (replaces only the files it writes)")
     mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
     mat.add_argument("--verifier", help="the verifier model, when the config names none (or to override it)")
+
+    chk = sub.add_parser("check", help="pre-flight: the draft against its verifier's config and its weight headers")
+    source_args(chk)
+    chk.add_argument("--verifier", help="the verifier (Hub id or local dir); default: the one the config names")
+    chk.add_argument("--json", action="store_true", help="print Speculator.to_dict() (with `checks`) as JSON")
+    chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
+    chk.add_argument("--tensor-parallel-size", type=int, metavar="N", help="the verifier's tensor parallel size")
+    chk.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="the draft's tensor parallel size")
 
     from specreg import catalog_cli
 
@@ -220,6 +228,49 @@ def _algorithms(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check(args: argparse.Namespace) -> int:
+    from specreg.preflight import preflight
+
+    spec = _load(args)
+    spec = preflight(
+        spec,
+        verifier=args.verifier,
+        check_weights=not args.no_weights,
+        tensor_parallel_size=args.tensor_parallel_size,
+        draft_tensor_parallel_size=args.draft_tensor_parallel_size,
+    )
+    if args.json:
+        print(spec.to_json())
+        return EXIT_FINDINGS if spec.errors else EXIT_OK
+    v, w = spec.checks.verifier, spec.checks.weights
+    out = [f"{args.source}  ({spec.algorithm}, target vLLM {spec.vllm_version})"]
+    if v:
+        arch = ", ".join(v.architectures) or "architecture not named"
+        text = " (text_config)" if v.text_config else ""
+        out.append(f"  verifier  {v.id}: {arch}, {v.num_hidden_layers} layers, hidden {v.hidden_size}, "
+                   f"vocab {v.vocab_size}{text}")
+    if w:
+        dtypes = ", ".join(f"{k} {n:,}" for k, n in w.dtypes.items())
+        read = f"; {w.header_bytes:,} header bytes read" if w.header_bytes is not None else ""
+        out.append(f"  weights   {len(w.files)} file{'s' * (len(w.files) != 1)}, {w.tensors} tensors, "
+                   f"{w.parameters:,} parameters ({dtypes}){read}")
+    out.append("")
+    if not spec.findings:
+        out.append("no findings")
+    else:
+        width = max(len(f.code) for f in spec.findings)
+        out.append(f"  {'severity':<9}{'code':<{width + 2}}message")
+        for f in spec.findings:
+            out.append(f"  {f.severity:<9}{f.code:<{width + 2}}{f.message}")
+            if f.fix:
+                out.append(f"  {'':<9}{'':<{width + 2}}fix: {f.fix}")
+    errors = len(spec.errors)
+    out.append("")
+    out.append(f"{errors} error{'s' * (errors != 1)}" if errors else "ok: no errors")
+    print("\n".join(out))
+    return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
 def _catalog(args: argparse.Namespace) -> int:
     from specreg import catalog_cli
 
@@ -230,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from specreg.errors import SpecregError
 
     args = _parser().parse_args(argv)
-    handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms,
+    handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms, "check": _check,
                "catalog": _catalog}[args.command]
     try:
         return handler(args)

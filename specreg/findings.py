@@ -136,6 +136,120 @@ CODES: dict[str, Code] = {
             "The file names no aux layer ids, so vLLM picks its own default layers for the verifier. "
             "specreg never guesses them: check that vLLM's default is what the draft was trained on.",
         ),
+        # -- pre-flight: the draft against its verifier's config --------------------------------
+        Code(
+            "verifier-layer-out-of-range",
+            "error",
+            "aux layer ids beyond the verifier's layers",
+            "An aux layer id (the hidden state entering layer i) is negative or past the verifier's "
+            "`num_hidden_layers` (vLLM >= 0.18 also captures the last layer's output as id L; before, "
+            "ids go up to L - 1). vLLM would capture fewer hidden states than the draft was trained on.",
+        ),
+        Code(
+            "verifier-hidden-size-mismatch",
+            "error",
+            "the draft was trained for another hidden size",
+            "`target_hidden_size` (or the draft's `hidden_size` when it is unset) differs from the "
+            "verifier's `hidden_size`: the fc layer cannot take the verifier's hidden states.",
+        ),
+        Code(
+            "verifier-vocab-too-small",
+            "error",
+            "the draft vocabulary is larger than the verifier's",
+            "`draft_vocab_size` exceeds the verifier's `vocab_size`: the draft was trained for another tokenizer.",
+        ),
+        Code(
+            "draft-vocab-reduced",
+            "info",
+            "a reduced draft vocabulary",
+            "`draft_vocab_size` is smaller than the verifier's vocabulary: the weights must carry the "
+            "`d2t` offsets (target = draft + d2t[draft]) and `t2d`; `check_weights` verifies them.",
+        ),
+        Code(
+            "verifier-vocab-mismatch",
+            "warning",
+            "the draft's embedding vocabulary is not the verifier's",
+            "The draft's `vocab_size` differs from the verifier's: token ids from the verifier's "
+            "tokenizer may fall outside the draft's embedding.",
+        ),
+        Code(
+            "mask-token-out-of-vocab",
+            "error",
+            "the mask token is outside the verifier's vocabulary",
+            "`mask_token_id` (DFlash family) or `pard_token` (P-EAGLE) is not a token id of the verifier.",
+        ),
+        Code(
+            "verifier-no-aux-capture",
+            "warning",
+            "vLLM cannot capture aux hidden states from this verifier architecture",
+            "In the vLLM version this is known for (0.33), the verifier's architecture does not "
+            "implement aux hidden-state capture (SupportsEagle3), which Eagle-3, P-EAGLE and the "
+            "DFlash family need.",
+        ),
+        Code(
+            "draft-tp-invalid",
+            "error",
+            "a draft tensor parallel size vLLM refuses",
+            "vLLM accepts a draft tensor parallel size of 1 or the target's.",
+        ),
+        # -- pre-flight: weight headers ----------------------------------------------------------
+        Code(
+            "weights-fc-shape",
+            "error",
+            "the fc layer is sized for another number of aux layers",
+            "`fc.weight` takes target hidden size x number of aux layers inputs; the weights and the "
+            "config's aux layer ids (or `target_hidden_size`) disagree.",
+        ),
+        Code(
+            "weights-vocab-map-missing",
+            "error",
+            "a reduced vocabulary without its mapping table",
+            "`draft_vocab_size` is smaller than the verifier's vocabulary but the weights carry no `d2t`.",
+        ),
+        Code(
+            "weights-vocab-map-unexpected",
+            "warning",
+            "a vocabulary mapping table without a reduced vocabulary",
+            "The weights carry `d2t`/`t2d` but `draft_vocab_size` equals the verifier's vocabulary.",
+        ),
+        Code(
+            "weights-vocab-map-shape",
+            "error",
+            "a vocabulary mapping table of the wrong shape or dtype",
+            "`d2t` must be I64 [draft_vocab_size]; `t2d` must be BOOL [verifier vocab_size].",
+        ),
+        Code(
+            "weights-lm-head-rows",
+            "error",
+            "the lm_head does not have draft_vocab_size rows",
+            "`lm_head.weight` rows must equal `draft_vocab_size`.",
+        ),
+        Code(
+            "weights-mask-hidden",
+            "error",
+            "P-EAGLE's mask_hidden is missing or mis-sized",
+            "A P-EAGLE draft carries `mask_hidden`, shaped [..., fc input width].",
+        ),
+        Code(
+            "weights-dspark-heads",
+            "error",
+            "DSpark's Markov or confidence head does not match the config",
+            "The Markov head (`markov_w1`/`markov_w2`, plus `gate_proj` or `joint_proj`) and the "
+            "confidence head (`proj`) are sized by `markov_rank`, `markov_head_type`, "
+            "`draft_vocab_size`, the hidden size and `confidence_head_with_markov`.",
+        ),
+        Code(
+            "weights-layer-count",
+            "error",
+            "the weights hold another number of decoder layers",
+            "The distinct `layers.N.` in the weights differ from `num_hidden_layers`.",
+        ),
+        Code(
+            "weights-unavailable",
+            "warning",
+            "no safetensors to check",
+            "The draft has no safetensors weights (only .bin, or none), so the weight checks did not run.",
+        ),
         # -- catalog -------------------------------------------------------------------------------
         Code(
             "catalog-pin-mismatch",

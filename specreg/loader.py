@@ -11,7 +11,7 @@ from typing import Any
 from packaging.version import Version
 
 from specreg import hub
-from specreg.errors import ConfigError, SpecregError
+from specreg.errors import ConfigError
 from specreg.normalization import is_repo_id, normalize
 from specreg.speculator import Origin, Speculator
 
@@ -74,15 +74,19 @@ def load(
     revision: str | None = None,
     vllm: str | Version | None = None,
     check_verifier: bool = False,
+    check_weights: bool = False,
+    verifier: str | None = None,
 ) -> Speculator:
     """Read a draft's config.json and normalize it for one vLLM version.
 
     source: a local directory holding config.json, a path to a config file, "org/name" or
     "org/name@revision" on the Hugging Face Hub (config.json only is fetched, through
     huggingface_hub's cache; a cached commit-hash revision makes no request).
+
+    check_verifier: read the verifier's config.json (`verifier`, else the one the config names) and
+    check the draft against it; check_weights: read the draft's safetensors headers (never the
+    weights) and check them. Their findings join `findings`; `checks` holds what was read.
     """
-    if check_verifier:
-        raise SpecregError("check_verifier=True is not available in this version of specreg", source=str(source))
     text = os.fspath(source)
     if not isinstance(text, str) or not text.strip():
         raise ConfigError("the source is empty", "source", source=str(source))
@@ -112,6 +116,10 @@ def load(
     spec = normalize(config, vllm=vllm, source=text, origin=origin)
     if origin.repo_id:
         spec = attach_catalog(spec)
+    if check_verifier or check_weights:
+        from specreg.preflight import preflight
+
+        spec = preflight(spec, verifier=verifier, check_verifier=check_verifier, check_weights=check_weights)
     return spec
 
 

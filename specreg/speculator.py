@@ -38,14 +38,17 @@ class Finding:
     severity: str = attrs.field(validator=attrs.validators.in_(SEVERITIES))
     message: str
     path: str | None = None
+    #: what to do about it, when there is something to do
+    fix: str | None = None
 
     @classmethod
-    def of(cls, code: str, message: str, path: str | None = None) -> "Finding":
+    def of(cls, code: str, message: str, path: str | None = None, fix: str | None = None) -> "Finding":
         """A finding with the severity its code is documented with."""
-        return cls(code=code, severity=CODES[code].severity, message=message, path=path)
+        return cls(code=code, severity=CODES[code].severity, message=message, path=path, fix=fix)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path}
+        return {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path,
+                "fix": self.fix}
 
 
 @attrs.frozen
@@ -118,6 +121,8 @@ class Speculator:
     origin: Origin | None = None
     #: the catalog entry (`specreg.catalog.Entry`) when the source is a Hub repo the catalog knows
     catalog: Any = None
+    #: pre-flight results (`specreg.preflight.Checks`) when load() ran the checks
+    checks: Any = None
 
     @property
     def servable(self) -> bool:
@@ -222,6 +227,7 @@ class Speculator:
             "provenance": {k: v.to_dict() for k, v in sorted(self.provenance.items())},
             "origin": self.origin.to_dict() if self.origin else None,
             "catalog": self.catalog.to_dict() if self.catalog is not None else None,
+            "checks": self.checks.to_dict() if self.checks is not None else None,
         }
 
     def to_json(self) -> str:

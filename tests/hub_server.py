@@ -2,8 +2,9 @@
 
 It serves ``/{repo_id}/resolve/{revision}/{filename}`` (HEAD and GET) with the headers
 huggingface_hub relies on (X-Repo-Commit, ETag, Content-Length) and the Hub's error codes
-(X-Error-Code: RepoNotFound, GatedRepo, RevisionNotFound, EntryNotFound). Every request is
-recorded so tests can count them.
+(X-Error-Code: RepoNotFound, GatedRepo, RevisionNotFound, EntryNotFound), and HTTP range requests
+(206 Partial Content), as huggingface_hub's safetensors metadata reader sends them. Every request
+is recorded, with the body bytes sent, so tests can count them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class FakeHub:
     def __init__(self) -> None:
         self.repos: dict[str, Repo] = {}
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        #: (method, path, Range header or None, body bytes sent) per answered file request
+        self.transfers: list[tuple[str, str, str | None, int]] = []
         self._lock = threading.Lock()
         hub = self
 
@@ -61,6 +64,11 @@ class FakeHub:
         repo.files_by_commit[commit] = dict(files)
         repo.refs[ref] = commit
         return commit
+
+    def bytes_sent(self, suffix: str = "") -> int:
+        """Body bytes sent for files whose path ends with `suffix`."""
+        with self._lock:
+            return sum(n for _, p, _, n in self.transfers if p.endswith(suffix))
 
     def count(self, method: str | None = None) -> int:
         """File requests (HEAD or GET of /resolve/ URLs) seen so far."""
@@ -102,4 +110,17 @@ class FakeHub:
             return self._error(h, 404, "EntryNotFound", body, {"X-Repo-Commit": commit})
         data = files[filename]
         etag = '"' + hashlib.sha256(data).hexdigest() + '"'
-        self._send(h, 200, {"X-Repo-Commit": commit, "ETag": etag, "Content-Type": "application/json"}, data, body)
+        headers = {"X-Repo-Commit": commit, "ETag": etag, "Content-Type": "application/octet-stream"}
+        wanted = h.headers.get("Range")
+        status, part = 200, data
+        if wanted and wanted.startswith("bytes="):
+            first, _, last = wanted[len("bytes="):].partition("-")
+            start = int(first)
+            end = min(int(last) if last else len(data) - 1, len(data) - 1)
+            if start >= len(data):
+                return self._error(h, 416, "RangeNotSatisfiable", body)
+            status, part = 206, data[start:end + 1]
+            headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+        with self._lock:
+            self.transfers.append((h.command, path, wanted, len(part) if body else 0))
+        self._send(h, status, headers, part, body)

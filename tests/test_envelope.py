@@ -113,10 +113,10 @@ def test_to_dict_has_the_documented_keys(fx):
     d = specreg.normalize(fx("dflash"), vllm="0.33").to_dict()
     assert list(d) == [
         "algorithm", "method", "verifier", "num_speculative_tokens", "vllm_version", "draft_config",
-        "speculative_config", "attention", "findings", "provenance", "origin", "catalog",
+        "speculative_config", "attention", "findings", "provenance", "origin", "catalog", "checks",
     ]
     assert d["attention"][0] == {"layer": 0, "kind": "full", "window": None, "causal": False}
-    assert set(d["findings"][0]) == {"code", "severity", "message", "path"}
+    assert set(d["findings"][0]) == {"code", "severity", "message", "path", "fix"}
     assert d["provenance"]["draft_config.draft_vocab_size"] == {
         "kind": "source", "sources": ["$.draft_vocab_size"], "why": None,
     }

@@ -1,6 +1,5 @@
 """load() against a loopback Hub (HF_ENDPOINT), never against mocks of huggingface_hub."""
 
-import json
 
 import pytest
 

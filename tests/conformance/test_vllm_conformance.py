@@ -125,13 +125,13 @@ ALGORITHM_FIXTURE = {"eagle3": "eagle3_generated", "peagle": "peagle", "dflash":
 def _before(version: Version) -> str:
     """The release just before `version` among those the capability checks download."""
     return {
-        "0.10.1": "0.10.0", "0.20": "0.19.1", "0.22": "0.21.0", "0.23": "0.22.0", "0.24": "0.23.0",
+        "0.10.1": "0.10.0", "0.18": "0.17.1", "0.20": "0.19.1", "0.22": "0.21.0", "0.23": "0.22.0", "0.24": "0.23.0",
         "0.25": "0.24.0", "0.26": "0.25.0", "0.27": "0.26.0", "0.29": "0.28.0",
     }[str(version)]
 
 
 def _release(version: Version) -> str:
-    return {"0.10.1": "0.10.1", "0.20": "0.20.0", "0.22": "0.22.0", "0.23": "0.23.0", "0.24": "0.24.0", "0.25": "0.25.0",
+    return {"0.10.1": "0.10.1", "0.18": "0.18.0", "0.20": "0.20.0", "0.22": "0.22.0", "0.23": "0.23.0", "0.24": "0.24.0", "0.25": "0.25.0",
             "0.26": "0.26.0", "0.27": "0.27.0", "0.29": "0.29.0"}[str(version)]
 
 
@@ -191,6 +191,10 @@ SOURCE_PROBES = {
         "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
         r"sample_from_anchor=True is not supported for DFlash",
     ),
+    "aux_capture_through_last_layer": (
+        "vllm/model_executor/models/llama.py",
+        r"_maybe_add_hidden_state\(\s*aux_hidden_states, idx \+ 1",
+    ),
     "user_speculative_config_merged": (
         "vllm/transformers_utils/config.py",
         r"speculative_config\.update\(vllm_speculative_config\)",
@@ -216,3 +220,10 @@ def test_a_source_rule_starts_in_its_version(rule):
     path, pattern = SOURCE_PROBES[rule]
     assert re.search(pattern, _source(_release(RULES[rule]), path)), f"{rule}: not in vLLM {RULES[rule]} {path}"
     assert not re.search(pattern, _source(_before(RULES[rule]), path)), f"{rule}: already in {_before(RULES[rule])}"
+
+
+def test_the_aux_capture_architecture_table_is_vllms():
+    from conformance.vllm_mapping import aux_capture_architectures
+    from specreg.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION
+
+    assert AUX_CAPTURE_ARCHITECTURES == aux_capture_architectures(str(AUX_CAPTURE_VERSION))

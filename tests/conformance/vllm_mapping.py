@@ -95,3 +95,32 @@ class Mapping:
         import copy
 
         return self.config_class.extract_vllm_speculative_config(copy.deepcopy(config))
+
+
+def aux_capture_architectures(version: str) -> set[str]:
+    """Architecture names whose registered vLLM class implements SupportsEagle3 (directly or
+    through a base class defined in vLLM's models package), read from the wheel's source."""
+    import re
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        models = {n: z.read(n).decode() for n in z.namelist()
+                  if n.startswith("vllm/model_executor/models/") and n.endswith(".py") and n.count("/") == 3}
+    bases: dict[str, list[list[str]]] = {}
+    for text in models.values():
+        for m in re.finditer(r"^class (\w+)\(([^)]*)\)", text, re.M | re.S):
+            names = re.findall(r"\b(\w+)\b", re.sub(r"\[.*?\]", "", m.group(2)))
+            bases.setdefault(m.group(1), []).append(names)
+    memo: dict[str, bool] = {}
+
+    def supports(cls: str, depth: int = 0) -> bool:
+        if cls == "SupportsEagle3":
+            return True
+        if cls in memo or depth > 30 or cls not in bases:
+            return memo.get(cls, False)
+        memo[cls] = False
+        memo[cls] = any(supports(b, depth + 1) for group in bases[cls] for b in group)
+        return memo[cls]
+
+    registry = models["vllm/model_executor/models/registry.py"]
+    entries = re.findall(r'"(\w+)":\s*\(\s*"(\w+)",\s*"(\w+)",?\s*\)', registry)
+    return {arch for arch, _module, cls in entries if supports(cls)}

@@ -1,0 +1,215 @@
+"""Pre-flight checks: a failing and a passing case for every check, locally and through the
+loopback Hub (headers by range requests only)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import specreg
+import tiny
+from specreg.findings import CODES
+from specreg.preflight import preflight
+
+PREFLIGHT_CODES = {
+    "verifier-layer-out-of-range", "verifier-hidden-size-mismatch", "verifier-vocab-too-small",
+    "draft-vocab-reduced", "verifier-vocab-mismatch", "mask-token-out-of-vocab", "verifier-no-aux-capture",
+    "draft-tp-invalid", "weights-fc-shape", "weights-vocab-map-missing", "weights-vocab-map-unexpected",
+    "weights-vocab-map-shape", "weights-lm-head-rows", "weights-mask-hidden", "weights-dspark-heads",
+    "weights-layer-count", "weights-unavailable",
+}
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ))
+
+
+def drop(d, key):
+    d = dict(d)
+    del d[key]
+    return d
+
+
+def reshape(d, key, shape, dtype=None):
+    d = dict(d)
+    d[key] = (shape, dtype or d[key][1])
+    return d
+
+
+# (code, algorithm, how to break the pair: changes to (config, verifier, weights), extra args)
+BREAKS = {
+    "verifier-layer-out-of-range": ("eagle3", lambda c, v, w: v.update(num_hidden_layers=4), {}),
+    "verifier-hidden-size-mismatch": ("dflash", lambda c, v, w: v.update(hidden_size=16), {}),
+    "verifier-vocab-too-small": ("dflash", lambda c, v, w: c.update(draft_vocab_size=128), {}),
+    "verifier-vocab-mismatch": ("dflash", lambda c, v, w: v.update(vocab_size=128), {}),
+    "mask-token-out-of-vocab": ("dflash", lambda c, v, w: c.update(mask_token_id=64), {}),
+    "verifier-no-aux-capture": ("dflash", lambda c, v, w: v.update(architectures=["GPT2LMHeadModel"]), {}),
+    "draft-tp-invalid": ("dflash", None, {"tensor_parallel_size": 4, "draft_tensor_parallel_size": 2}),
+    "weights-fc-shape": ("eagle3", lambda c, v, w: w.update(reshape(w, "fc.weight", (8, 16))), {}),
+    "weights-vocab-map-missing": ("eagle3", lambda c, v, w: w.pop("d2t"), {}),
+    "weights-vocab-map-unexpected": ("dflash", lambda c, v, w: w.update({"d2t": ((64,), "int64")}), {}),
+    "weights-vocab-map-shape": ("eagle3", lambda c, v, w: w.update(reshape(w, "d2t", (32,), "int32")), {}),
+    "weights-lm-head-rows": ("eagle3", lambda c, v, w: w.update(reshape(w, "lm_head.weight", (16, 8))), {}),
+    "weights-mask-hidden": ("peagle", lambda c, v, w: w.pop("mask_hidden"), {}),
+    "weights-dspark-heads": ("dspark", lambda c, v, w: w.update(reshape(w, "markov_head.markov_w1.weight", (64, 3))), {}),
+    "weights-layer-count": ("dflash", lambda c, v, w: [w.pop(k) for k in list(w) if k.startswith("layers.4.")], {}),
+    "weights-unavailable": ("dflash", "no-weights", {}),
+}
+
+
+def pair(tmp_path, algo, change=None):
+    c, v, w = tiny.draft_config(algo), tiny.verifier_config(algo), tiny.weights(algo)
+    if callable(change):
+        change(c, v, w)
+    draft, ver = tiny.write_pair(tmp_path, algo, config=c, verifier=v, tensors=False if change == "no-weights" else w)
+    if change == "no-weights":
+        (draft / "pytorch_model.bin").write_bytes(b"not checked")
+    return draft, ver
+
+
+def checked(draft, ver, **kw):
+    return preflight(specreg.load(draft), verifier=str(ver), **kw)
+
+
+def test_every_preflight_code_is_documented_and_tested():
+    assert PREFLIGHT_CODES <= set(CODES)
+    assert set(BREAKS) | {"draft-vocab-reduced"} == PREFLIGHT_CODES
+
+
+@pytest.mark.parametrize("code", sorted(BREAKS))
+def test_each_check_fails_on_its_broken_pair(tmp_path, code):
+    algo, change, kw = BREAKS[code]
+    spec = checked(*pair(tmp_path, algo, change), **kw)
+    found = [f for f in spec.findings if f.code == code]
+    assert found, [f.code for f in spec.findings]
+    assert found[0].severity == CODES[code].severity
+    if CODES[code].severity == "error":
+        assert not spec.servable
+
+
+@pytest.mark.parametrize("code", sorted(BREAKS))
+def test_each_check_passes_on_the_consistent_pair(tmp_path, code):
+    algo, _change, _kw = BREAKS[code]
+    kw = {"tensor_parallel_size": 4, "draft_tensor_parallel_size": 4} if code == "draft-tp-invalid" else {}
+    spec = checked(*pair(tmp_path, algo), **kw)
+    assert code not in {f.code for f in spec.findings}
+
+
+@pytest.mark.parametrize("algo", ["eagle3", "peagle", "dflash", "dspark"])
+def test_a_clean_pair_has_no_preflight_findings(tmp_path, algo):
+    spec = checked(*pair(tmp_path, algo))
+    codes = {f.code for f in spec.findings} & PREFLIGHT_CODES
+    # a reduced vocabulary is stated (info), and its d2t/t2d are then present and well-formed
+    assert codes == ({"draft-vocab-reduced"} if algo in ("eagle3", "peagle") else set())
+    assert not spec.errors
+    w = spec.checks.weights
+    assert w.files == ("model.safetensors",) and w.tensors == len(tiny.weights(algo))
+    assert w.parameters == sum(
+        __import__("math").prod(shape) for shape, _ in tiny.weights(algo).values()
+    )
+    assert spec.checks.verifier.num_hidden_layers == tiny.LAYERS_VERIFIER
+
+
+def test_aux_id_l_is_valid_from_vllm_018_and_not_before(tmp_path):
+    c = tiny.draft_config("eagle3")
+    c["eagle_aux_hidden_state_layer_ids"] = [1, 3, 6]  # 6 = the verifier's num_hidden_layers
+    draft, ver = tiny.write_pair(tmp_path, "eagle3", config=c)
+    new = preflight(specreg.load(draft, vllm="0.18"), verifier=str(ver), check_weights=False)
+    old = preflight(specreg.load(draft, vllm="0.17"), verifier=str(ver), check_weights=False)
+    assert "verifier-layer-out-of-range" not in [f.code for f in new.findings]
+    assert "verifier-layer-out-of-range" in [f.code for f in old.findings]
+
+
+def test_a_multimodal_verifier_is_read_through_its_text_config(tmp_path):
+    v = {"architectures": ["Qwen3VLMoeForConditionalGeneration"], "vocab_size": 64,
+         "text_config": {"hidden_size": 8, "num_hidden_layers": 6, "vocab_size": 64}}
+    spec = checked(*pair(tmp_path, "dflash", lambda c, vv, w: (vv.clear(), vv.update(v))))
+    assert spec.checks.verifier.text_config and spec.checks.verifier.hidden_size == 8
+    assert not {f.code for f in spec.findings} & PREFLIGHT_CODES
+
+
+def test_load_runs_the_checks_and_to_dict_reports_them(tmp_path):
+    draft, ver = pair(tmp_path, "eagle3", lambda c, v, w: w.pop("d2t"))
+    spec = specreg.load(draft, check_verifier=True, check_weights=True, verifier=str(ver))
+    d = spec.to_dict()
+    assert d["checks"]["weights"]["dtypes"] == {"BOOL": 64, "F16": d["checks"]["weights"]["parameters"] - 64}
+    f = next(f for f in d["findings"] if f["code"] == "weights-vocab-map-missing")
+    assert f["fix"].startswith("save the draft with its d2t/t2d")
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+def test_check_exits_0_on_a_consistent_pair_and_prints_a_table(tmp_path):
+    draft, ver = pair(tmp_path, "dspark")
+    r = run("check", str(draft), "--verifier", str(ver))
+    assert r.returncode == 0, r.stderr
+    assert f"verifier  {ver}: Qwen3ForCausalLM, 6 layers, hidden 8, vocab 64" in r.stdout
+    assert "weights   1 file, 12 tensors, 1,429 parameters (F16 1,429); 1,032 header bytes read" in r.stdout
+    assert r.stdout.rstrip().endswith("ok: no errors")
+
+
+def test_check_exits_1_with_the_finding_and_its_fix(tmp_path):
+    draft, ver = pair(tmp_path, "eagle3", lambda c, v, w: w.update(reshape(w, "fc.weight", (8, 16))))
+    r = run("check", str(draft), "--verifier", str(ver))
+    assert r.returncode == 1
+    assert "error    weights-fc-shape" in r.stdout
+    assert "fix: the number of aux layer ids" in r.stdout
+    r = run("check", str(draft), "--verifier", str(ver), "--json")
+    assert r.returncode == 1
+    assert "weights-fc-shape" in [f["code"] for f in json.loads(r.stdout)["findings"]]
+
+
+def test_check_of_a_missing_local_verifier_is_bad_input(tmp_path):
+    draft, _ = pair(tmp_path, "dflash")
+    r = run("check", str(draft), "--verifier", str(tmp_path / "nope"))
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"error: {tmp_path / 'nope'}: verifier: no such file or directory"
+
+
+# -- through the loopback Hub: header ranges only -------------------------------------------------
+
+def test_hub_check_reads_only_header_ranges_of_weight_files(hub, tmp_path):
+    files = tiny.safetensors_files(tiny.weights("dflash"), shards=2)
+    sizes = {name: len(data) for name, data in files.items() if name.endswith(".safetensors")}
+    hub.add("org/draft", {"config.json": json.dumps(tiny.draft_config("dflash")).encode(), **files})
+    hub.add("org/verifier", {"config.json": json.dumps(tiny.verifier_config("dflash")).encode()})
+    spec = specreg.load("org/draft", check_verifier=True, check_weights=True, verifier="org/verifier")
+    assert not spec.errors and not {f.code for f in spec.findings} & PREFLIGHT_CODES
+    assert spec.checks.weights.files == tuple(sorted(sizes))
+    weight_gets = [(m, p, rng, n) for m, p, rng, n in hub.transfers if p.endswith(".safetensors") and m == "GET"]
+    assert weight_gets and all(rng and rng.startswith("bytes=") for _, _, rng, _ in weight_gets)
+    # each file was read up to its header (the tiny files are smaller than the first range)
+    for name, size in sizes.items():
+        sent = hub.bytes_sent(name)
+        assert 0 < sent <= size
+    print(f"\nbytes transferred by the check: {sum(n for *_, n in hub.transfers)} "
+          f"(weights {sum(hub.bytes_sent(n) for n in sizes)} of {sum(sizes.values())})")
+
+
+def test_hub_check_of_a_large_file_never_downloads_it_whole(hub):
+    # a 2 MB weight file: the header range is all that may cross the wire
+    w = tiny.weights("dflash")
+    w["big.padding"] = ((1024 * 1024,), "float16")
+    files = tiny.safetensors_files(w)
+    size = len(files["model.safetensors"])
+    hub.add("org/draft", {"config.json": json.dumps(tiny.draft_config("dflash")).encode(), **files})
+    hub.add("org/verifier", {"config.json": json.dumps(tiny.verifier_config("dflash")).encode()})
+    spec = specreg.load("org/draft", check_verifier=True, check_weights=True, verifier="org/verifier")
+    assert spec.checks.weights.parameters > 1024 * 1024
+    sent = hub.bytes_sent("model.safetensors")
+    assert sent <= 100_001 < size
+    print(f"\nweights: {sent} bytes of {size} read for the header")
+
+
+def test_hub_check_flags_a_broken_pair(hub):
+    w = tiny.weights("eagle3")
+    del w["d2t"]
+    hub.add("org/draft", {"config.json": json.dumps(tiny.draft_config("eagle3")).encode(),
+                          **tiny.safetensors_files(w)})
+    hub.add("org/verifier", {"config.json": json.dumps(tiny.verifier_config("eagle3")).encode()})
+    r = run("check", "org/draft", "--verifier", "org/verifier")
+    assert r.returncode == 1
+    assert "weights-vocab-map-missing" in r.stdout
