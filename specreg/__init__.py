@@ -25,6 +25,7 @@ _LAZY = {
     "register_speculator": "specreg.registry",
     "algorithms": "specreg.registry",
     "catalog": "specreg.zoo",
+    "convert": "specreg.conversion",
     "Speculator": "specreg.speculator",
     "Finding": "specreg.speculator",
     "Provenance": "specreg.speculator",

@@ -1,4 +1,4 @@
-"""The `specreg` command line: show, check, serve, materialize, algorithms, catalog.
+"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -28,6 +28,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("source", help="a local dir, a config.json path, org/name or org/name@revision")
         sp.add_argument("--revision", help="a Hub branch, tag or commit (or use org/name@revision)")
         sp.add_argument("--vllm", metavar="X.Y", help="the vLLM version to target (default: installed, else newest known)")
+        sp.add_argument("--verifier", help="the verifier (Hub id or local dir): for native formats, which name none, "
+                        "or to override the config's")
 
     show = sub.add_parser("show", help="the normalized config, attention plan, provenance and findings")
     source_args(show)
@@ -35,7 +37,6 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="print the `vllm serve` command line for the draft")
     source_args(serve)
-    serve.add_argument("--verifier", help="the verifier model, when the config names none (or to override it)")
     serve.add_argument(
         "--dir",
         help="where to materialize the draft when the unmodified file would be served differently from its "
@@ -50,11 +51,17 @@ def _parser() -> argparse.ArgumentParser:
     how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
     mat.add_argument("--force", action="store_true", help="write into a non-empty DIR (replaces only the files it writes)")
     mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
-    mat.add_argument("--verifier", help="the verifier model, when the config names none (or to override it)")
+
+    conv = sub.add_parser("convert", help="write the speculators-format twin of a native draft (z-lab, DeepSpec, EAGLE-3)")
+    source_args(conv)
+    conv.add_argument("dir", metavar="OUT_DIR", help="the directory to write (must be empty unless --force)")
+    how2 = conv.add_mutually_exclusive_group()
+    how2.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
+    how2.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
+    conv.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR (replaces only the files it writes)")
 
     chk = sub.add_parser("check", help="pre-flight: the draft against its verifier's config and its weight headers")
     source_args(chk)
-    chk.add_argument("--verifier", help="the verifier (Hub id or local dir); default: the one the config names")
     chk.add_argument("--json", action="store_true", help="print Speculator.to_dict() (with `checks`) as JSON")
     chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
     chk.add_argument("--tensor-parallel-size", type=int, metavar="N", help="the verifier's tensor parallel size")
@@ -72,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load(args: argparse.Namespace):
     from specreg.loader import load
 
-    return load(args.source, revision=args.revision, vllm=args.vllm)
+    return load(args.source, revision=args.revision, vllm=args.vllm, verifier=args.verifier)
 
 
 def _fmt(value: Any) -> str:
@@ -88,7 +95,8 @@ def _show(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS if spec.errors else EXIT_OK
     out = []
     sv = spec.source_config.get("speculators_version")
-    out.append(f"{args.source}  ({spec.algorithm}" + (f", speculators {sv}" if sv else "") + ")")
+    fmt = f", {spec.format} format" if spec.format != "speculators" else ""
+    out.append(f"{args.source}  ({spec.algorithm}{fmt}" + (f", speculators {sv}" if sv else "") + ")")
     rows = [
         ("method", spec.method or "- (not servable by vLLM's speculators path)"),
         ("verifier", spec.verifier or "- (not named)"),
@@ -271,6 +279,18 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if spec.errors else EXIT_OK
 
 
+def _convert(args: argparse.Namespace) -> int:
+    from specreg.conversion import convert
+
+    weights = "none" if args.config_only else "copy" if args.copy else "link"
+    done = convert(args.source, args.dir, verifier=args.verifier, revision=args.revision, weights=weights,
+                   force=args.force, progress=_progress)
+    n = len(done.files) - 2
+    print(f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
+          f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})")
+    return EXIT_OK
+
+
 def _catalog(args: argparse.Namespace) -> int:
     from specreg import catalog_cli
 
@@ -282,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms, "check": _check,
+               "convert": _convert,
                "catalog": _catalog}[args.command]
     try:
         return handler(args)

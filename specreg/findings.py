@@ -13,7 +13,7 @@ SEVERITIES = ("error", "warning", "info")
 #: was trained; specreg's draft_config (a materialized directory) serves it as trained.
 SERVED_DIFFERENTLY = frozenset(
     {"served-causal-mismatch", "served-length-mismatch", "served-default-mismatch", "top-level-model-type",
-     "proposal-method-not-first"}
+     "proposal-method-not-first", "served-layer-ids-mismatch"}
 )
 
 
@@ -54,6 +54,14 @@ CODES: dict[str, Code] = {
             "trainer and vLLM defaults differ for a missing field",
             "A field is missing and speculators (the trainer) and vLLM assume different defaults. "
             "specreg applies the trainer's default and writes it explicitly.",
+        ),
+        Code(
+            "served-layer-ids-mismatch",
+            "warning",
+            "vLLM would read the aux layer ids one layer off",
+            "A ModelOpt-style `eagle_config.eagle_aux_hidden_state_layer_ids` counts the output of layer t; "
+            "vLLM reads those ids as the hidden state entering layer i, one layer early. specreg's "
+            "`draft_config` writes the trained ids (t + 1) at the top level, where vLLM reads them first.",
         ),
         Code(
             "top-level-model-type",
@@ -273,6 +281,22 @@ CODES: dict[str, Code] = {
             "the catalog entry for this repository is malformed",
             "The catalog has a file for this repository that does not pass `specreg catalog check`; it "
             "was not attached. The message lists its problems.",
+        ),
+        # -- native formats ------------------------------------------------------------------------
+        Code(
+            "native-format",
+            "info",
+            "a native (non-speculators) config",
+            "The config was written by another trainer (z-lab DFlash, DeepSpec DSpark, SpecForge / SGLang "
+            "/ the EAGLE-3 release) and read through its speculators-format equivalent "
+            "(`specreg convert` writes it). Provenance and paths name the native file's fields.",
+        ),
+        Code(
+            "native-draft-length-default",
+            "info",
+            "the native config has no draft length",
+            "Native EAGLE-3 configs do not say how many tokens to draft; specreg assumes 3 (the k vLLM's "
+            "Eagle-3 CI measures). Serve with the num_speculative_tokens you want.",
         ),
         Code(
             "trainer-default-applied",

@@ -10,7 +10,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from specreg import hub
+from specreg import hub, native
 from specreg.errors import ConfigError
 from specreg.normalization import is_repo_id, normalize
 from specreg.speculator import Origin, Speculator
@@ -113,7 +113,10 @@ def load(
             commit=fetched.commit,
             sha256=digest,
         )
-    spec = normalize(config, vllm=vllm, source=text, origin=origin)
+    if verifier is None and origin.repo_id and native.detect(config) is not None:
+        entry = _catalog_entry(origin.repo_id)
+        verifier = entry.verifier.id if entry is not None else None
+    spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier)
     if origin.repo_id:
         spec = attach_catalog(spec)
     if check_verifier or check_weights:
@@ -121,6 +124,16 @@ def load(
 
         spec = preflight(spec, verifier=verifier, check_verifier=check_verifier, check_weights=check_weights)
     return spec
+
+
+def _catalog_entry(repo_id: str):
+    """The catalog entry for a repo, or None (also when its file is malformed: attach_catalog says so)."""
+    from specreg import zoo
+
+    try:
+        return zoo.lookup(repo_id)
+    except zoo.CatalogError:
+        return None
 
 
 def attach_catalog(spec: Speculator) -> Speculator:

@@ -215,6 +215,55 @@ def _json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
 
+def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable[[str], None]) -> dict[str, Path]:
+    """The draft's weight files (name -> path; fetched into the HF cache for a Hub draft), or {} for
+    weights="none". Refuses the draft's own directory as the target."""
+    if weights == "none":
+        return {}
+    origin = spec.origin
+    if origin is None or (origin.repo_id is None and origin.path is None):
+        raise SpecregError("the draft was normalized from a dict, so there are no weights to link; "
+                           "use weights='none' (--config-only)")
+    if origin.repo_id:
+        sources = _hub_weights(spec, say)
+    else:
+        source_dir = Path(origin.path).parent
+        if os.path.realpath(source_dir) == os.path.realpath(target):
+            raise SpecregError(f"{target} is the draft's own directory; write into another one")
+        sources = _local_weights(source_dir)
+    if not sources:
+        where = origin.repo_id or str(Path(origin.path).parent)
+        error = FileNotFoundOnHubError if origin.repo_id else SpecregError
+        raise error(
+            f"no weight files in {where} (looked for {', '.join(WEIGHT_CANDIDATES)}); "
+            "weights='none' (--config-only) writes the config alone",
+            source=origin.source,
+        )
+    for name in sources:
+        _plain_name(name, where=origin.source, path="$")
+    return sources
+
+
+def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Path], weights: str,
+                    manifest: dict[str, Any], previous: list[str], say: Callable[[str], None]) -> None:
+    """Write config.json, the weights (linked or copied) and the manifest into `target`, each by an
+    atomic rename; then remove files a previous manifest listed that this one does not."""
+    target.mkdir(parents=True, exist_ok=True)
+    _write_atomic(target, "config.json", lambda tmp: tmp.write_bytes(_json_bytes(config)))
+    for i, (name, src) in enumerate(sources.items(), 1):
+        real = Path(os.path.realpath(src))
+        if weights == "link":
+            _write_atomic(target, name, lambda tmp, real=real: os.symlink(real, tmp))
+        else:
+            say(f"copying {name} ({i}/{len(sources)})")
+            _write_atomic(target, name, lambda tmp, real=real: shutil.copyfile(real, tmp))
+    for stale in set(previous) - set(manifest["files"]):
+        path = target / stale
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+    _write_atomic(target, MANIFEST, lambda tmp: tmp.write_bytes(_json_bytes(manifest)))
+
+
 def materialize(
     spec: "Speculator",
     directory: str | os.PathLike[str],
@@ -238,32 +287,8 @@ def materialize(
     say = progress or (lambda _msg: None)
     target = Path(directory).expanduser().absolute()
     previous = _check_target(target, force)
-
     # Gather every input before writing anything: a failed download leaves DIR untouched.
-    sources: dict[str, Path] = {}
-    if weights != "none":
-        origin = spec.origin
-        if origin is None or (origin.repo_id is None and origin.path is None):
-            raise SpecregError("the draft was normalized from a dict, so there are no weights to link; "
-                               "use weights='none' (--config-only)")
-        if origin.repo_id:
-            sources = _hub_weights(spec, say)
-        else:
-            source_dir = Path(origin.path).parent
-            if os.path.realpath(source_dir) == os.path.realpath(target):
-                raise SpecregError(f"{target} is the draft's own directory; materialize into another one")
-            sources = _local_weights(source_dir)
-        if not sources:
-            where = origin.repo_id or str(Path(origin.path).parent)
-            error = FileNotFoundOnHubError if origin.repo_id else SpecregError
-            raise error(
-                f"no weight files in {where} (looked for {', '.join(WEIGHT_CANDIDATES)}); "
-                "weights='none' (specreg materialize --config-only) writes the config alone",
-                source=origin.source,
-            )
-        for name in sources:
-            _plain_name(name, where=origin.source, path="$")
-
+    sources = weight_sources(spec, target, weights, say)
     config, changes = plain_path_config(spec)
     manifest = {
         "written_by": "specreg",
@@ -275,19 +300,5 @@ def materialize(
         "files": ["config.json", *sources, MANIFEST],
         "findings": [f.to_dict() for f in spec.findings],
     }
-
-    target.mkdir(parents=True, exist_ok=True)
-    _write_atomic(target, "config.json", lambda tmp: tmp.write_bytes(_json_bytes(config)))
-    for i, (name, src) in enumerate(sources.items(), 1):
-        real = Path(os.path.realpath(src))
-        if weights == "link":
-            _write_atomic(target, name, lambda tmp, real=real: os.symlink(real, tmp))
-        else:
-            say(f"copying {name} ({i}/{len(sources)})")
-            _write_atomic(target, name, lambda tmp, real=real: shutil.copyfile(real, tmp))
-    for stale in set(previous) - set(manifest["files"]):
-        path = target / stale
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-    _write_atomic(target, MANIFEST, lambda tmp: tmp.write_bytes(_json_bytes(manifest)))
+    write_directory(target, config, sources, weights, manifest, previous, say)
     return Materialized(directory=target, speculator=spec, files=tuple(manifest["files"]), weights=weights)

@@ -9,7 +9,7 @@ from packaging.version import InvalidVersion, Version
 
 from specreg import registry
 from specreg.capabilities import short, target_version
-from specreg.errors import ConfigError
+from specreg.errors import ConfigError, Problem
 from specreg.fields import COUNT, STR, Fields, _type_name
 from specreg.plan import Context, Envelope, Plan
 from specreg.speculator import Finding, Origin, Provenance, Speculator
@@ -121,12 +121,63 @@ def normalize(
     vllm: str | Version | None = None,
     source: str | None = None,
     origin: Origin | None = None,
+    verifier: str | None = None,
 ) -> Speculator:
-    """Normalize a parsed speculators config.json into vLLM-ready configuration for one vLLM version.
+    """Normalize a parsed config.json into vLLM-ready configuration for one vLLM version.
 
+    The speculators format, or a native one (z-lab DFlash, DeepSpec DSpark, SpecForge/SGLang/
+    EAGLE-3 release; see `specreg.native`), which names no verifier: pass `verifier`.
     Raises `specreg.ConfigError` (a ValueError) naming the JSON path for malformed input, and
     `specreg.UnknownAlgorithmError` for an unknown `speculators_model_type`. The input is never mutated.
     """
+    from specreg import native
+
+    fmt = native.detect(config)
+    if fmt is None:
+        return _normalize_speculators(config, vllm=vllm, source=source, origin=origin)
+    converted = native.to_speculators(config, fmt, verifier=verifier, source=source)
+    try:
+        spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin)
+    except ConfigError as exc:
+        remapped = [Problem(converted.native_path(p.path) or "$", p.message) for p in exc.problems]
+        raise type(exc)(remapped, source=exc.source) from None
+    return _as_native(spec, config, converted)
+
+
+def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> Speculator:
+    """A Speculator normalized from a converted native config, re-pointed at the native file."""
+    import attrs
+
+    provenance = {}
+    for key, prov in spec.provenance.items():
+        why = next((converted.defaults[s] for s in prov.sources if s in converted.defaults), None)
+        how = next((converted.derived[s] for s in prov.sources if s in converted.derived), None)
+        if why is not None:
+            provenance[key] = Provenance("default", (), why)
+        elif how is not None and prov.kind == "source":
+            provenance[key] = Provenance("derived", tuple(converted.native_path(s) for s in prov.sources), how)
+        else:
+            provenance[key] = attrs.evolve(prov, sources=tuple(converted.native_path(s) for s in prov.sources))
+    findings = [attrs.evolve(f, path=converted.native_path(f.path)) for f in spec.findings
+                if not (f.code == "auto-map-ignored")]
+    labels = {"zlab": "z-lab DFlash", "deepspec": "DeepSpec DSpark", "eagle3-native": "native EAGLE-3"}
+    findings.append(Finding.of("native-format", f"read as a {labels[converted.format]} config (not the speculators "
+                               "format); `specreg convert` writes its speculators-format twin"))
+    findings += [Finding.of(code, message, path) for code, message, path in converted.notes]
+    if isinstance(config.get("auto_map"), Mapping):
+        findings.append(Finding.of("auto-map-ignored", "auto_map points at repository code; specreg never imports or runs it",
+                                   "$.auto_map"))
+    return attrs.evolve(spec, provenance=provenance, findings=_ordered(findings), source_config=config,
+                        format=converted.format)
+
+
+def _normalize_speculators(
+    config: Mapping[str, Any],
+    *,
+    vllm: str | Version | None = None,
+    source: str | None = None,
+    origin: Origin | None = None,
+) -> Speculator:
     try:
         if not isinstance(config, Mapping):
             raise ConfigError(f"the top level must be a JSON object, got {_type_name(config)}", "$")

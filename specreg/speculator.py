@@ -121,6 +121,8 @@ class Speculator:
     origin: Origin | None = None
     #: the catalog entry (`specreg.catalog.Entry`) when the source is a Hub repo the catalog knows
     catalog: Any = None
+    #: "speculators", or the native format the config was read in (`specreg.native`)
+    format: str = "speculators"
     #: pre-flight results (`specreg.preflight.Checks`) when load() ran the checks
     checks: Any = None
 
@@ -216,6 +218,7 @@ class Speculator:
         """The JSON form printed by ``specreg show SOURCE --json``."""
         return {
             "algorithm": self.algorithm,
+            "format": self.format,
             "method": self.method,
             "verifier": self.verifier,
             "num_speculative_tokens": self.num_speculative_tokens,

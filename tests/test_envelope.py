@@ -112,7 +112,7 @@ def test_speculator_is_frozen(fx):
 def test_to_dict_has_the_documented_keys(fx):
     d = specreg.normalize(fx("dflash"), vllm="0.33").to_dict()
     assert list(d) == [
-        "algorithm", "method", "verifier", "num_speculative_tokens", "vllm_version", "draft_config",
+        "algorithm", "format", "method", "verifier", "num_speculative_tokens", "vllm_version", "draft_config",
         "speculative_config", "attention", "findings", "provenance", "origin", "catalog", "checks",
     ]
     assert d["attention"][0] == {"layer": 0, "kind": "full", "window": None, "causal": False}

@@ -16,7 +16,7 @@ import json
 import pytest
 
 import specreg
-from conftest import fixture_config
+from conftest import DATA, fixture_config
 from weights import write_draft
 
 pytestmark = pytest.mark.vllm
@@ -218,3 +218,23 @@ def test_every_difference_on_vllms_automatic_path_is_a_reported_finding(tmp_path
         f"vLLM {[auto.get(k) for k in unexplained]} vs trained {[want[k] for k in unexplained]}; "
         f"findings {[f.code for f in spec.findings]}"
     )
+
+
+NATIVE = sorted(p.name for p in (DATA / "native").glob("*.json") if p.name != "deepspec_dspark_qwen3_8b_causal.json")
+
+
+@pytest.mark.parametrize("name", NATIVE)
+def test_a_materialized_native_draft_resolves_as_trained(tmp_path, name):
+    """Native formats (z-lab, DeepSpec, EAGLE-3 releases) through the same vLLM config objects."""
+    import shutil
+
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(DATA / "native" / name, src / "config.json")
+    verifier = "meta-llama/Llama-3.1-8B-Instruct" if "llama" in name else "Qwen/Qwen3-8B"
+    spec = specreg.load(src, verifier=verifier)
+    out = spec.materialize(tmp_path / "draft", weights="none")
+    target = build(tmp_path, spec)
+    sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
+    got, want = resolved(sc), trained(spec)
+    assert {k: got.get(k) for k in want} == want

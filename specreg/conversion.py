@@ -1,0 +1,80 @@
+"""`convert`: a native draft (z-lab DFlash, DeepSpec DSpark, native EAGLE-3) as a speculators-format
+directory: its config.json in the speculators format, the weight files linked beside it (or
+copied, or left out), and specreg.json saying where it came from.
+
+The converted file states what the native one implied (the layer-id convention, the anchor
+rule, the mask) explicitly, so specreg, vLLM's speculators mapping and the speculators library all
+read the draft as it was trained. Weight files are linked as they are (names are not rewritten).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+import attrs
+
+from specreg import native
+from specreg.errors import FileNotFoundOnHubError, SpecregError
+from specreg.materialize import MANIFEST, _check_target, weight_sources, write_directory
+from specreg.speculator import thaw
+
+
+@attrs.frozen
+class ConvertedDirectory:
+    directory: Path
+    format: str
+    files: tuple[str, ...]
+
+
+def convert(
+    source: str | os.PathLike[str],
+    directory: str | os.PathLike[str],
+    *,
+    verifier: str | None = None,
+    revision: str | None = None,
+    weights: str = "link",
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ConvertedDirectory:
+    """Write the speculators-format twin of a native draft into `directory` (empty unless force)."""
+    from specreg.loader import load
+
+    if weights not in ("link", "copy", "none"):
+        raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
+    say = progress or (lambda _msg: None)
+    spec = load(source, revision=revision, verifier=verifier)
+    if spec.format == "speculators":
+        raise SpecregError("already in the speculators format: nothing to convert (materialize writes a "
+                           "vLLM-ready directory)", source=str(source))
+    converted = native.to_speculators(thaw(spec.source_config), spec.format, verifier=verifier or spec.verifier,
+                                      source=str(source))
+    name = converted.config["speculators_config"]["verifier"]["name_or_path"]
+    if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
+        from specreg.preflight import verifier_facts
+
+        converted.config["speculators_config"]["verifier"]["architectures"] = list(
+            verifier_facts(name, source=name).architectures)
+    target = Path(directory).expanduser().absolute()
+    previous = _check_target(target, force)
+    try:
+        sources = weight_sources(spec, target, weights, say)
+    except FileNotFoundOnHubError:
+        sources = {}
+    except SpecregError as exc:
+        if "no weight files" not in exc.message:
+            raise
+        sources = {}  # a config without weights converts all the same
+    if weights != "none" and not sources:
+        say("no weight files found beside the config: wrote the config alone")
+    manifest = {
+        "written_by": "specreg convert",
+        "source": spec.origin.to_dict() if spec.origin else None,
+        "format": spec.format,
+        "verifier": converted.config["speculators_config"]["verifier"]["name_or_path"],
+        "weights": weights if sources else "none",
+        "files": ["config.json", *sources, MANIFEST],
+    }
+    write_directory(target, converted.config, sources, weights, manifest, previous, say)
+    return ConvertedDirectory(directory=target, format=spec.format, files=tuple(manifest["files"]))
