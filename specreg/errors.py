@@ -77,7 +77,17 @@ class RegistryError(SpecregError):
 
 
 class HubError(SpecregError):
-    """The Hugging Face Hub (or the endpoint named by HF_ENDPOINT) could not give us the file."""
+    """The Hugging Face Hub (or the endpoint named by HF_ENDPOINT) could not give us the file.
+
+    ``transient``: a failure worth retrying (HTTP 408/429/5xx, a dropped connection, a timeout).
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, transient: bool = False,
+                 cache_fallback: bool | None = None):
+        self.transient = transient
+        #: whether a cached copy may stand in (the Hub failed, rather than refused)
+        self.cache_fallback = transient if cache_fallback is None else cache_fallback
+        super().__init__(message, source=source)
 
 
 class RepoNotFoundError(HubError):

@@ -282,6 +282,15 @@ CODES: dict[str, Code] = {
             "The catalog has a file for this repository that does not pass `specreg catalog check`; it "
             "was not attached. The message lists its problems.",
         ),
+        # -- the Hub ------------------------------------------------------------------------------
+        Code(
+            "hub-cached-copy",
+            "warning",
+            "the Hub failed; the cached copy was used",
+            "The Hub kept failing (HTTP 429/5xx, a dropped connection or a timeout, after retries with "
+            "backoff), and the Hugging Face cache held config.json for the revision asked for: that copy "
+            "was used. It may be older than the Hub's current revision.",
+        ),
         # -- native formats ------------------------------------------------------------------------
         Code(
             "native-format",

@@ -27,6 +27,22 @@ class Fetched:
     repo_id: str
     revision: str | None
     commit: str | None
+    #: set when the Hub failed and the cached copy was used instead: why
+    stale: str | None = None
+
+
+#: HTTP statuses worth retrying
+TRANSIENT = {408, 429, 500, 502, 503, 504}
+
+
+def _retries() -> tuple[int, float]:
+    """(retries after the first try, first backoff in seconds): SPECREG_HUB_RETRIES (default 3),
+    SPECREG_HUB_BACKOFF (default 0.5; doubled each time)."""
+    try:
+        return max(0, int(os.environ.get("SPECREG_HUB_RETRIES", "3"))), max(
+            0.0, float(os.environ.get("SPECREG_HUB_BACKOFF", "0.5")))
+    except ValueError:
+        return 3, 0.5
 
 
 def _truthy(value: str | None) -> bool:
@@ -61,10 +77,68 @@ def _commit_from_path(path: str) -> str | None:
     return None
 
 
-def fetch_config(repo_id: str, revision: str | None = None, *, source: str | None = None) -> Fetched:
-    """Download (or find in the cache) `config.json` of `repo_id` at `revision`."""
-    path = fetch_file(repo_id, CONFIG_NAME, revision, source=source)
-    return Fetched(path=path, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(path)))
+def fetch_config(repo_id: str, revision: str | None = None, *, source: str | None = None,
+                 max_bytes: int | None = None) -> Fetched:
+    """Download (or find in the cache) `config.json` of `repo_id` at `revision`.
+
+    Transient failures (429, 5xx, dropped connections, timeouts) are retried with backoff; when
+    they persist and the cache holds a copy for that revision, the copy is used and `stale` says
+    why. A file larger than `max_bytes` (by the Hub's metadata) is refused before it is downloaded.
+    """
+    import time
+
+    source = source or repo_id
+    retries, backoff = _retries()
+    # looked up first: a failed download may already have moved the cached ref to the new commit
+    cached_before = _cached(repo_id, CONFIG_NAME, revision)
+    for attempt in range(retries + 1):
+        try:
+            if max_bytes is not None:
+                _check_size(repo_id, CONFIG_NAME, revision, max_bytes, source)
+            path = fetch_file(repo_id, CONFIG_NAME, revision, source=source)
+            return Fetched(path=path, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(path)))
+        except errors.HubError as exc:
+            if not exc.cache_fallback:
+                raise
+            failure = exc
+            if not exc.transient:
+                break  # huggingface_hub already retried this one
+            if attempt < retries:
+                time.sleep(backoff * 2**attempt)
+    tries = f"tried {attempt + 1} time{'s' * (attempt > 0)}" + (", each retried by huggingface_hub" if not failure.transient else "")
+    cached = cached_before or _cached(repo_id, CONFIG_NAME, revision)
+    if cached is None:
+        raise errors.HubError(f"{failure.message} ({tries})", source=source, transient=True)
+    why = f"{failure.message} ({tries}); using the cached copy"
+    return Fetched(path=cached, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(cached)), stale=why)
+
+
+def _cached(repo_id: str, filename: str, revision: str | None) -> Path | None:
+    """The cached copy of a file for a revision (branch, tag or commit), without any request."""
+    import huggingface_hub
+
+    found = huggingface_hub.try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir(), revision=revision)
+    return Path(found) if isinstance(found, str) else None
+
+
+def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: int, source: str) -> None:
+    """Refuse a file over max_bytes from the Hub's metadata (one HEAD), before any download.
+    Skipped offline and for a commit revision already in the cache (no request at all then)."""
+    import huggingface_hub
+
+    if offline() or (revision and _COMMIT.match(revision) and _cached(repo_id, filename, revision)):
+        return
+    url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision,
+                                     endpoint=os.environ.get("HF_ENDPOINT") or None)
+    try:
+        meta = huggingface_hub.get_hf_file_metadata(url, token=os.environ.get("HF_TOKEN") or None)
+    except Exception:
+        return  # the download reports the failure, with its own mapping
+    if meta.size is not None and meta.size > max_bytes:
+        where = f" at revision {revision!r}" if revision else ""
+        raise errors.HubError(
+            f"{filename} of {repo_id}{where} is {meta.size} bytes, over the {max_bytes}-byte limit for a "
+            "config file: not downloaded", source=source)
 
 
 def fetch_file(
@@ -124,13 +198,20 @@ def fetch_file(
     except hf.HFValidationError as exc:
         raise errors.ConfigError(f"not a valid Hub repo id or revision: {exc}", "source", source=source) from None
     except hf.HfHubHTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else "?"
-        raise errors.HubError(f"the Hub answered HTTP {status} for {filename} of {repo_id}{where}", source=source) from None
+        status = exc.response.status_code if exc.response is not None else None
+        # huggingface_hub itself retries a HEAD on 408/429/5xx (5 times, backoff up to 8 s) and a
+        # GET on 408/429; what it did not retry is worth retrying here
+        method = exc.response.request.method if exc.response is not None and exc.response.request else None
+        retried = status in TRANSIENT and (method == "HEAD" or status in (408, 429))
+        raise errors.HubError(f"the Hub answered HTTP {status or '?'} for {filename} of {repo_id}{where}",
+                              source=source, transient=status in TRANSIENT and not retried,
+                              cache_fallback=status in TRANSIENT) from None
     except Exception as exc:
         # Connection failures mid-transfer come from the HTTP client (httpx) or the OS.
         if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
             raise
-        raise errors.HubError(
-            f"could not fetch {filename} of {repo_id}{where}: {type(exc).__name__}", source=source
-        ) from None
+        what = "timed out" if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError) else \
+            f"the connection failed ({type(exc).__name__})"
+        raise errors.HubError(f"could not fetch {filename} of {repo_id}{where}: {what}", source=source,
+                              transient=True) from None
     return Path(path)

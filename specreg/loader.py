@@ -103,7 +103,7 @@ def load(
         raise ConfigError("no such file or directory", "source", source=text)
     else:
         repo_id, rev = _split_source(text, revision)
-        fetched = hub.fetch_config(repo_id, rev, source=text)
+        fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
         config, digest = read_config(fetched.path, source=text)
         origin = Origin(
             source=text,
@@ -117,6 +117,12 @@ def load(
         entry = _catalog_entry(origin.repo_id)
         verifier = entry.verifier.id if entry is not None else None
     spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier)
+    if origin.repo_id and fetched.stale:
+        import attrs
+
+        from specreg.speculator import Finding
+
+        spec = attrs.evolve(spec, findings=(*spec.findings, Finding.of("hub-cached-copy", fetched.stale)))
     if origin.repo_id:
         spec = attach_catalog(spec)
     if check_verifier or check_weights:

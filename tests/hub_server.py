@@ -28,6 +28,10 @@ class FakeHub:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         #: (method, path, Range header or None, body bytes sent) per answered file request
         self.transfers: list[tuple[str, str, str | None, int]] = []
+        #: queued faults: [path suffix, method or None, action] (see fault())
+        self.faults: list[list] = []
+        #: only this token opens gated repos (None: any Authorization header does)
+        self.gated_token: str | None = None
         self._lock = threading.Lock()
         hub = self
 
@@ -65,6 +69,25 @@ class FakeHub:
         repo.refs[ref] = commit
         return commit
 
+    def fault(self, suffix: str, *actions, method: str | None = None) -> None:
+        """Queue faults for the next requests whose path ends with `suffix` (and, if given, use
+        `method`), one action per request, in order: an HTTP status (429, 500, 503, ...);
+        ("cut", n): announce the whole body, send n bytes, drop the connection; ("slow", s): wait s
+        seconds, then answer normally; "forever:<status>" or "forever:cut:<n>": that, for every such
+        request until `faults` is cleared."""
+        with self._lock:
+            for action in actions:
+                self.faults.append([suffix, method, action])
+
+    def _take_fault(self, path: str, method: str):
+        with self._lock:
+            for i, (suffix, m, action) in enumerate(self.faults):
+                if path.endswith(suffix) and (m is None or m == method):
+                    if not (isinstance(action, str) and action.startswith("forever:")):
+                        del self.faults[i]
+                    return action
+        return None
+
     def bytes_sent(self, suffix: str = "") -> int:
         """Body bytes sent for files whose path ends with `suffix`."""
         with self._lock:
@@ -94,14 +117,29 @@ class FakeHub:
         path = h.path.split("?")[0]
         if "/resolve/" not in path:
             return self._error(h, 404, "RepoNotFound", body)
+        fault = self._take_fault(path, h.command)
+        if isinstance(fault, str) and fault.startswith("forever:cut:"):
+            fault = ("cut", int(fault.rsplit(":", 1)[1]))
+        elif isinstance(fault, str) and fault.startswith("forever:slow:"):
+            fault = ("slow", float(fault.rsplit(":", 1)[1]))
+        elif isinstance(fault, str) and fault.startswith("forever:"):
+            fault = int(fault.split(":", 1)[1])
+        if isinstance(fault, int):
+            return self._error(h, fault, "Fault", body)
+        if isinstance(fault, tuple) and fault[0] == "slow":
+            import time
+
+            time.sleep(fault[1])
+            fault = None
         repo_id, rest = path.lstrip("/").split("/resolve/", 1)
         revision, _, filename = rest.partition("/")
         revision, filename = unquote(revision), unquote(filename)
         repo = self.repos.get(repo_id)
         if repo is None:
             return self._error(h, 401, "RepoNotFound", body)
-        if repo.gated and "authorization" not in {k.lower() for k in h.headers}:
-            return self._error(h, 401, "GatedRepo", body)
+        auth = {k.lower(): v for k, v in h.headers.items()}.get("authorization")
+        if repo.gated and (auth is None or (self.gated_token and auth != f"Bearer {self.gated_token}")):
+            return self._error(h, 401 if auth is None else 403, "GatedRepo", body)
         commit = revision if revision in repo.files_by_commit else repo.refs.get(revision)
         if commit is None:
             return self._error(h, 404, "RevisionNotFound", body)
@@ -121,6 +159,21 @@ class FakeHub:
                 return self._error(h, 416, "RangeNotSatisfiable", body)
             status, part = 206, data[start:end + 1]
             headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+        if isinstance(fault, tuple) and fault[0] == "cut" and body:
+            h.send_response(status)
+            for k, v in headers.items():
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(part)))
+            h.end_headers()
+            h.wfile.write(part[: fault[1]])
+            h.wfile.flush()
+            h.close_connection = True
+            with self._lock:
+                self.transfers.append((h.command, path, wanted, fault[1]))
+            import socket
+
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
         with self._lock:
             self.transfers.append((h.command, path, wanted, len(part) if body else 0))
         self._send(h, status, headers, part, body)
