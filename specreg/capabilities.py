@@ -8,7 +8,8 @@ at all is declared by each algorithm module (`register_speculator(..., vllm_min=
 
 from __future__ import annotations
 
-import importlib.metadata
+import os
+import sys
 from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
@@ -70,7 +71,29 @@ def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:
 
 @lru_cache(maxsize=1)
 def installed_vllm() -> Version | None:
-    """The installed vLLM's version, read from its metadata (vLLM itself is never imported)."""
+    """The installed vLLM's version, read from its metadata (vLLM itself is never imported).
+
+    The version is read from the name of vLLM's `vllm-<version>.dist-info` directory on sys.path
+    (the wheel standard), which costs a directory listing; importlib.metadata, which costs 30 ms
+    of imports, is used only when that name does not parse."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith("vllm-") and name.endswith(".dist-info"):
+                try:
+                    return parse_version(name[len("vllm-"):-len(".dist-info")])
+                except ConfigError:
+                    break
+        else:
+            continue
+        break
+    else:
+        return None
+    import importlib.metadata
+
     try:
         return parse_version(importlib.metadata.version("vllm"))
     except (importlib.metadata.PackageNotFoundError, ConfigError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, Callable, Iterator, Mapping
 
 import attrs
@@ -23,6 +24,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MISSING: Any = object()
 
 
+@lru_cache(maxsize=4096)
 def child_path(parent: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{parent}[{key}]"

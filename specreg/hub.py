@@ -93,7 +93,9 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
     cached_before = _cached(repo_id, CONFIG_NAME, revision)
     for attempt in range(retries + 1):
         try:
-            if max_bytes is not None:
+            if max_bytes is not None and cached_before is None:
+                # first fetch of this ref: one HEAD to refuse an oversized file before downloading
+                # it (a later fetch of a moved ref is capped when read, not before)
                 _check_size(repo_id, CONFIG_NAME, revision, max_bytes, source)
             path = fetch_file(repo_id, CONFIG_NAME, revision, source=source)
             return Fetched(path=path, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(path)))
@@ -122,11 +124,10 @@ def _cached(repo_id: str, filename: str, revision: str | None) -> Path | None:
 
 
 def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: int, source: str) -> None:
-    """Refuse a file over max_bytes from the Hub's metadata (one HEAD), before any download.
-    Skipped offline and for a commit revision already in the cache (no request at all then)."""
+    """Refuse a file over max_bytes from the Hub's metadata (one HEAD), before any download."""
     import huggingface_hub
 
-    if offline() or (revision and _COMMIT.match(revision) and _cached(repo_id, filename, revision)):
+    if offline():
         return
     url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision,
                                      endpoint=os.environ.get("HF_ENDPOINT") or None)

@@ -82,9 +82,12 @@ class Plan:
         self._put(field, value, Provenance("default", (), why))
 
     def base(self, data: dict[str, Any], source: str, *, into: str = "draft_config") -> None:
-        """Every key of `data` copied as the base of the output object `into`."""
+        """Every key of `data` copied as the base of the output object `into` (a top-level output;
+        this is `copy` for each key, without re-parsing paths: it runs for every layer-config field)."""
+        target, provenance = self.outputs[into], self.provenance
         for key, value in data.items():
-            self.copy(f"{into}.{key}", value, f"{source}.{key}")
+            target[key] = value
+            provenance[f"{into}.{key}"] = Provenance("source", (f"{source}.{key}",))
 
     def layer(self, attn: LayerAttention, sources: Sequence[str], why: str) -> None:
         self.attention.append(attn)

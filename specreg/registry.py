@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.metadata
 import logging
 import re
 import threading
@@ -174,6 +173,8 @@ def load_plugins() -> None:
         if _plugins_loaded:
             return
         _plugins_loaded = True
+        import importlib.metadata  # 30 ms of imports: only when plugins are looked for
+
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             try:
                 ep.load()

@@ -1,6 +1,7 @@
 """Fields every speculators config shares, unservable types, and the input-is-never-mutated rule."""
 
 import copy
+import json
 
 import pytest
 
@@ -132,3 +133,15 @@ def test_target_version_defaults_to_the_newest_known_without_vllm(fx, monkeypatc
 def test_a_bad_vllm_version_is_bad_input(fx):
     with pytest.raises(specreg.ConfigError, match="not a vLLM version: 'latest'"):
         specreg.normalize(fx("dflash"), vllm="latest")
+
+
+def test_every_provenance_kind_is_a_documented_one():
+    from conftest import DATA
+
+    from specreg.speculator import Provenance
+
+    native = [json.loads(p.read_text()) for p in (DATA / "native").glob("*.json") if "causal" not in p.name]
+    speculators = [json.loads(p.read_text()) for p in (DATA / "speculators").glob("*.json")]
+    kinds = {prov.kind for cfg in native + speculators
+             for prov in specreg.normalize(cfg, verifier="Qwen/Qwen3-8B").provenance.values()}
+    assert kinds == set(Provenance.KINDS)
