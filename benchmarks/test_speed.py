@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import time
 import tracemalloc
 from pathlib import Path
 

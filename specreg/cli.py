@@ -1,4 +1,4 @@
-"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog.
+"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog, verify, report.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -66,6 +66,44 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
     chk.add_argument("--tensor-parallel-size", type=int, metavar="N", help="the verifier's tensor parallel size")
     chk.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="the draft's tensor parallel size")
+
+    ver = sub.add_parser("verify", help="measure acceptance with vLLM and judge it against the catalog")
+    ver.add_argument("model", nargs="?", metavar="MODEL", help="a catalog id / Hub id / local draft (omit with --all)")
+    ver.add_argument("--server", metavar="URL", help="a running vLLM OpenAI-compatible server (default: vLLM in-process)")
+    ver.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
+    ver.add_argument("--dataset", default="gsm8k", help="gsm8k | mt-bench | humaneval | speed-bench[:category] | FILE.jsonl")
+    ver.add_argument("--dataset-file", metavar="FILE", help="the named dataset's rows from a local JSONL file")
+    ver.add_argument("--num-prompts", type=int, default=80)
+    ver.add_argument("--temperature", type=float, default=0.0)
+    ver.add_argument("--max-tokens", type=int, default=256)
+    ver.add_argument("--k", type=int, help="draft tokens (default: the config's)")
+    ver.add_argument("--batch-size", type=int, help="max_num_seqs (in-process)")
+    ver.add_argument("--concurrency", type=int, default=1, help="requests in flight (--server)")
+    ver.add_argument("--seed", type=int, default=42)
+    fmt = ver.add_mutually_exclusive_group()
+    fmt.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat template (default)")
+    fmt.add_argument("--raw", dest="chat", action="store_false", help="raw completion prompts")
+    ver.add_argument("--few-shot", type=int, default=0)
+    think = ver.add_mutually_exclusive_group()
+    think.add_argument("--thinking", dest="thinking", action="store_true", default=None)
+    think.add_argument("--no-thinking", dest="thinking", action="store_false")
+    ver.add_argument("--chunks", type=int, default=10, help="prompts run in this many chunks (for the interval)")
+    ver.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
+    ver.add_argument("--tensor-parallel-size", type=int)
+    ver.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
+    ver.add_argument("--history", metavar="DB", help="the SQLite history (default: OUT/../history.sqlite)")
+    ver.add_argument("--strict-harness", action="store_true", help="refuse to compare unless the harness matches")
+    ver.add_argument("--update-baseline", action="store_true", help="write a measured baseline into the entry")
+    ver.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the shipped one)")
+    ver.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
+    ver.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N")
+    ver.add_argument("--resume", action="store_true", help="with --all: skip entries already done")
+    ver.add_argument("--timeout", type=float, default=3600, help="with --all: seconds per entry")
+
+    rep = sub.add_parser("report", help="a static HTML page from verify results and history")
+    rep.add_argument("dir", metavar="DIR", help="where verify wrote its results (searched recursively)")
+    rep.add_argument("--out", required=True, metavar="SITE")
+    rep.add_argument("--registry", metavar="DIR")
 
     from specreg import catalog_cli
 
@@ -291,6 +329,72 @@ def _convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from specreg.verify.run import EXIT, Options, verify
+
+    if args.all:
+        from specreg.verify import nightly
+
+        if not args.out:
+            raise SpecregErrorLine("--all needs --out DIR")
+        passthrough = []
+        if args.server:
+            passthrough += ["--server", args.server]
+        if args.dataset_file:
+            passthrough += ["--dataset-file", args.dataset_file]
+        if args.gpu:
+            passthrough += ["--gpu", args.gpu]
+        try:
+            nightly.parse_shard(args.shard)
+        except ValueError as exc:
+            raise SpecregErrorLine(str(exc)) from None
+        verdicts = nightly.run_all(Path(args.out), shard_spec=args.shard, resume=args.resume, timeout=args.timeout,
+                                   extra=passthrough, registry=args.registry, progress=_progress)
+        bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error")}
+        print(f"{len(verdicts)} entries: " + ", ".join(f"{v} {list(verdicts.values()).count(v)}"
+                                                        for v in sorted(set(verdicts.values()))))
+        return EXIT_FINDINGS if bad else EXIT_OK
+    if not args.model:
+        raise SpecregErrorLine("give a MODEL, or --all")
+    opts = Options(server=args.server, dataset=args.dataset, dataset_file=args.dataset_file,
+                   num_prompts=args.num_prompts, temperature=args.temperature, max_tokens=args.max_tokens, k=args.k,
+                   batch_size=args.batch_size, concurrency=args.concurrency, seed=args.seed, chat=args.chat,
+                   few_shot=args.few_shot, thinking=args.thinking, chunks=args.chunks, gpu=args.gpu,
+                   tensor_parallel_size=args.tensor_parallel_size, strict_harness=args.strict_harness,
+                   update_baseline=args.update_baseline, registry=args.registry, served_model=args.served_model)
+    out = Path(args.out) if args.out else None
+    history = Path(args.history) if args.history else (out.parent / "history.sqlite" if out else None)
+    result = verify(args.model, opts, out=out, history=history, progress=_progress)
+    s = result.get("statistics")
+    line = f"{args.model}: {result['verdict']}"
+    if s:
+        line += f"; AL {s['acceptance_length']:.3f}, draft acceptance {s['draft_acceptance_rate']:.3f}"
+    if result.get("error"):
+        line += f"; {result['error']}"
+    print(line)
+    for d in (result.get("judgement") or {}).get("differences", []):
+        print(f"  harness differs: {d}")
+    if out:
+        print(f"  outputs in {out}")
+    return EXIT[result["verdict"]]
+
+
+class SpecregErrorLine(Exception):
+    """Bad command-line usage: one line, exit 2."""
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from specreg.verify.report import build
+
+    index = build(Path(args.dir), Path(args.out), registry=args.registry)
+    print(f"wrote {index}")
+    return EXIT_OK
+
+
 def _catalog(args: argparse.Namespace) -> int:
     from specreg import catalog_cli
 
@@ -302,13 +406,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms, "check": _check,
-               "convert": _convert,
+               "convert": _convert, "verify": _verify, "report": _report,
                "catalog": _catalog}[args.command]
     try:
         return handler(args)
     except _Refused as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_FINDINGS
+    except SpecregErrorLine as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except SpecregError as exc:  # ConfigError included: its line carries the JSON path
         print(f"error: {exc.line()}", file=sys.stderr)
         return EXIT_BAD_INPUT

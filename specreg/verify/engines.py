@@ -1,0 +1,176 @@
+"""Where prompts run and counters come from: a vLLM server (`--server URL`) or vLLM in-process.
+
+Both run the prompts in chunks and return one counter delta per chunk. The server engine talks to
+vLLM's OpenAI-compatible API with httpx and reads `/metrics` before and after each chunk; it refuses
+to start when the counters move while it is idle (someone else is using the server). The in-process
+engine is a thin adapter over `vllm.LLM` (`disable_log_stats=False`, counters from
+`LLM.get_metrics()`); it needs CUDA and is tested by the `gpu` tier only.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+from specreg.errors import SpecregError
+from specreg.verify.counters import CounterError, SpecCounters, from_prometheus, from_vllm_metrics
+
+
+class EngineError(SpecregError):
+    """The engine failed (unreachable server, HTTP errors, missing counters, vLLM crashed)."""
+
+
+def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
+    n_chunks = max(1, min(n_chunks, len(items)))
+    size = -(-len(items) // n_chunks)
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class ServerEngine:
+    def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0):
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.client = httpx.Client(timeout=timeout)
+        self.idle_wait = idle_wait
+        self.model = model or self._served_model()
+
+    def _get(self, path: str) -> Any:
+        import httpx
+
+        try:
+            r = self.client.get(self.url + path)
+            r.raise_for_status()
+            return r
+        except httpx.HTTPError as exc:
+            raise EngineError(f"{self.url}{path}: {type(exc).__name__}: {exc}") from None
+
+    def _served_model(self) -> str:
+        data = self._get("/v1/models").json().get("data") or []
+        if not data:
+            raise EngineError(f"{self.url}/v1/models lists no model")
+        return data[0]["id"]
+
+    def counters(self) -> SpecCounters:
+        try:
+            return from_prometheus(self._get("/metrics").text)
+        except CounterError as exc:
+            raise EngineError(f"{self.url}/metrics: {exc}") from None
+
+    def version(self) -> str | None:
+        try:
+            return self._get("/version").json().get("version")
+        except (EngineError, ValueError):
+            return None
+
+    def check_idle(self) -> None:
+        first = self.counters()
+        time.sleep(self.idle_wait)
+        moved = self.counters() - first
+        if moved.moved:
+            raise EngineError(f"the spec-decode counters of {self.url} moved while idle ({moved.to_dict()}): another "
+                              "client is using the server, so the deltas would not be this run's")
+
+    def _one(self, item: Any, sampling: dict[str, Any]) -> None:
+        import httpx
+
+        if isinstance(item, str):
+            path, body = "/v1/completions", {"model": self.model, "prompt": item, **sampling}
+        else:
+            path, body = "/v1/chat/completions", {"model": self.model, "messages": item, **sampling}
+        try:
+            r = self.client.post(self.url + path, json=body)
+            r.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise EngineError(f"{self.url}{path}: {type(exc).__name__}: {exc}") from None
+
+    def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
+            seed: int | None, thinking: bool | None, progress: Callable[[str], None]) -> list[SpecCounters]:
+        self.check_idle()
+        sampling: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+        if seed is not None:
+            sampling["seed"] = seed
+        if thinking is not None:
+            sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
+        deltas = []
+        done = 0
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            for part in chunks(items, n_chunks):
+                before = self.counters()
+                list(pool.map(lambda item: self._one(item, sampling), part))
+                deltas.append(self.counters() - before)
+                done += len(part)
+                progress(f"{done}/{len(items)} prompts")
+        return deltas
+
+
+class InProcessEngine:
+    """vLLM in this process (CUDA needed). Typed against vLLM's public API only."""
+
+    def __init__(self, llm_kwargs: dict[str, Any], *, batch_size: int | None, seed: int | None,
+                 tensor_parallel_size: int | None = None, max_model_len: int | None = None):
+        try:
+            from vllm import LLM
+        except ImportError:
+            raise EngineError("the in-process engine needs vLLM (pip install vllm) and a GPU; or use --server URL") from None
+        kwargs = dict(llm_kwargs, disable_log_stats=False)
+        if batch_size:
+            kwargs["max_num_seqs"] = batch_size
+        if seed is not None:
+            kwargs["seed"] = seed
+        if tensor_parallel_size:
+            kwargs["tensor_parallel_size"] = tensor_parallel_size
+        if max_model_len:
+            kwargs["max_model_len"] = max_model_len
+        try:
+            self.llm = LLM(**kwargs)
+        except Exception as exc:  # CUDA, memory, model loading: the engine failed, not the input
+            raise EngineError(f"vLLM could not start: {type(exc).__name__}: {exc}") from None
+
+    def counters(self) -> SpecCounters:
+        return from_vllm_metrics(self.llm.get_metrics())
+
+    def version(self) -> str | None:
+        import vllm
+
+        return vllm.__version__
+
+    def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
+            seed: int | None, thinking: bool | None, progress: Callable[[str], None]) -> list[SpecCounters]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
+        deltas, done = [], 0
+        for part in chunks(items, n_chunks):
+            before = self.counters()
+            try:
+                if isinstance(part[0], str):
+                    self.llm.generate(list(part), params, use_tqdm=False)
+                else:
+                    extra = {"chat_template_kwargs": {"enable_thinking": thinking}} if thinking is not None else {}
+                    self.llm.chat(list(part), params, use_tqdm=False, **extra)
+            except Exception as exc:
+                raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
+            deltas.append(self.counters() - before)
+            done += len(part)
+            progress(f"{done}/{len(items)} prompts")
+        return deltas
+
+
+def gpu_info() -> tuple[str | None, str | None]:
+    """(GPU name, driver version) from nvidia-smi on this machine, or (None, None)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return None, None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+    except (OSError, subprocess.TimeoutExpired):
+        return None, None
+    if not out:
+        return None, None
+    name, _, driver = out[0].partition(",")
+    return f"{len(out)}x{name.strip()}", driver.strip() or None

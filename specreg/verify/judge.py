@@ -1,0 +1,148 @@
+"""A run against the catalog: the baseline for the same dataset, every harness difference, and
+a verdict (`pass`, `regressed`, `improved`) with the entry's tolerances.
+
+Defaults where the entry states none, as vLLM's CI gates: at temperature 0, two-sided within 5%;
+otherwise a one-sided floor at 90% of the baseline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from specreg.verify.stats import Statistics
+from specreg.zoo import Baseline, Entry, Harness, Metric
+
+DEFAULT_TWO_SIDED, DEFAULT_FLOOR = 0.05, 0.10
+#: harness fields compared (the prompt format is compared as a whole)
+COMPARED = ("dataset", "subset", "split", "num_prompts", "prompt", "temperature", "max_tokens", "k", "batch_size",
+            "concurrency", "seed", "vllm_version", "gpu", "tensor_parallel_size")
+
+
+@attrs.frozen
+class Difference:
+    field: str
+    run: Any
+    baseline: Any
+
+    def text(self) -> str:
+        if self.baseline is None:
+            return f"{self.field}: {self.run!r} (the baseline does not record it)"
+        return f"{self.field}: {self.run!r} here, {self.baseline!r} in the baseline"
+
+
+@attrs.frozen
+class Check:
+    metric: str
+    measured: float
+    baseline: str
+    direction: str
+    tolerance: float
+    bounds: tuple[float | None, float | None]
+    verdict: str
+    tolerance_from: str  # "entry" or "default"
+
+
+@attrs.frozen
+class Judgement:
+    baseline_index: int | None
+    baseline: Baseline | None
+    differences: tuple[Difference, ...]
+    checks: tuple[Check, ...]
+    verdict: str  # pass | regressed | improved | no-baseline | refused
+    reason: str | None = None
+
+
+def _plain(value: Any) -> Any:
+    return attrs.asdict(value) if attrs.has(type(value)) else value
+
+
+def differences(run: Harness, baseline: Harness) -> list[Difference]:
+    out = []
+    for field in COMPARED:
+        mine, theirs = _plain(getattr(run, field)), _plain(getattr(baseline, field))
+        if field == "prompt":
+            theirs = {k: v for k, v in theirs.items() if v is not None}
+            mine = {k: v for k, v in mine.items() if k in theirs or v is not None}
+            if not theirs:
+                theirs = None
+        if mine is None and theirs is None:
+            continue
+        if mine != theirs:
+            out.append(Difference(field, mine, theirs))
+    return out
+
+
+def pick_baseline(entry: Entry, run: Harness) -> tuple[int, Baseline] | None:
+    """The entry's baseline for the same dataset (and subset), preferring measured over published,
+    then the one with the fewest harness differences."""
+    candidates = [(i, b) for i, b in enumerate(entry.baselines)
+                  if b.harness.dataset == run.dataset and (b.harness.subset or None) == (run.subset or None)
+                  and b.metrics.acceptance_length is not None]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda ib: (ib[1].kind != "measured", len(differences(run, ib[1].harness)), -ib[0]))
+
+
+def _check(name: str, measured: float, metric: Metric, temperature: float | None) -> Check | None:
+    direction = metric.direction or ("two-sided" if temperature == 0 else "higher")
+    tolerance = metric.tolerance
+    source = "entry"
+    if tolerance is None:
+        tolerance = DEFAULT_TWO_SIDED if direction == "two-sided" else DEFAULT_FLOOR
+        source = "default"
+    if metric.value is not None:
+        ref, shown = metric.value, f"{metric.value:g}"
+        low = ref * (1 - tolerance)
+        high = ref * (1 + tolerance) if direction == "two-sided" else None
+        improved_above = ref * (1 + tolerance)
+    elif metric.low is not None:
+        shown = f"{metric.low:g}-{metric.high:g}"
+        low, high = metric.low * (1 - tolerance), (metric.high * (1 + tolerance) if direction == "two-sided" else None)
+        improved_above = metric.high * (1 + tolerance)
+    elif metric.floor is not None:
+        shown, low, high, improved_above = f">= {metric.floor:g}", metric.floor, None, None
+    else:
+        return None
+    if measured < low:
+        verdict = "regressed"
+    elif (high is not None and measured > high) or (improved_above is not None and measured > improved_above):
+        verdict = "improved"
+    else:
+        verdict = "pass"
+    return Check(name, measured, shown, direction, tolerance, (low, high), verdict, source)
+
+
+def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool = False) -> Judgement:
+    if entry is None:
+        return Judgement(None, None, (), (), "no-baseline", "the model is not in the catalog")
+    picked = pick_baseline(entry, run)
+    if picked is None:
+        return Judgement(None, None, (), (), "no-baseline",
+                         f"{entry.id} has no baseline for dataset {run.dataset!r}" + (f" / {run.subset!r}" if run.subset else ""))
+    index, baseline = picked
+    diffs = tuple(differences(run, baseline.harness))
+    if strict and diffs:
+        return Judgement(index, baseline, diffs, (), "refused",
+                         "--strict-harness: the harness differs from the baseline's (see differences)")
+    checks = []
+    m = baseline.metrics
+    temperature = run.temperature
+    for name, measured, metric in (("acceptance_length", stats.acceptance_length, m.acceptance_length),
+                                   ("draft_acceptance_rate", stats.draft_acceptance_rate, m.draft_acceptance_rate)):
+        if metric is not None:
+            c = _check(name, measured, metric, temperature)
+            if c:
+                checks.append(c)
+    if m.per_position is not None:
+        for i, (measured, ref) in enumerate(zip(stats.per_position, m.per_position.values)):
+            c = _check(f"per_position[{i}]", measured,
+                       Metric(value=ref, direction=m.per_position.direction, tolerance=m.per_position.tolerance),
+                       temperature)
+            if c:
+                checks.append(c)
+    verdicts = {c.verdict for c in checks}
+    head = next(c for c in checks if c.metric == "acceptance_length")
+    verdict = "regressed" if "regressed" in verdicts else head.verdict
+    return Judgement(index, baseline, diffs, tuple(checks), verdict)

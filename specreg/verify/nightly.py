@@ -1,0 +1,117 @@
+"""`specreg verify --all [--shard I/N] [--resume]`: every catalog entry with a baseline, each in its
+own subprocess with a timeout. A crash, an out-of-memory kill or a timeout is recorded as that
+entry's result and the run goes on; finished results are never rewritten by a later failure, and
+`--resume` skips entries whose result is already there."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from specreg.verify import outputs
+from specreg.verify.run import _now
+from specreg.verify.prompts import DATASETS
+from specreg.zoo import Entry, catalog
+
+FINAL = {"pass", "improved", "regressed", "no-baseline", "refused", "error", "timeout", "crash"}
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)/(\d+)", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"--shard must be I/N with 1 <= I <= N, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard(entries: Sequence[Entry], index: int, count: int) -> list[Entry]:
+    """Shard I of N (1-based) of the entries in catalog order: every entry in exactly one shard."""
+    return [e for i, e in enumerate(entries) if i % count == index - 1]
+
+
+def directory_name(entry_id: str) -> str:
+    return entry_id.replace("/", "--")
+
+
+def harness_args(entry: Entry) -> list[str]:
+    """Arguments reproducing the harness of the entry's first baseline on a dataset verify knows."""
+    for b in entry.baselines:
+        h = b.harness
+        if h.dataset not in DATASETS:
+            continue
+        args = ["--dataset", h.dataset + (f":{h.subset}" if h.subset else "")]
+        for flag, value in (("--num-prompts", h.num_prompts), ("--temperature", h.temperature),
+                            ("--max-tokens", h.max_tokens), ("--k", h.k), ("--batch-size", h.batch_size),
+                            ("--seed", h.seed), ("--few-shot", h.prompt.few_shot)):
+            if value is not None:
+                args += [flag, str(value)]
+        if h.prompt.chat_template is False:
+            args.append("--raw")
+        if h.prompt.thinking is not None:
+            args.append("--thinking" if h.prompt.thinking else "--no-thinking")
+        return args
+    return []
+
+
+def _done(out: Path) -> bool:
+    try:
+        return json.loads((out / outputs.RESULT).read_text()).get("verdict") in FINAL
+    except (OSError, ValueError):
+        return False
+
+
+def _failure(entry: Entry, out: Path, history: Path, verdict: str, message: str) -> None:
+    result: dict[str, Any] = {
+        "model": entry.id, "started": _now(),
+        "engine": "subprocess", "verdict": verdict, "error": message, "harness": {"dataset": None},
+        "environment": {}, "statistics": None, "judgement": None, "baseline": None, "notes": [],
+    }
+    outputs.write_all(out, result, history)
+
+
+def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "specreg", "verify", entry.id, "--out", str(out), "--history", str(history),
+            *harness_args(entry), *extra]
+
+
+def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, timeout: float = 3600,
+            extra: Sequence[str] = (), registry: str | None = None,
+            make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command,
+            progress: Callable[[str], None] = lambda _m: None) -> dict[str, str]:
+    """Verdict per entry id of this shard."""
+    index, count = parse_shard(shard_spec)
+    entries = [e for e in catalog(registry) if e.baselines]
+    mine = shard(entries, index, count)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    history = out_dir / "history.sqlite"
+    verdicts: dict[str, str] = {}
+    for n, entry in enumerate(mine, 1):
+        out = out_dir / directory_name(entry.id)
+        if resume and _done(out):
+            verdicts[entry.id] = json.loads((out / outputs.RESULT).read_text())["verdict"]
+            progress(f"[{n}/{len(mine)}] {entry.id}: done before ({verdicts[entry.id]}), skipped")
+            continue
+        progress(f"[{n}/{len(mine)}] {entry.id}")
+        env = dict(os.environ)
+        if registry:
+            env["SPECREG_REGISTRY"] = str(registry)
+        proc = subprocess.Popen(make_command(entry, out, history, extra), env=env, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            _failure(entry, out, history, "timeout", f"no result within {timeout:g} s; killed")
+        else:
+            if not _done(out):
+                why = "killed by SIGKILL (out of memory?)" if code == -signal.SIGKILL else \
+                    f"killed by signal {-code}" if code < 0 else f"exited with status {code} without a result"
+                _failure(entry, out, history, "crash", why)
+        verdicts[entry.id] = json.loads((out / outputs.RESULT).read_text())["verdict"]
+        progress(f"    {verdicts[entry.id]}")
+    return verdicts

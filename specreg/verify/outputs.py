@@ -1,0 +1,138 @@
+"""What a run leaves in `--out DIR`: result.json, summary.md, junit.xml, per_position.png, and a
+row in the SQLite history (DIR/../history.sqlite by default, shared by every run of a nightly)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+RESULT, SUMMARY, JUNIT, PLOT = "result.json", "summary.md", "junit.xml", "per_position.png"
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)  # a reader never sees half a file
+
+
+def write_result(out: Path, result: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    _write(out / RESULT, (json.dumps(result, indent=2, default=str) + "\n").encode())
+
+
+def summary_markdown(r: dict[str, Any]) -> str:
+    s, j, h = r.get("statistics") or {}, r.get("judgement") or {}, r["harness"]
+    lines = [f"## {r['model']}: **{r['verdict']}**", ""]
+    if r.get("error"):
+        lines += [f"Engine failure: `{r['error']}`", ""]
+    if s:
+        ci = s.get("al_interval")
+        ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f} over {s['chunks']} chunks)" if ci else ""
+        lines += ["| metric | measured | baseline | bounds | verdict |", "|---|---|---|---|---|"]
+        checks = {c["metric"]: c for c in j.get("checks", [])}
+        rows = [("acceptance_length", f"{s['acceptance_length']:.3f}{ci_text}"),
+                ("draft_acceptance_rate", f"{s['draft_acceptance_rate']:.3f}")]
+        rows += [(f"per_position[{i}]", f"{p:.3f}") for i, p in enumerate(s["per_position"])]
+        for name, shown in rows:
+            c = checks.get(name)
+            if c:
+                lo, hi = c["bounds"]
+                bounds = f">= {lo:.3f}" + (f", <= {hi:.3f}" if hi is not None else "")
+                lines.append(f"| {name} | {shown} | {c['baseline']} | {bounds} ({c['tolerance_from']}) | {c['verdict']} |")
+            else:
+                lines.append(f"| {name} | {shown} | - | - | - |")
+        lines.append("")
+    if j.get("reason"):
+        lines += [f"{j['reason']}", ""]
+    if j.get("differences"):
+        lines += ["Harness differences from the baseline:", ""]
+        lines += [f"- {d}" for d in j["differences"]]
+        lines.append("")
+    harness = ", ".join(f"{k}={v}" for k, v in h.items() if v not in (None, {}, []))
+    lines += [f"Harness: {harness}", "", f"Engine: {r['engine']}; vLLM {r['environment'].get('vllm_version')}; "
+              f"GPU {r['environment'].get('gpu')}; driver {r['environment'].get('driver')}", ""]
+    return "\n".join(lines)
+
+
+def junit_xml(r: dict[str, Any]) -> bytes:
+    suite = ET.Element("testsuite", name="specreg-verify", tests="0", failures="0", errors="0")
+    checks = (r.get("judgement") or {}).get("checks", [])
+    failures = errors = 0
+    if r.get("error"):
+        case = ET.SubElement(suite, "testcase", classname=r["model"], name="engine")
+        ET.SubElement(case, "error", message=r["error"])
+        errors += 1
+    for c in checks:
+        case = ET.SubElement(suite, "testcase", classname=r["model"], name=c["metric"])
+        if c["verdict"] == "regressed":
+            failures += 1
+            ET.SubElement(case, "failure", message=f"{c['measured']:.4f} outside {c['bounds']} of baseline {c['baseline']}")
+    if not checks and not r.get("error"):
+        case = ET.SubElement(suite, "testcase", classname=r["model"], name="acceptance_length")
+        ET.SubElement(case, "skipped", message=(r.get("judgement") or {}).get("reason") or r["verdict"])
+    suite.set("tests", str(len(suite)))
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+
+
+def plot_png(path: Path, r: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    measured = (r.get("statistics") or {}).get("per_position") or []
+    baseline = (r.get("baseline") or {}).get("per_position") or []
+    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=100)
+    if measured:
+        ax.plot(range(1, len(measured) + 1), measured, "o-", label="measured")
+    if baseline:
+        ax.plot(range(1, len(baseline) + 1), baseline, "s--", label="baseline")
+    ax.set_xlabel("draft position")
+    ax.set_ylabel("acceptance rate")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{r['model']} ({r['harness'].get('dataset')})", fontsize=9)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+HISTORY_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, dataset TEXT, started TEXT NOT NULL,
+    verdict TEXT NOT NULL, acceptance_length REAL, draft_acceptance_rate REAL, vllm_version TEXT, gpu TEXT,
+    result TEXT NOT NULL)"""
+
+
+def append_history(db: Path, r: dict[str, Any]) -> None:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db, timeout=60) as conn:
+        conn.execute(HISTORY_SCHEMA)
+        s = r.get("statistics") or {}
+        conn.execute(
+            "INSERT INTO runs (model, dataset, started, verdict, acceptance_length, draft_acceptance_rate, "
+            "vllm_version, gpu, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (r["model"], r["harness"].get("dataset"), r["started"], r["verdict"], s.get("acceptance_length"),
+             s.get("draft_acceptance_rate"), r["environment"].get("vllm_version"), r["environment"].get("gpu"),
+             json.dumps(r, default=str)))
+
+
+def write_all(out: Path, r: dict[str, Any], history: Path | None) -> list[str]:
+    """Every output of a run; returns the file names written."""
+    write_result(out, r)
+    _write(out / SUMMARY, summary_markdown(r).encode())
+    _write(out / JUNIT, junit_xml(r))
+    written = [RESULT, SUMMARY, JUNIT]
+    if r.get("statistics"):
+        plot_png(out / PLOT, r)
+        written.append(PLOT)
+    if history is not None:
+        append_history(history, r)
+    return written

@@ -1,0 +1,140 @@
+"""Datasets and prompt formats for `specreg verify`, loaded through the `datasets` library.
+
+Named datasets are pinned to a revision where one is known; `--dataset-file FILE` supplies a named
+dataset's rows from a local JSONL file (machines without network) and keeps the dataset's identity
+in the harness. Any other `FILE.jsonl` is its own dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from specreg.errors import SpecregError
+
+
+@attrs.frozen
+class DatasetSpec:
+    hf_id: str
+    config: str | None
+    split: str
+    #: a commit of the dataset repo; None where none is known yet (the run records "unpinned")
+    revision: str | None
+    category_field: str | None = None
+
+
+DATASETS = {
+    "gsm8k": DatasetSpec("openai/gsm8k", "main", "test", "740312add88f781978c0658806c59bc2815b9866"),
+    "mt-bench": DatasetSpec("philschmid/mt-bench", None, "train", None, category_field="category"),
+    "humaneval": DatasetSpec("openai/openai_humaneval", None, "test", "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544"),
+    "speed-bench": DatasetSpec("nvidia/SPEED-Bench", "qualitative", "test", None, category_field="category"),
+}
+_TEXT_FIELDS = ("question", "prompt", "turns", "text", "instruction", "messages")
+
+
+@attrs.frozen
+class Prompts:
+    """The prompts of a run and the identity of where they came from."""
+
+    dataset: str
+    subset: str | None
+    split: str | None
+    revision: str | None
+    source: str  # "hub" or the local file the rows came from
+    items: tuple[Any, ...]  # str (raw) or a list of chat messages
+    chat: bool
+    few_shot: int
+
+
+def _text(row: dict[str, Any], where: str) -> str:
+    for key in _TEXT_FIELDS:
+        value = row.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value:
+            first = value[0]
+            if isinstance(first, str):
+                return first
+            if isinstance(first, dict) and isinstance(first.get("content"), str):
+                return first["content"]
+    raise SpecregError(f"{where}: a row has none of the prompt fields {', '.join(_TEXT_FIELDS)}: {sorted(row)[:8]}")
+
+
+def _answer(row: dict[str, Any]) -> str | None:
+    for key in ("answer", "canonical_solution", "output", "response"):
+        if isinstance(row.get(key), str):
+            return row[key]
+    return None
+
+
+def _rows(name: str, dataset_file: str | None, category: str | None) -> tuple[list[dict], DatasetSpec | None, str]:
+    import datasets
+
+    spec = DATASETS.get(name)
+    local = dataset_file or (name if spec is None else None)
+    if local is not None:
+        path = Path(local).expanduser()
+        if not path.is_file():
+            known = ", ".join(sorted(DATASETS))
+            raise SpecregError(f"{local}: no such file (named datasets: {known}; or FILE.jsonl)")
+        try:
+            ds = datasets.load_dataset("json", data_files=str(path), split="train")
+        except Exception as exc:  # datasets wraps parse errors in its own types
+            raise SpecregError(f"{path}: not a JSONL dataset: {type(exc).__name__}: {exc}") from None
+        source = str(path)
+    else:
+        try:
+            ds = datasets.load_dataset(spec.hf_id, spec.config, split=spec.split, revision=spec.revision)
+        except Exception as exc:
+            raise SpecregError(f"could not load {spec.hf_id} ({type(exc).__name__}: {exc}); "
+                               f"without network, pass its rows with --dataset-file FILE.jsonl") from None
+        source = "hub"
+    rows = [dict(r) for r in ds]
+    if category:
+        field = (spec.category_field if spec else None) or "category"
+        rows = [r for r in rows if str(r.get(field)) == category]
+        if not rows:
+            raise SpecregError(f"{name}: no rows with {field} = {category!r}")
+    return rows, spec, source
+
+
+def load_prompts(dataset: str, *, dataset_file: str | None = None, num_prompts: int | None = None,
+                 chat: bool = True, few_shot: int = 0) -> Prompts:
+    """`dataset` is a named dataset (optionally `name:category`) or a JSONL file."""
+    if dataset in DATASETS or os.path.exists(dataset):
+        name, category = dataset, ""
+    else:
+        name, _, category = dataset.partition(":")
+    rows, spec, source = _rows(name, dataset_file, category or None)
+    shots = rows[:few_shot]
+    rows = rows[few_shot:]
+    if num_prompts is not None:
+        rows = rows[:num_prompts]
+    if not rows:
+        raise SpecregError(f"{dataset}: no prompts left (after {few_shot} few-shot examples)")
+    items: list[Any] = []
+    for row in rows:
+        question = _text(row, dataset)
+        if chat:
+            messages: list[dict[str, str]] = []
+            for shot in shots:
+                messages.append({"role": "user", "content": _text(shot, dataset)})
+                messages.append({"role": "assistant", "content": _answer(shot) or ""})
+            messages.append({"role": "user", "content": question})
+            items.append(messages)
+        else:
+            context = "".join(f"Question: {_text(s, dataset)}\nAnswer: {_answer(s) or ''}\n\n" for s in shots)
+            items.append(f"{context}Question: {question}\nAnswer:" if shots else question)
+    return Prompts(
+        dataset=name if spec or dataset_file else str(Path(name).name),
+        subset=category or None,
+        split=spec.split if spec else None,
+        revision=spec.revision if spec else None,
+        source=source,
+        items=tuple(items),
+        chat=chat,
+        few_shot=few_shot,
+    )

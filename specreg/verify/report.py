@@ -1,0 +1,121 @@
+"""`specreg report DIR --out SITE`: a static HTML page from the results and history of verify
+runs: the catalog with each model's latest verdict, and a page per model with its trend and its
+per-position plot."""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from specreg.verify.nightly import directory_name
+from specreg.verify.outputs import PLOT, RESULT
+
+STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}
+.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.none{background:#eee}"""
+
+
+def _results(results_dir: Path) -> list[dict[str, Any]]:
+    found = []
+    for path in sorted(results_dir.rglob(RESULT)):
+        try:
+            r = json.loads(path.read_text())
+        except ValueError:
+            continue
+        r["_dir"] = path.parent
+        found.append(r)
+    return found
+
+
+def _history(results_dir: Path) -> list[tuple[str, str, float | None, str]]:
+    db = results_dir / "history.sqlite"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        try:
+            return list(conn.execute("SELECT model, started, acceptance_length, verdict FROM runs ORDER BY started"))
+        except sqlite3.OperationalError:
+            return []
+
+
+def _trend_png(path: Path, model: str, points: list[tuple[str, float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 2.6), dpi=100)
+    ax.plot(range(1, len(points) + 1), [p[1] for p in points], "o-")
+    ax.set_xlabel("run")
+    ax.set_ylabel("acceptance length")
+    ax.set_title(model, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body>{body}"
+            "<script>for(const i of document.images){const m=()=>{i.dataset.loaded=i.naturalWidth>0?'yes':'no'};"
+            "i.complete?m():(i.onload=m,i.onerror=m)}</script></body></html>")
+
+
+def build(results_dir: Path, site: Path, *, registry: str | None = None) -> Path:
+    from specreg.zoo import catalog
+
+    results = _results(results_dir)
+    history = _history(results_dir)
+    latest: dict[str, dict[str, Any]] = {}
+    for r in sorted(results, key=lambda r: r.get("started") or ""):
+        latest[r["model"]] = r
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "models").mkdir(exist_ok=True)
+    rows = []
+    entries = list(catalog(registry))
+    known = {e.id for e in entries}
+    for model in [e.id for e in entries] + sorted(set(latest) - known):
+        r = latest.get(model)
+        entry = next((e for e in entries if e.id == model), None)
+        verdict = r["verdict"] if r else "none"
+        al = (r.get("statistics") or {}).get("acceptance_length") if r else None
+        base = ((r or {}).get("baseline") or {}).get("acceptance_length") or {}
+        link = f"models/{directory_name(model)}.html"
+        rows.append(
+            f"<tr class='{verdict}' data-model='{html.escape(model)}'><td><a href='{link}'>{html.escape(model)}</a></td>"
+            f"<td>{html.escape(entry.algorithm if entry else '-')}</td>"
+            f"<td>{html.escape(entry.verifier.id if entry else '-')}</td>"
+            f"<td class='verdict'>{verdict}</td><td>{'' if al is None else f'{al:.3f}'}</td>"
+            f"<td>{html.escape(str(base.get('value') or '')) if base else ''}</td>"
+            f"<td>{html.escape((r or {}).get('started') or '')}</td></tr>")
+        _model_page(site, model, r, [(s, a) for m, s, a, _ in history if m == model and a is not None])
+    table = ("<table id='catalog'><thead><tr><th>model</th><th>algorithm</th><th>verifier</th><th>latest verdict</th>"
+             "<th>AL measured</th><th>AL baseline</th><th>when</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    index = site / "index.html"
+    index.write_text(_page("specreg: speculator verification", f"<h1>Speculator verification</h1>"
+                           f"<p>{len(latest)} models measured, {len(entries)} in the catalog.</p>{table}"))
+    return index
+
+
+def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tuple[str, float]]) -> None:
+    name = directory_name(model)
+    parts = [f"<h1>{html.escape(model)}</h1><p><a href='../index.html'>all models</a></p>"]
+    if r is None:
+        parts.append("<p>Not measured yet.</p>")
+    else:
+        parts.append(f"<p>Latest verdict: <b class='{r['verdict']}'>{r['verdict']}</b> ({html.escape(r.get('started') or '')})</p>")
+        summary = Path(r["_dir"]) / "summary.md"
+        if summary.exists():
+            parts.append(f"<pre>{html.escape(summary.read_text())}</pre>")
+        plot = Path(r["_dir"]) / PLOT
+        if plot.exists():
+            shutil.copyfile(plot, site / "models" / f"{name}-per-position.png")
+            parts.append(f"<img alt='per-position acceptance' src='{name}-per-position.png'>")
+    if trend:
+        _trend_png(site / "models" / f"{name}-trend.png", model, trend)
+        parts.append(f"<img alt='acceptance length over runs' src='{name}-trend.png'>")
+    (site / "models" / f"{name}.html").write_text(_page(model, "".join(parts)))

@@ -1,0 +1,175 @@
+"""`specreg verify MODEL`: one measurement, its statistics, the verdict, and every output file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+from pathlib import Path
+from typing import Any, Callable
+
+import attrs
+
+from specreg.errors import HubError, SpecregError
+from specreg.verify import outputs
+from specreg.verify.engines import EngineError, InProcessEngine, ServerEngine, gpu_info
+from specreg.verify.judge import judge
+from specreg.verify.prompts import load_prompts
+from specreg.verify.stats import compute
+from specreg.zoo import Harness, PromptFormat
+
+EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "regressed": 1, "refused": 2, "error": 3}
+
+
+@attrs.define
+class Options:
+    server: str | None = None
+    dataset: str = "gsm8k"
+    dataset_file: str | None = None
+    num_prompts: int | None = 80
+    temperature: float = 0.0
+    max_tokens: int = 256
+    k: int | None = None
+    batch_size: int | None = None
+    concurrency: int = 1
+    seed: int | None = 42
+    chat: bool = True
+    few_shot: int = 0
+    thinking: bool | None = None
+    chunks: int = 10
+    gpu: str | None = None
+    tensor_parallel_size: int | None = None
+    strict_harness: bool = False
+    update_baseline: bool = False
+    registry: str | None = None
+    served_model: str | None = None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _entry(model: str, registry: str | None):
+    from specreg import zoo
+
+    try:
+        return zoo.lookup(model, Path(registry) if registry else None)
+    except zoo.CatalogError:
+        return None
+
+
+def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
+           progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Run one verification and write its outputs; returns the result (see outputs.RESULT)."""
+    import specreg
+
+    started = _now()
+    entry = _entry(model, opts.registry)
+    spec, notes = None, []
+    try:
+        spec = specreg.load(model)
+    except HubError as exc:
+        if not opts.server:
+            raise
+        notes.append(f"config not loaded ({exc.message}); the server's own configuration was measured")
+    k = opts.k or (spec.num_speculative_tokens if spec else None) or (entry.serving.k if entry else None)
+    prompts = load_prompts(opts.dataset, dataset_file=opts.dataset_file, num_prompts=opts.num_prompts,
+                           chat=opts.chat, few_shot=opts.few_shot)
+    gpu, driver = gpu_info()
+    environment: dict[str, Any] = {"gpu": opts.gpu or gpu, "driver": driver, "python": platform.python_version(),
+                                   "specreg": specreg.__version__, "vllm_version": None}
+    result: dict[str, Any] = {"model": model, "started": started, "engine": "server " + opts.server if opts.server
+                              else "vllm in-process", "notes": notes, "dataset_source": prompts.source,
+                              "dataset_revision": prompts.revision or "unpinned"}
+    harness = Harness(dataset=prompts.dataset, subset=prompts.subset, split=prompts.split,
+                      num_prompts=len(prompts.items),
+                      prompt=PromptFormat(chat_template=prompts.chat, few_shot=prompts.few_shot, thinking=opts.thinking),
+                      temperature=opts.temperature, max_tokens=opts.max_tokens, k=k, batch_size=opts.batch_size,
+                      concurrency=str(opts.concurrency) if opts.server else None, seed=opts.seed, gpu=environment["gpu"],
+                      tensor_parallel_size=opts.tensor_parallel_size, runs=1)
+    try:
+        if opts.server:
+            engine: Any = ServerEngine(opts.server, model=opts.served_model)
+        else:
+            if spec is None or not spec.servable:
+                raise SpecregError(f"{model}: not servable as trained by the targeted vLLM", source=model)
+            draft_dir = None
+            if spec.materialize_reason and out is not None:
+                draft_dir = str(spec.materialize(out / "draft", force=True, progress=progress).directory)
+            kwargs = spec.llm_kwargs(draft=draft_dir)
+            if opts.k:
+                kwargs["speculative_config"]["num_speculative_tokens"] = opts.k
+            engine = InProcessEngine(kwargs, batch_size=opts.batch_size, seed=opts.seed,
+                                     tensor_parallel_size=opts.tensor_parallel_size)
+        environment["vllm_version"] = engine.version()
+        harness = attrs.evolve(harness, vllm_version=environment["vllm_version"])
+        deltas = engine.run(prompts.items, n_chunks=opts.chunks, concurrency=opts.concurrency,
+                            temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
+                            thinking=opts.thinking, progress=progress)
+        stats = compute(deltas)
+    except (EngineError, ValueError) as exc:
+        result.update(verdict="error", error=str(exc), harness=_plain(harness), environment=environment,
+                      statistics=None, judgement=None, baseline=None, chunk_counters=[])
+        if out is not None:
+            outputs.write_all(out, result, history)
+        return result
+    judgement = judge(stats, harness, entry, strict=opts.strict_harness)
+    baseline = judgement.baseline
+    result.update(
+        verdict=judgement.verdict,
+        harness=_plain(harness),
+        environment=environment,
+        statistics=stats.to_dict(),
+        chunk_counters=[d.to_dict() for d in deltas],
+        judgement={"baseline_index": judgement.baseline_index, "reason": judgement.reason,
+                   "differences": [d.text() for d in judgement.differences],
+                   "checks": [attrs.asdict(c) for c in judgement.checks]},
+        baseline=None if baseline is None else {
+            "kind": baseline.kind, "source": baseline.source, "secondary": baseline.secondary,
+            "acceptance_length": attrs.asdict(baseline.metrics.acceptance_length),
+            "per_position": list(baseline.metrics.per_position.values) if baseline.metrics.per_position else None},
+    )
+    if opts.update_baseline and entry is not None:
+        result["baseline_written"] = write_measured_baseline(entry, harness, stats, environment, opts.registry)
+    if out is not None:
+        outputs.write_all(out, result, history)
+    return result
+
+
+def _plain(harness: Harness) -> dict[str, Any]:
+    d = attrs.asdict(harness)
+    d["prompt"] = {k: v for k, v in d["prompt"].items() if v is not None}
+    return d
+
+
+def write_measured_baseline(entry, harness: Harness, stats, environment: dict[str, Any], registry: str | None) -> str:
+    """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept)."""
+    import tomlkit
+
+    from specreg import zoo
+
+    path = Path(entry.path)
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    h = {k: v for k, v in _plain(harness).items() if v not in (None, {}, [])}
+    metrics: dict[str, Any] = {"acceptance_length": {"value": round(stats.acceptance_length, 4)},
+                               "draft_acceptance_rate": {"value": round(stats.draft_acceptance_rate, 4)}}
+    if stats.per_position:
+        metrics["per_position"] = {"values": [round(p, 4) for p in stats.per_position]}
+    if stats.al_interval:
+        lo, hi = stats.al_interval
+        metrics["acceptance_length"]["notes"] = f"95% CI {lo:.3f}-{hi:.3f} over {stats.chunks} chunks"
+    table = tomlkit.table()
+    table.add("kind", "measured")
+    table.add("source", f"specreg verify (vLLM {environment.get('vllm_version')}, {environment.get('gpu')})")
+    table.add("date", dt.date.today().isoformat())
+    table.add("harness", h)
+    table.add("metrics", metrics)
+    if "baselines" not in doc:
+        doc.add("baselines", tomlkit.aot())
+    doc["baselines"].append(table)
+    text = tomlkit.dumps(doc)
+    parsed, problems = zoo.parse_entry(text, file=str(path))
+    if problems or parsed is None:
+        raise SpecregError(f"{path}: the measured baseline would not validate: "
+                           + "; ".join(f"{p.path}: {p.message}" for p in problems))
+    zoo._write_atomic(path, text.encode("utf-8"))
+    return str(path)

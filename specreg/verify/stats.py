@@ -1,0 +1,69 @@
+"""Acceptance statistics from counter deltas, with a confidence interval from per-chunk deltas.
+
+AL = 1 + accepted / drafts (the bonus token included); per-position rate p_i = per_pos[i] /
+drafts (they sum to AL - 1); draft acceptance rate = accepted / draft_tokens. The interval is a
+t-interval over the chunks' own acceptance lengths (prompts run in chunks).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Sequence
+
+import attrs
+
+from specreg.verify.counters import SpecCounters
+
+#: two-sided 95% Student t quantiles t(0.975, df) for df = 1..30; above 30 the normal 1.96
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042)
+
+
+def t975(df: int) -> float:
+    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.96
+
+
+@attrs.frozen
+class Statistics:
+    counters: SpecCounters
+    chunks: int
+    acceptance_length: float
+    per_position: tuple[float, ...]
+    draft_acceptance_rate: float
+    #: 95% interval of the acceptance length over chunks; None with fewer than 2 usable chunks
+    al_interval: tuple[float, float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"counters": self.counters.to_dict(), "chunks": self.chunks,
+                "acceptance_length": self.acceptance_length, "per_position": list(self.per_position),
+                "draft_acceptance_rate": self.draft_acceptance_rate,
+                "al_interval": list(self.al_interval) if self.al_interval else None}
+
+
+def acceptance_length(c: SpecCounters) -> float:
+    return 1.0 + c.accepted / c.drafts
+
+
+def compute(chunks: Sequence[SpecCounters]) -> Statistics:
+    """Statistics over the chunks' counter deltas (raises ValueError when no draft was made)."""
+    total = SpecCounters()
+    for c in chunks:
+        total = total + c
+    if total.drafts <= 0:
+        raise ValueError("no drafts were counted: speculative decoding did not run")
+    per_chunk = [acceptance_length(c) for c in chunks if c.drafts > 0]
+    interval = None
+    if len(per_chunk) >= 2:
+        mean = statistics.fmean(per_chunk)
+        half = t975(len(per_chunk) - 1) * statistics.stdev(per_chunk) / math.sqrt(len(per_chunk))
+        interval = (mean - half, mean + half)
+    return Statistics(
+        counters=total,
+        chunks=len(chunks),
+        acceptance_length=acceptance_length(total),
+        per_position=tuple(p / total.drafts for p in total.per_pos),
+        draft_acceptance_rate=total.accepted / total.draft_tokens if total.draft_tokens else 0.0,
+        al_interval=interval,
+    )

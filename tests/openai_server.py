@@ -1,0 +1,115 @@
+"""A loopback server that speaks the parts of vLLM's OpenAI-compatible API that `specreg verify
+--server` uses: /v1/models, /version, /v1/completions, /v1/chat/completions, and /metrics with
+vLLM's spec-decode counters in Prometheus text (two engines' label sets, summed by readers).
+
+Every completion request adds `drafts_per_request` drafts with `k` tokens each, accepted at
+position i by a `rates[i]` fraction of drafts, so the expected acceptance length is exactly
+1 + sum(rates).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class OpenAIServer:
+    def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="served/model", version="0.33.0"):
+        self.rates = list(rates)
+        self.k = len(self.rates)
+        self.drafts_per_request = drafts_per_request
+        self.model = model
+        self.version = version
+        self.lock = threading.Lock()
+        self.engines = [{"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * self.k} for _ in range(2)]
+        self.requests: list[tuple[str, dict]] = []
+        self.fail_status: int | None = None
+        self.delay = 0.0
+        self.noisy = False  # counters move on their own (another client)
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body, ctype="application/json"):
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path == "/v1/models":
+                    return self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                if self.path == "/version":
+                    return self._send(200, {"version": server.version})
+                if self.path == "/metrics":
+                    if server.noisy:
+                        server._count(0)
+                    return self._send(200, server.metrics().encode(), "text/plain; version=0.0.4")
+                return self._send(404, {"error": "not found"})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server.lock:
+                    server.requests.append((self.path, body))
+                if server.delay:
+                    time.sleep(server.delay)
+                if server.fail_status:
+                    return self._send(server.fail_status, {"error": {"message": "injected failure"}})
+                if self.path not in ("/v1/completions", "/v1/chat/completions"):
+                    return self._send(404, {"error": "not found"})
+                server._count(len(server.requests) % 2)
+                if self.path == "/v1/completions":
+                    return self._send(200, {"id": "c", "object": "text_completion", "model": server.model,
+                                            "choices": [{"index": 0, "text": " 42", "finish_reason": "stop"}]})
+                return self._send(200, {"id": "c", "object": "chat.completion", "model": server.model,
+                                        "choices": [{"index": 0, "finish_reason": "stop",
+                                                     "message": {"role": "assistant", "content": "42"}}]})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    def _count(self, engine: int) -> None:
+        with self.lock:
+            e = self.engines[engine]
+            d = self.drafts_per_request
+            accepted_at = [round(d * r) for r in self.rates]
+            e["drafts"] += d
+            e["draft_tokens"] += d * self.k
+            e["accepted"] += sum(accepted_at)
+            e["per_pos"] = [a + b for a, b in zip(e["per_pos"], accepted_at)]
+
+    def metrics(self) -> str:
+        lines = []
+        with self.lock:
+            for name, key in (("num_drafts", "drafts"), ("num_draft_tokens", "draft_tokens"),
+                              ("num_accepted_tokens", "accepted")):
+                lines += [f"# HELP vllm:spec_decode_{name} Spec decode counter.", f"# TYPE vllm:spec_decode_{name} counter"]
+                for i, e in enumerate(self.engines):
+                    lines.append(f'vllm:spec_decode_{name}_total{{engine="{i}",model_name="{self.model}"}} {float(e[key])}')
+            lines += ["# HELP vllm:spec_decode_num_accepted_tokens_per_pos Accepted tokens per position.",
+                      "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter"]
+            for i, e in enumerate(self.engines):
+                for pos, value in enumerate(e["per_pos"]):
+                    lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{i}",'
+                                 f'model_name="{self.model}",position="{pos}"}} {float(value)}')
+            lines += ["# HELP vllm:num_requests_running Running requests.", "# TYPE vllm:num_requests_running gauge",
+                      'vllm:num_requests_running{engine="0"} 0.0']
+        return "\n".join(lines) + "\n"
+
+    def __enter__(self) -> "OpenAIServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,454 @@
+"""The verification harness on the CPU: counters, statistics, verdicts, every output file, the report,
+shards, isolation and resume, and `--server` end to end against a loopback vLLM-like server."""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import attrs
+import pytest
+
+from openai_server import OpenAIServer
+from specreg import zoo
+from specreg.verify import counters as C
+from specreg.verify import nightly
+from specreg.verify.judge import judge
+from specreg.verify.prompts import load_prompts
+from specreg.verify.stats import compute, t975
+from specreg.zoo import Harness, PromptFormat
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args, env=None, timeout=180):
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
+
+
+# -- counters --------------------------------------------------------------------------------------
+
+PROM = """# TYPE vllm:spec_decode_num_drafts counter
+vllm:spec_decode_num_drafts_total{engine="0"} 100.0
+vllm:spec_decode_num_drafts_total{engine="1"} 50.0
+# TYPE vllm:spec_decode_num_draft_tokens counter
+vllm:spec_decode_num_draft_tokens_total{engine="0"} 300.0
+vllm:spec_decode_num_draft_tokens_total{engine="1"} 150.0
+# TYPE vllm:spec_decode_num_accepted_tokens counter
+vllm:spec_decode_num_accepted_tokens_total{engine="0"} 180.0
+vllm:spec_decode_num_accepted_tokens_total{engine="1"} 90.0
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 80.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="2"} 40.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 60.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="0"} 40.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="1"} 30.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="2"} 20.0
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0"} 3.0
+"""
+
+
+def test_counters_from_prometheus_text_sum_engines_and_order_positions():
+    c = C.from_prometheus(PROM)
+    assert c == C.SpecCounters(drafts=150, draft_tokens=450, accepted=270, per_pos=(120, 90, 60))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("vllm:num_requests_running 1.0\n", "no vllm:spec_decode_num_drafts"),
+    ("this is { not prometheus", "not Prometheus text"),
+])
+def test_counters_missing_or_malformed(text, words):
+    with pytest.raises(C.CounterError, match=words):
+        C.from_prometheus(text)
+
+
+@attrs.define
+class Counter:  # the shape of vllm.v1.metrics.reader.Counter
+    name: str
+    labels: dict
+    value: int
+
+
+@attrs.define
+class Vector:  # the shape of vllm.v1.metrics.reader.Vector
+    name: str
+    labels: dict
+    values: list
+
+
+@attrs.define
+class Gauge:
+    name: str
+    labels: dict
+    value: float
+
+
+def test_counters_from_llm_get_metrics_objects():
+    metrics = [Counter(C.DRAFTS, {"engine": "0"}, 10), Counter(C.DRAFTS, {"engine": "1"}, 5),
+               Counter(C.DRAFT_TOKENS, {}, 45), Counter(C.ACCEPTED, {}, 27), Gauge("vllm:num_requests_running", {}, 1.0),
+               Vector(C.PER_POS, {"engine": "0"}, [8, 6]), Vector(C.PER_POS, {"engine": "1"}, [4, 3, 6])]
+    assert C.from_vllm_metrics(metrics) == C.SpecCounters(15, 45, 27, (12, 9, 6))
+    with pytest.raises(C.CounterError, match="disable_log_stats=False"):
+        C.from_vllm_metrics([Gauge("vllm:x", {}, 1.0)])
+
+
+def test_deltas():
+    after = C.SpecCounters(150, 450, 270, (120, 90, 60))
+    before = C.SpecCounters(100, 300, 180, (80, 60))
+    assert after - before == C.SpecCounters(50, 150, 90, (40, 30, 60))
+
+
+# -- statistics ------------------------------------------------------------------------------------
+
+def test_statistics_from_counter_deltas():
+    s = compute([C.SpecCounters(100, 300, 100, (60, 30, 10)), C.SpecCounters(100, 300, 200, (90, 70, 40))])
+    assert s.acceptance_length == pytest.approx(1 + 300 / 200)
+    assert s.per_position == pytest.approx((0.75, 0.5, 0.25))
+    assert sum(s.per_position) == pytest.approx(s.acceptance_length - 1)
+    assert s.draft_acceptance_rate == pytest.approx(300 / 600)
+    mean, half = 2.5, t975(1) * (0.5 ** 0.5) / (2 ** 0.5)  # chunk ALs 2.0 and 3.0
+    assert s.al_interval == pytest.approx((mean - half, mean + half))
+
+
+def test_one_chunk_has_no_interval_and_no_drafts_is_an_error():
+    assert compute([C.SpecCounters(10, 30, 10, (5, 3, 2))]).al_interval is None
+    with pytest.raises(ValueError, match="no drafts"):
+        compute([C.SpecCounters()])
+
+
+# -- verdicts --------------------------------------------------------------------------------------
+
+def entry_with(metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20') -> zoo.Entry:
+    text = f"""id = "org/draft"\nalgorithm = "eagle3"\nstatus = "unpinned"\n[verifier]\nid = "org/verifier"\n
+[[baselines]]\nkind = "published"\nsource = "a test"\n[baselines.harness]\n{harness}\n
+[baselines.metrics.acceptance_length]\n{metric_toml}\n"""
+    entry, problems = zoo.parse_entry(text, file="registry/org/draft.toml")
+    assert not problems, problems
+    return entry
+
+
+def stats_with_al(al: float):
+    return compute([C.SpecCounters(1000, 3000, round((al - 1) * 1000), ())])
+
+
+RUN = Harness(dataset="gsm8k", num_prompts=20, temperature=0.0)
+
+
+@pytest.mark.parametrize("metric, run_temperature, al, verdict", [
+    ("value = 2.0", 0.0, 2.05, "pass"),         # default: two-sided 5% at T=0
+    ("value = 2.0", 0.0, 1.85, "regressed"),
+    ("value = 2.0", 0.0, 2.2, "improved"),
+    ("value = 2.0", 1.0, 1.85, "pass"),         # default: one-sided floor at 90% otherwise
+    ("value = 2.0", 1.0, 1.75, "regressed"),
+    ("value = 2.0\ndirection = \"higher\"\ntolerance = 0.15", 0.0, 1.75, "pass"),
+    ("value = 2.0\ndirection = \"two-sided\"\ntolerance = 0.01", 0.0, 2.05, "improved"),
+    ("low = 2.0\nhigh = 2.2", 1.0, 2.1, "pass"),
+    ("floor = 3.5", 0.0, 3.4, "regressed"),
+    ("floor = 3.5", 0.0, 3.6, "pass"),
+])
+def test_verdicts_with_entry_and_default_tolerances(metric, run_temperature, al, verdict):
+    run_h = attrs.evolve(RUN, temperature=run_temperature)
+    harness = f'dataset = "gsm8k"\ntemperature = {run_temperature}\nnum_prompts = 20'
+    j = judge(stats_with_al(al), run_h, entry_with(metric, harness))
+    assert j.verdict == verdict
+    assert j.checks[0].tolerance_from == ("entry" if "tolerance" in metric else "default")
+
+
+def test_harness_differences_are_listed_and_strict_refuses():
+    e = entry_with("value = 2.0", 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 80\nk = 3\ngpu = "1xH100"')
+    run_h = Harness(dataset="gsm8k", num_prompts=20, temperature=0.0, k=3, gpu="1xA100",
+                    prompt=PromptFormat(chat_template=True), vllm_version="0.33.0")
+    j = judge(stats_with_al(2.0), run_h, e)
+    texts = {d.field: d.text() for d in j.differences}
+    assert texts["num_prompts"] == "num_prompts: 20 here, 80 in the baseline"
+    assert texts["gpu"] == "gpu: '1xA100' here, '1xH100' in the baseline"
+    assert "does not record it" in texts["vllm_version"]
+    assert judge(stats_with_al(2.0), run_h, e, strict=True).verdict == "refused"
+
+
+def test_no_baseline_for_the_dataset():
+    j = judge(stats_with_al(2.0), attrs.evolve(RUN, dataset="mt-bench"), entry_with("value = 2.0"))
+    assert j.verdict == "no-baseline" and "no baseline for dataset 'mt-bench'" in j.reason
+
+
+# -- datasets --------------------------------------------------------------------------------------
+
+def write_rows(path: Path, n=30, category=None):
+    with path.open("w") as f:
+        for i in range(n):
+            row = {"question": f"What is {i} + {i}?", "answer": f"{2 * i}"}
+            if category:
+                row["category"] = category if i % 2 else "other"
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def test_a_named_dataset_from_a_local_file_keeps_its_identity(tmp_path):
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    p = load_prompts("gsm8k", dataset_file=str(rows), num_prompts=5, chat=True, few_shot=2)
+    assert (p.dataset, p.split, p.revision, p.source) == ("gsm8k", "test", "740312add88f781978c0658806c59bc2815b9866",
+                                                          str(rows))
+    assert len(p.items) == 5 and len(p.items[0]) == 5  # 2 few-shot pairs + the question
+    assert p.items[0][0] == {"role": "user", "content": "What is 0 + 0?"}
+    raw = load_prompts(str(rows), num_prompts=3, chat=False, few_shot=1)
+    assert raw.dataset == "gsm8k.jsonl" and raw.items[0].startswith("Question: What is 0 + 0?\nAnswer: 0\n\n")
+
+
+def test_dataset_category_and_bad_input(tmp_path):
+    rows = write_rows(tmp_path / "mt.jsonl", category="writing")
+    p = load_prompts("mt-bench:writing", dataset_file=str(rows), num_prompts=None)
+    assert p.subset == "writing" and len(p.items) == 15
+    from specreg.errors import SpecregError
+
+    with pytest.raises(SpecregError, match="no such file"):
+        load_prompts("not-a-dataset")
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    with pytest.raises(SpecregError, match="not a JSONL dataset"):
+        load_prompts(str(tmp_path / "bad.jsonl"))
+
+
+# -- --server end to end -----------------------------------------------------------------------------
+
+ENTRY = """id = "org/draft"
+algorithm = "eagle3"
+status = "unpinned"
+
+[verifier]
+id = "org/verifier"
+
+[[baselines]]
+kind = "published"
+source = "a test"
+
+[baselines.harness]
+dataset = "gsm8k"
+num_prompts = 20
+temperature = 0.0
+k = 3
+
+[baselines.metrics.acceptance_length]
+value = 2.8
+direction = "two-sided"
+tolerance = 0.05
+
+[baselines.metrics.per_position]
+values = [0.8, 0.6, 0.4]
+"""
+
+
+@pytest.fixture
+def setup(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY)
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    return reg, rows, tmp_path / "out" / "org--draft"
+
+
+def verify_args(server, reg, rows, out, *extra):
+    return ("verify", "org/draft", "--server", server.url, "--dataset", "gsm8k", "--dataset-file", str(rows),
+            "--num-prompts", "20", "--k", "3", "--out", str(out), "--registry", str(reg), *extra)
+
+
+def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup):
+    reg, rows, out = setup
+    with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
+        r = run(*verify_args(server, reg, rows, out))
+        chat_requests = [b for p, b in server.requests if p == "/v1/chat/completions"]
+    assert r.returncode == 0, r.stderr
+    result = json.loads((out / "result.json").read_text())
+    s = result["statistics"]
+    assert s["acceptance_length"] == 2.8  # 1 + 0.8 + 0.6 + 0.4, from the counter deltas
+    assert s["per_position"] == [0.8, 0.6, 0.4]
+    assert s["draft_acceptance_rate"] == pytest.approx(1.8 / 3)
+    assert s["counters"] == {"drafts": 2000, "draft_tokens": 6000, "accepted": 3600, "per_pos": [1600, 1200, 800]}
+    assert s["chunks"] == 10 and s["al_interval"] == pytest.approx([2.8, 2.8])
+    assert result["verdict"] == "pass" and result["environment"]["vllm_version"] == "0.33.0"
+    assert result["harness"]["dataset"] == "gsm8k" and result["dataset_source"] == str(rows)
+    assert len(chat_requests) == 20 and chat_requests[0]["temperature"] == 0.0
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith("## org/draft: **pass**") and "| acceptance_length | 2.800" in summary
+    suite = ET.fromstring((out / "junit.xml").read_bytes())
+    assert suite.get("failures") == "0" and int(suite.get("tests")) == 4
+    assert (out / "per_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with sqlite3.connect(out.parent / "history.sqlite") as db:
+        assert db.execute("SELECT model, verdict, acceptance_length FROM runs").fetchall() == [("org/draft", "pass", 2.8)]
+
+
+def test_a_run_far_below_the_baseline_is_regressed_with_exit_1(setup):
+    reg, rows, out = setup
+    with OpenAIServer(rates=(0.3, 0.1, 0.0)) as server:
+        r = run(*verify_args(server, reg, rows, out))
+    assert r.returncode == 1, r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == "regressed" and result["statistics"]["acceptance_length"] == pytest.approx(1.4)
+    suite = ET.fromstring((out / "junit.xml").read_bytes())
+    assert int(suite.get("failures")) >= 1
+    assert "regressed" in (out / "summary.md").read_text()
+
+
+def test_raw_prompts_and_thinking_are_sent_as_asked(setup):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        r = run(*verify_args(server, reg, rows, out, "--raw", "--few-shot", "2", "--no-thinking", "--num-prompts", "4"))
+        assert r.returncode in (0, 1), r.stderr
+        paths = {p for p, _ in server.requests}
+        body = server.requests[0][1]
+    assert paths == {"/v1/completions"}
+    assert body["prompt"].startswith("Question: What is 0 + 0?") and body["chat_template_kwargs"] == {"enable_thinking": False}
+    result = json.loads((out / "result.json").read_text())
+    assert result["harness"]["prompt"] == {"chat_template": False, "few_shot": 2, "thinking": False}
+    assert any("num_prompts" in d for d in result["judgement"]["differences"])
+
+
+def test_counters_moving_while_idle_refuse_the_run(setup):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        server.noisy = True
+        r = run(*verify_args(server, reg, rows, out))
+        assert [p for p, _ in server.requests] == []  # nothing was sent
+    assert r.returncode == 3
+    assert "moved while idle" in json.loads((out / "result.json").read_text())["error"]
+
+
+def test_an_engine_failure_is_exit_3_with_a_result(setup):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        server.fail_status = 500
+        r = run(*verify_args(server, reg, rows, out))
+    assert r.returncode == 3
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == "error" and "500" in result["error"]
+    assert ET.fromstring((out / "junit.xml").read_bytes()).get("errors") == "1"
+
+
+def test_strict_harness_refuses_with_exit_2(setup):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        r = run(*verify_args(server, reg, rows, out, "--num-prompts", "10", "--strict-harness"))
+    assert r.returncode == 2
+    assert json.loads((out / "result.json").read_text())["verdict"] == "refused"
+
+
+def test_update_baseline_writes_a_measured_baseline(setup):
+    reg, rows, out = setup
+    with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
+        r = run(*verify_args(server, reg, rows, out, "--update-baseline", "--gpu", "1xH100"))
+    assert r.returncode == 0, r.stderr
+    entry = zoo.lookup("org/draft", reg)
+    measured = [b for b in entry.baselines if b.kind == "measured"]
+    assert len(measured) == 1
+    b = measured[0]
+    assert b.metrics.acceptance_length.value == 2.8 and b.metrics.per_position.values == (0.8, 0.6, 0.4)
+    assert (b.harness.dataset, b.harness.num_prompts, b.harness.gpu, b.harness.vllm_version) == ("gsm8k", 20, "1xH100", "0.33.0")
+    assert (reg / "org" / "draft.toml").read_text().startswith(ENTRY.split("\n[[baselines]]")[0])
+    assert zoo.check(reg).problems == ()
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+def test_report_page_lists_the_catalog_and_links_plots(setup, tmp_path):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        run(*verify_args(server, reg, rows, out))
+        run(*verify_args(server, reg, rows, out))  # a second run: a trend
+    site = tmp_path / "site"
+    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    index = (site / "index.html").read_text()
+    assert "data-model='org/draft'" in index and "<td class='verdict'>pass</td>" in index
+    page = (site / "models" / "org--draft.html").read_text()
+    assert "org--draft-per-position.png" in page and "org--draft-trend.png" in page
+    assert (site / "models" / "org--draft-trend.png").read_bytes()[:4] == b"\x89PNG"
+
+
+# -- nightly: shards, isolation, resume ------------------------------------------------------------
+
+def test_shards_partition_the_catalog():
+    entries = list(zoo.catalog())
+    shards = [nightly.shard(entries, i, 3) for i in (1, 2, 3)]
+    ids = [e.id for s in shards for e in s]
+    assert sorted(ids) == sorted(e.id for e in entries) and len(ids) == len(set(ids))
+    with pytest.raises(ValueError):
+        nightly.parse_shard("4/3")
+
+
+def test_harness_args_reproduce_the_baseline():
+    entry = zoo.catalog()["nm-testing/dflash-qwen3-8b-speculators"]
+    args = nightly.harness_args(entry)
+    assert args[:2] == ["--dataset", "gsm8k"] and "--few-shot" in args and args[args.index("--max-tokens") + 1] == "256"
+
+
+def test_all_isolates_crashes_and_timeouts_and_resumes(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    for name in ("ok", "crash", "slow"):
+        (reg / "org" / f"{name}.toml").write_text(ENTRY.replace("org/draft", f"org/{name}"))
+    calls = []
+
+    def make(entry, out, history, extra):
+        calls.append(entry.id)
+        if entry.id == "org/crash":
+            return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+        if entry.id == "org/slow":
+            return [sys.executable, "-c", "import time; time.sleep(30)"]
+        code = (f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
+                f"{{'model': {entry.id!r}, 'verdict': 'pass'}})")
+        return [sys.executable, "-c", code]
+
+    verdicts = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make)
+    assert verdicts == {"org/crash": "crash", "org/ok": "pass", "org/slow": "timeout"}
+    crash = json.loads((tmp_path / "night" / "org--crash" / "result.json").read_text())
+    assert "SIGKILL" in crash["error"]
+    assert (tmp_path / "night" / "org--slow" / "junit.xml").exists()
+    calls.clear()
+    again = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make, resume=True)
+    assert calls == [] and again == verdicts
+
+
+def test_all_through_the_cli_against_the_server(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY)
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
+        r = run("verify", "--all", "--server", server.url, "--dataset-file", str(rows), "--out", str(tmp_path / "n"),
+                "--registry", str(reg), "--shard", "1/1")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert json.loads((tmp_path / "n" / "org--draft" / "result.json").read_text())["verdict"] == "pass"
+
+
+# -- the nightly workflow --------------------------------------------------------------------------
+
+def test_the_nightly_workflow_is_valid():
+    import yaml
+
+    wf = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "nightly.yml").read_text())
+    on = wf.get("on", wf.get(True))
+    assert "schedule" in on and "workflow_dispatch" in on
+    verify = wf["jobs"]["verify"]
+    assert "H100" in verify["runs-on"] and "self-hosted" in verify["runs-on"]
+    shards = verify["strategy"]["matrix"]["shard"]
+    runs = " ".join(step.get("run", "") for step in verify["steps"])
+    assert "specreg verify --all" in runs and f"/{len(shards)}" in runs and "--resume" in runs
+    report = wf["jobs"]["report"]
+    assert report["needs"] == "verify" and "specreg report" in " ".join(s.get("run", "") for s in report["steps"])
+
+
+@pytest.mark.gpu
+def test_in_process_engine_on_a_gpu(tmp_path):
+    """vLLM in-process (needs CUDA and vLLM): a real measurement of a small pair."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from specreg.verify.run import Options, verify
+
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    result = verify("RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",
+                    Options(dataset="gsm8k", dataset_file=str(rows), num_prompts=8, chunks=2),
+                    out=tmp_path / "out", history=None)
+    assert result["statistics"]["acceptance_length"] > 1.0
