@@ -352,7 +352,7 @@ def _verify(args: argparse.Namespace) -> int:
             raise SpecregErrorLine(str(exc)) from None
         verdicts = nightly.run_all(Path(args.out), shard_spec=args.shard, resume=args.resume, timeout=args.timeout,
                                    extra=passthrough, registry=args.registry, progress=_progress)
-        bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error")}
+        bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error", "invalid")}
         print(f"{len(verdicts)} entries: " + ", ".join(f"{v} {list(verdicts.values()).count(v)}"
                                                         for v in sorted(set(verdicts.values()))))
         return EXIT_FINDINGS if bad else EXIT_OK

@@ -452,3 +452,14 @@ def test_in_process_engine_on_a_gpu(tmp_path):
                     Options(dataset="gsm8k", dataset_file=str(rows), num_prompts=8, chunks=2),
                     out=tmp_path / "out", history=None)
     assert result["statistics"]["acceptance_length"] > 1.0
+
+
+def test_an_unservable_model_is_an_invalid_result_with_exit_2(tmp_path):
+    draft = tmp_path / "xpress"
+    draft.mkdir()
+    (draft / "config.json").write_text((REPO_ROOT / "tests/data/speculators/xpress.json").read_text())
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    r = run("verify", str(draft), "--dataset-file", str(rows), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["verdict"] == "invalid" and "not servable" in result["error"]

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from specreg.errors import SpecregError
 from specreg.verify.counters import CounterError, SpecCounters, from_prometheus, from_vllm_metrics
+
+
+if TYPE_CHECKING:
+    from vllm import LLM
 
 
 class EngineError(SpecregError):
@@ -124,7 +128,7 @@ class InProcessEngine:
         if max_model_len:
             kwargs["max_model_len"] = max_model_len
         try:
-            self.llm = LLM(**kwargs)
+            self.llm: "LLM" = LLM(**kwargs)
         except Exception as exc:  # CUDA, memory, model loading: the engine failed, not the input
             raise EngineError(f"vLLM could not start: {type(exc).__name__}: {exc}") from None
 

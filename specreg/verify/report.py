@@ -16,7 +16,7 @@ from specreg.verify.outputs import PLOT, RESULT
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}
-.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.none{background:#eee}"""
+.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none{background:#eee}"""
 
 
 def _results(results_dir: Path) -> list[dict[str, Any]]:

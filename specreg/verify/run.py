@@ -17,7 +17,7 @@ from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
 from specreg.zoo import Harness, PromptFormat
 
-EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "regressed": 1, "refused": 2, "error": 3}
+EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "regressed": 1, "refused": 2, "invalid": 2, "error": 3}
 
 
 @attrs.define
@@ -59,10 +59,26 @@ def _entry(model: str, registry: str | None):
 
 def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
            progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """Run one verification and write its outputs; returns the result (see outputs.RESULT)."""
+    """Run one verification and write its outputs; returns the result (see outputs.RESULT).
+    Bad input (an unloadable or unservable model, a missing dataset) is a result too, with verdict
+    "invalid", so that a nightly run records it like any other outcome."""
+    started = _now()
+    try:
+        return _verify(model, opts, out=out, history=history, progress=progress, started=started)
+    except SpecregError as exc:
+        if out is None:
+            raise
+        result = {"model": model, "started": started, "engine": "server " + opts.server if opts.server
+                  else "vllm in-process", "verdict": "invalid", "error": exc.line(), "harness": {"dataset": opts.dataset},
+                  "environment": {}, "statistics": None, "judgement": None, "baseline": None, "notes": []}
+        outputs.write_all(out, result, history)
+        return result
+
+
+def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
+            progress: Callable[[str], None], started: str) -> dict[str, Any]:
     import specreg
 
-    started = _now()
     entry = _entry(model, opts.registry)
     spec, notes = None, []
     try:
