@@ -50,6 +50,10 @@ def convert(
                            "vLLM-ready directory)", source=str(source))
     converted = native.to_speculators(thaw(spec.source_config), spec.format, verifier=verifier or spec.verifier,
                                       source=str(source))
+    if converted.causal_everywhere:
+        raise SpecregError(f"{converted.causal_everywhere} says every layer is causal, full attention included: the "
+                           "speculators format trains full-attention layers bidirectional, so this draft has no "
+                           "speculators-format twin (materialize serves it where vLLM can)", source=str(source))
     name = converted.config["speculators_config"]["verifier"]["name_or_path"]
     if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
         from specreg.preflight import verifier_facts

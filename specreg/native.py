@@ -59,6 +59,10 @@ class Converted:
     defaults: Mapping[str, str] = attrs.field(factory=dict)
     #: speculators JSON path -> how it was computed from the native field it maps to
     derived: Mapping[str, str] = attrs.field(factory=dict)
+    #: the native path saying every layer is causal, full-attention ones included: the speculators
+    #: format cannot say that (it trains full attention bidirectional), so `config` carries the
+    #: bidirectional plan and normalization then sets every layer causal
+    causal_everywhere: str | None = None
 
     def native_path(self, path: str | None) -> str | None:
         if path is None or not path.startswith("$"):
@@ -170,14 +174,10 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
         # writes it so); without it vLLM's DFlash model finds no window for its sliding layers
         layer["use_sliding_window"] = True
     full = not isinstance(types, list) or "full_attention" in types
-    if causal is True and full:
-        raise ConfigError(
-            "causal full-attention layers have no speculators-format equivalent (speculators trains "
-            "full-attention layers bidirectional), and vLLM serves DFlash/DSpark full-attention layers "
-            "bidirectional: this draft cannot be served as trained",
-            causal_path, source=source,
-        )
-    if causal is None and use_swa:
+    causal_everywhere = causal_path if causal is True and full else None
+    if causal_everywhere:
+        non_causal, nc_path = True, causal_everywhere  # then every layer is set causal (normalization)
+    elif causal is None and use_swa:
         non_causal, nc_path = True, "$.dflash_config.use_swa"  # use_swa drafts attend bidirectionally
     elif causal is None:
         # z-lab trains sliding layers causal and full layers bidirectional; with no sliding layer the
@@ -192,7 +192,7 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
         else "z-lab DFlash drafts block_size - 1 tokens after the bonus anchor",
     }
     if fmt == "deepspec" and causal is None:
-        non_causal = True
+        non_causal = True  # (also the placeholder of a causal-everywhere draft)
         defaults["$.sliding_window_non_causal"] = "DeepSpec trains the DSpark block bidirectional unless is_causal is set"
     algorithm = "dspark" if fmt == "deepspec" else "dflash"
     anchor = algorithm == "dspark"
@@ -231,7 +231,8 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
         "$.speculators_config.proposal_methods[0].speculative_tokens":
             "block_size" if fmt == "deepspec" else "block_size - 1",
     }
-    return Converted(format=fmt, config=out, paths=paths, defaults=defaults, derived=derived)
+    return Converted(format=fmt, config=out, paths=paths, defaults=defaults, derived=derived,
+                     causal_everywhere=causal_everywhere)
 
 
 def _eagle3(config: Mapping[str, Any], verifier: str | None, source: str | None) -> Converted:

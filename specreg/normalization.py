@@ -158,8 +158,14 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
             provenance[key] = Provenance("derived", tuple(converted.native_path(s) for s in prov.sources), how)
         else:
             provenance[key] = attrs.evolve(prov, sources=tuple(converted.native_path(s) for s in prov.sources))
+    # How vLLM's speculators mapping would read the twin says nothing about the native file (vLLM
+    # never maps it): those findings are dropped; materialize serves the native draft as trained.
     findings = [attrs.evolve(f, path=converted.native_path(f.path)) for f in spec.findings
-                if not (f.code == "auto-map-ignored")]
+                if f.code not in _TWIN_ONLY]
+    attention, draft = spec.attention, spec.draft_config_dict()
+    if converted.causal_everywhere:
+        attention, draft, extra = _causal_everywhere(spec, converted.causal_everywhere, provenance, draft)
+        findings += extra
     labels = {"zlab": "z-lab DFlash", "deepspec": "DeepSpec DSpark", "eagle3-native": "native EAGLE-3"}
     findings.append(Finding.of("native-format", f"read as a {labels[converted.format]} config (not the speculators "
                                "format); `specreg convert` writes its speculators-format twin"))
@@ -168,7 +174,35 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
         findings.append(Finding.of("auto-map-ignored", "auto_map points at repository code; specreg never imports or runs it",
                                    "$.auto_map"))
     return attrs.evolve(spec, provenance=provenance, findings=_ordered(findings), source_config=config,
-                        format=converted.format)
+                        format=converted.format, attention=attention, draft_config=draft)
+
+
+_TWIN_ONLY = {"served-causal-mismatch", "served-length-mismatch", "served-default-mismatch", "top-level-model-type",
+              "proposal-method-not-first", "auto-map-ignored"}
+
+
+def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dict) -> tuple:
+    """A native draft trained causal on every layer, full attention included (is_causal /
+    dflash_config.causal = true): the plan says so, and whether the targeted vLLM can serve it."""
+    import attrs
+
+    from specreg.capabilities import parse_version, since
+
+    attention = tuple(attrs.evolve(a, causal=True) for a in spec.attention)
+    for a in attention:
+        provenance[f"attention[{a.layer}]"] = Provenance("derived", (path,), "every layer was trained causal")
+    findings = []
+    version = parse_version(spec.vllm_version)
+    if spec.algorithm == "dspark":
+        findings.append(Finding.of("vllm-unsupported-feature", "the draft was trained causal on every layer; vLLM's "
+                                   "DSpark block forward is non-causal on every layer", path))
+    elif not since("dflash_causal_layers", version):
+        findings.append(Finding.of("vllm-unsupported-feature", f"the draft was trained causal; vLLM "
+                                   f"{spec.vllm_version} serves every DFlash layer non-causal. Needs vLLM >= 0.23.", path))
+    else:
+        draft.setdefault("dflash_config", {})["causal"] = True
+        provenance["draft_config.dflash_config.causal"] = Provenance("derived", (path,), "every layer was trained causal")
+    return attention, draft, findings
 
 
 def _normalize_speculators(

@@ -162,6 +162,9 @@ class Speculator:
         if self.served_differently:
             codes = ", ".join(sorted({f.code for f in self.served_differently}))
             return f"the unmodified file would be served differently from how it was trained ({codes})"
+        if self.format != "speculators":
+            return (f"a {self.format} config: the materialized directory states the trained plan in the form "
+                    "vLLM loads")
         origin = self.origin
         if origin is None or (origin.repo_id is None and origin.path is None):
             return "it was normalized from a dict, not read from a draft directory"
