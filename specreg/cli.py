@@ -43,22 +43,22 @@ def _parser() -> argparse.ArgumentParser:
         "training (default: a directory under ~/.cache/specreg/drafts, or $SPECREG_CACHE/drafts)",
     )
 
+    def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
+        """SOURCE, the directory to write and how the weights get there (materialize, convert)."""
+        source_args(sp)
+        sp.add_argument("dir", metavar=metavar, help="the directory to write (must be empty unless --force)")
+        how = sp.add_mutually_exclusive_group()
+        how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
+        how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
+        sp.add_argument("--force", action="store_true", help=f"write into a non-empty {metavar} (replaces only "
+                        "the files it writes)")
+
     mat = sub.add_parser("materialize", help="write a vLLM-ready draft directory (config.json as trained + weights)")
-    source_args(mat)
-    mat.add_argument("dir", metavar="DIR", help="the directory to write (must be empty unless --force)")
-    how = mat.add_mutually_exclusive_group()
-    how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
-    how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
-    mat.add_argument("--force", action="store_true", help="write into a non-empty DIR (replaces only the files it writes)")
+    directory_args(mat, "DIR")
     mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
 
     conv = sub.add_parser("convert", help="write the speculators-format twin of a native draft (z-lab, DeepSpec, EAGLE-3)")
-    source_args(conv)
-    conv.add_argument("dir", metavar="OUT_DIR", help="the directory to write (must be empty unless --force)")
-    how2 = conv.add_mutually_exclusive_group()
-    how2.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
-    how2.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
-    conv.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR (replaces only the files it writes)")
+    directory_args(conv, "OUT_DIR")
 
     chk = sub.add_parser("check", help="pre-flight: the draft against its verifier's config and its weight headers")
     source_args(chk)
