@@ -111,7 +111,8 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
             draft_dir = None
             if spec.materialize_reason and out is not None:
                 draft_dir = str(spec.materialize(out / "draft", force=True, progress=progress).directory)
-            kwargs = spec.llm_kwargs(draft=draft_dir)
+            kwargs = spec.llm_kwargs(draft=draft_dir, verifier=None if spec.verifier else
+                                     (entry.verifier.id if entry else None))
             if opts.k:
                 kwargs["speculative_config"]["num_speculative_tokens"] = opts.k
             engine = InProcessEngine(kwargs, batch_size=opts.batch_size, seed=opts.seed,
