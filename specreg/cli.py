@@ -143,6 +143,10 @@ def _show(args: argparse.Namespace) -> int:
     ]
     if spec.origin and spec.origin.commit:
         rows.append(("commit", spec.origin.commit))
+    if spec.catalog is not None:
+        pin = f", pinned at {spec.catalog.revision[:12]}" if spec.catalog.revision else ""
+        rows.append(("catalog", f"{spec.catalog.id} ({spec.catalog.status}{pin}; {len(spec.catalog.baselines)} "
+                                f"baselines: specreg catalog show {spec.catalog.id})"))
     out += [f"  {k:<14}{v}" for k, v in rows]
     if spec.attention:
         out.append("")

@@ -325,3 +325,11 @@ def test_show_prints_baselines_and_suggests_a_close_id():
     assert r.returncode == 2
     assert r.stderr == ("error: no catalog entry RedHatAI/Qwen3-8B-speculator.eagle33 "
                         "(did you mean RedHatAI/Qwen3-8B-speculator.eagle3?)\n")
+
+
+def test_show_names_the_catalog_entry(hub, tmp_path):
+    hub.add(REPO, {"config.json": CONFIG})
+    reg = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    r = run("show", REPO, env={"SPECREG_REGISTRY": str(reg)})
+    assert r.returncode == 0, r.stderr
+    assert "  catalog       org/draft (unpinned; 0 baselines: specreg catalog show org/draft)" in r.stdout
