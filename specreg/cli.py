@@ -378,8 +378,11 @@ def _verify(args: argparse.Namespace) -> int:
     if result.get("error"):
         line += f"; {result['error']}"
     print(line)
-    for d in (result.get("judgement") or {}).get("differences", []):
+    judgement = result.get("judgement") or {}
+    for d in judgement.get("differences", []):
         print(f"  harness differs: {d}")
+    if judgement.get("not_recorded_by_baseline"):
+        print(f"  not recorded by the baseline: {', '.join(judgement['not_recorded_by_baseline'])}")
     if out:
         print(f"  outputs in {out}")
     return EXIT[result["verdict"]]

@@ -303,6 +303,7 @@ def test_raw_prompts_and_thinking_are_sent_as_asked(setup):
     result = json.loads((out / "result.json").read_text())
     assert result["harness"]["prompt"] == {"chat_template": False, "few_shot": 2, "thinking": False}
     assert any("num_prompts" in d for d in result["judgement"]["differences"])
+    assert "max_tokens" in result["judgement"]["not_recorded_by_baseline"]
 
 
 def test_counters_moving_while_idle_refuse_the_run(setup):

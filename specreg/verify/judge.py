@@ -125,7 +125,8 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
     diffs = tuple(differences(run, baseline.harness))
     if strict and diffs:
         return Judgement(index, baseline, diffs, (), "refused",
-                         "--strict-harness: the harness differs from the baseline's (see differences)")
+                         "--strict-harness: the harness differs from the baseline's, or the baseline does not "
+                         "record part of it (see the differences)")
     checks = []
     m = baseline.metrics
     temperature = run.temperature

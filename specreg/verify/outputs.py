@@ -52,6 +52,8 @@ def summary_markdown(r: dict[str, Any]) -> str:
         lines += ["Harness differences from the baseline:", ""]
         lines += [f"- {d}" for d in j["differences"]]
         lines.append("")
+    if j.get("not_recorded_by_baseline"):
+        lines += [f"Not recorded by the baseline (cannot be compared): {', '.join(j['not_recorded_by_baseline'])}", ""]
     harness = ", ".join(f"{k}={v}" for k, v in h.items() if v not in (None, {}, []))
     lines += [f"Harness: {harness}", "", f"Engine: {r['engine']}; vLLM {r['environment'].get('vllm_version')}; "
               f"GPU {r['environment'].get('gpu')}; driver {r['environment'].get('driver')}", ""]

@@ -138,7 +138,8 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         statistics=stats.to_dict(),
         chunk_counters=[d.to_dict() for d in deltas],
         judgement={"baseline_index": judgement.baseline_index, "reason": judgement.reason,
-                   "differences": [d.text() for d in judgement.differences],
+                   "differences": [d.text() for d in judgement.differences if d.baseline is not None],
+                   "not_recorded_by_baseline": [d.field for d in judgement.differences if d.baseline is None],
                    "checks": [attrs.asdict(c) for c in judgement.checks]},
         baseline=None if baseline is None else {
             "kind": baseline.kind, "source": baseline.source, "secondary": baseline.secondary,
