@@ -95,6 +95,9 @@ def plot_png(path: Path, r: dict[str, Any]) -> None:
         ax.plot(range(1, len(measured) + 1), measured, "o-", label="measured")
     if baseline:
         ax.plot(range(1, len(baseline) + 1), baseline, "s--", label="baseline")
+    positions = max(len(measured), len(baseline))
+    if positions:
+        ax.set_xticks(range(1, positions + 1))
     ax.set_xlabel("draft position")
     ax.set_ylabel("acceptance rate")
     ax.set_ylim(0, 1)

@@ -50,6 +50,7 @@ def _trend_png(path: Path, model: str, points: list[tuple[str, float]]) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 2.6), dpi=100)
     ax.plot(range(1, len(points) + 1), [p[1] for p in points], "o-")
+    ax.set_xticks(range(1, len(points) + 1))
     ax.set_xlabel("run")
     ax.set_ylabel("acceptance length")
     ax.set_title(model, fontsize=9)
@@ -101,6 +102,47 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None) -> Path
     return index
 
 
+def _run_html(r: dict[str, Any]) -> str:
+    """One run: its checks as a table, its harness, and what differs from the baseline."""
+    esc = html.escape
+    out = []
+    if r.get("error"):
+        out.append(f"<p class='error'>{esc(r['error'])}</p>")
+    s, j = r.get("statistics") or {}, r.get("judgement") or {}
+    if s:
+        ci = s.get("al_interval")
+        rows = [f"<tr><td>acceptance length</td><td>{s['acceptance_length']:.3f}"
+                + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "") + "</td>",
+                f"<tr><td>draft acceptance rate</td><td>{s['draft_acceptance_rate']:.3f}</td>"]
+        rows += [f"<tr><td>position {i + 1}</td><td>{p:.3f}</td>" for i, p in enumerate(s["per_position"])]
+        checks = {c["metric"]: c for c in j.get("checks", [])}
+        names = ["acceptance_length", "draft_acceptance_rate"] + [f"per_position[{i}]" for i in range(len(s["per_position"]))]
+        table = []
+        for row, name in zip(rows, names):
+            c = checks.get(name)
+            if c:
+                lo, hi = c["bounds"]
+                bounds = f">= {lo:.3f}" + (f", <= {hi:.3f}" if hi is not None else "")
+                table.append(f"{row}<td>{esc(c['baseline'])}</td><td>{bounds} ({c['tolerance_from']})</td>"
+                             f"<td class='{c['verdict']}'>{c['verdict']}</td></tr>")
+            else:
+                table.append(f"{row}<td>-</td><td>-</td><td>-</td></tr>")
+        out.append("<table class='checks'><thead><tr><th>metric</th><th>measured</th><th>baseline</th><th>bounds</th>"
+                   "<th>verdict</th></tr></thead><tbody>" + "".join(table) + "</tbody></table>")
+    if j.get("reason"):
+        out.append(f"<p>{esc(j['reason'])}</p>")
+    if j.get("differences"):
+        out.append("<p>Harness differences from the baseline:</p><ul>"
+                   + "".join(f"<li>{esc(d)}</li>" for d in j["differences"]) + "</ul>")
+    if j.get("not_recorded_by_baseline"):
+        out.append(f"<p>Not recorded by the baseline: {esc(', '.join(j['not_recorded_by_baseline']))}</p>")
+    harness = r.get("harness") or {}
+    out.append("<p>Harness: " + esc(", ".join(f"{k}={v}" for k, v in harness.items() if v not in (None, {}, [])))
+               + f"</p><p>Engine: {esc(str(r.get('engine')))}; vLLM {esc(str((r.get('environment') or {}).get('vllm_version')))}"
+               f"; GPU {esc(str((r.get('environment') or {}).get('gpu')))}</p>")
+    return "".join(out)
+
+
 def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tuple[str, float]]) -> None:
     name = directory_name(model)
     parts = [f"<h1>{html.escape(model)}</h1><p><a href='../index.html'>all models</a></p>"]
@@ -108,9 +150,7 @@ def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tu
         parts.append("<p>Not measured yet.</p>")
     else:
         parts.append(f"<p>Latest verdict: <b class='{r['verdict']}'>{r['verdict']}</b> ({html.escape(r.get('started') or '')})</p>")
-        summary = Path(r["_dir"]) / "summary.md"
-        if summary.exists():
-            parts.append(f"<pre>{html.escape(summary.read_text())}</pre>")
+        parts.append(_run_html(r))
         plot = Path(r["_dir"]) / PLOT
         if plot.exists():
             shutil.copyfile(plot, site / "models" / f"{name}-per-position.png")
