@@ -336,6 +336,11 @@ def _convert(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    import importlib.util
+
+    missing = [m for m in ("datasets", "matplotlib", "prometheus_client", "httpx") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SpecregErrorLine(f"verify needs {', '.join(missing)}: pip install 'specreg[verify]'")
     from specreg.verify.run import EXIT, Options, verify
 
     if args.all:
@@ -393,7 +398,11 @@ class SpecregErrorLine(Exception):
 
 
 def _report(args: argparse.Namespace) -> int:
+    import importlib.util
     from pathlib import Path
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SpecregErrorLine("report needs matplotlib: pip install 'specreg[verify]'")
 
     from specreg.verify.report import build
 
