@@ -113,18 +113,14 @@ def load(
             commit=fetched.commit,
             sha256=digest,
         )
-    if verifier is None and origin.repo_id and native.detect(config) is not None:
-        entry = _catalog_entry(origin.repo_id)
-        verifier = entry.verifier.id if entry is not None else None
-    spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier)
-    if origin.repo_id and fetched.stale:
-        import attrs
-
-        from specreg.speculator import Finding
-
-        spec = attrs.evolve(spec, findings=(*spec.findings, Finding.of("hub-cached-copy", fetched.stale)))
+    entry = invalid = None
     if origin.repo_id:
-        spec = attach_catalog(spec)
+        entry, invalid = _catalog_entry(origin.repo_id)
+        if verifier is None and entry is not None and native.detect(config) is not None:
+            verifier = entry.verifier.id  # native formats name no verifier: the catalog's
+    spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier)
+    if origin.repo_id:
+        spec = attach_catalog(spec, entry, invalid, stale=fetched.stale)
     if check_verifier or check_weights:
         from specreg.preflight import preflight
 
@@ -133,39 +129,33 @@ def load(
 
 
 def _catalog_entry(repo_id: str):
-    """The catalog entry for a repo, or None (also when its file is malformed: attach_catalog says so)."""
+    """(the catalog entry for a repo or None, a finding when its file is malformed or None). Reads
+    only that entry's file (no scan of the catalog)."""
     from specreg import zoo
+    from specreg.speculator import Finding
 
     try:
-        return zoo.lookup(repo_id)
-    except zoo.CatalogError:
-        return None
+        return zoo.lookup(repo_id), None
+    except zoo.CatalogError as exc:
+        return None, Finding.of("catalog-entry-invalid", "; ".join(f"{p.path}: {p.message}" for _, p in exc.problems))
 
 
-def attach_catalog(spec: Speculator) -> Speculator:
-    """Attach the catalog entry for the spec's Hub repo, with findings about its pin. Reads only
-    that entry's file (no scan of the catalog)."""
+def attach_catalog(spec: Speculator, entry, invalid=None, *, stale: str | None = None) -> Speculator:
+    """Attach a Hub draft's catalog entry with findings about its pin, and the findings of the fetch
+    (a malformed entry, a cached copy used because the Hub failed)."""
     import attrs
 
-    from specreg import zoo as cat
     from specreg.speculator import Finding
 
     origin = spec.origin
-    try:
-        entry = cat.lookup(origin.repo_id)
-    except cat.CatalogError as exc:
-        bad = Finding.of("catalog-entry-invalid", "; ".join(f"{p.path}: {p.message}" for _, p in exc.problems))
-        return attrs.evolve(spec, findings=(*spec.findings, bad))
-    if entry is None:
-        return spec
-    found = []
-    if entry.config_sha256 and entry.config_sha256 != origin.sha256:
+    found = [f for f in (invalid, stale and Finding.of("hub-cached-copy", stale)) if f]
+    if entry is not None and entry.config_sha256 and entry.config_sha256 != origin.sha256:
         found.append(Finding.of(
             "catalog-pin-mismatch",
             f"the catalog pins {entry.id} to config sha256 {entry.config_sha256[:12]}... at revision "
             f"{entry.revision}; the loaded config.json (commit {origin.commit or '?'}) has {origin.sha256[:12]}...",
         ))
-    if entry.revision and origin.commit and entry.revision != origin.commit:
+    if entry is not None and entry.revision and origin.commit and entry.revision != origin.commit:
         found.append(Finding.of(
             "catalog-other-revision",
             f"loaded commit {origin.commit}; the catalog entry is pinned at {entry.revision}",
