@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from specreg import hub
-from specreg.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, short
+from specreg.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
 from specreg.errors import ConfigError, SpecregError
 from specreg.speculator import Finding
 
@@ -213,19 +213,18 @@ def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parall
                    draft_tensor_parallel_size: int | None = None) -> list[Finding]:
     """The draft against its verifier's config: layers, hidden size, vocabulary, mask token,
     aux capture support, draft tensor parallelism."""
-    from specreg.capabilities import RULES
-
     d, out = spec.draft_config, []
+    version = parse_version(spec.vllm_version)
     L, H, V = facts.num_hidden_layers, facts.hidden_size, facts.vocab_size
     ids = _aux_ids(d)
     if ids is not None and L is not None:
-        through_last = spec.vllm_version and _since(spec.vllm_version, RULES["aux_capture_through_last_layer"])
+        through_last = since("aux_capture_through_last_layer", version)
         top = L if through_last else L - 1
         bad = [i for i in ids if not 0 <= i <= top]
         if bad:
             rule = ("ids count the hidden state entering layer i; vLLM >= 0.18 also captures the last "
                     "layer's output as id L" if through_last else
-                    f"ids count the hidden state entering layer i, and vLLM {short_version(spec)} captures "
+                    f"ids count the hidden state entering layer i, and vLLM {short(version)} captures "
                     "only before each layer")
             out.append(Finding.of(
                 "verifier-layer-out-of-range",
@@ -272,7 +271,7 @@ def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parall
             mask_at,
             fix="use the mask token id the draft was trained with, from the verifier's tokenizer",
         ))
-    if facts.architectures and spec.vllm_version and short(_parse(spec.vllm_version)) == short(AUX_CAPTURE_VERSION):
+    if facts.architectures and short(version) == short(AUX_CAPTURE_VERSION):
         if not any(a in AUX_CAPTURE_ARCHITECTURES for a in facts.architectures):
             out.append(Finding.of(
                 "verifier-no-aux-capture",
@@ -291,20 +290,6 @@ def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parall
                 fix=f"use draft_tensor_parallel_size 1 or {tp}",
             ))
     return out
-
-
-def _parse(version: str):
-    from specreg.capabilities import parse_version
-
-    return parse_version(version)
-
-
-def _since(version: str, first) -> bool:
-    return _parse(version) >= first
-
-
-def short_version(spec: "Speculator") -> str:
-    return short(_parse(spec.vllm_version))
 
 
 def _find(tensors: Mapping[str, Tensor], suffix: str) -> Tensor | None:
