@@ -16,7 +16,7 @@ from typing import Callable
 import attrs
 
 from specreg import native
-from specreg.errors import FileNotFoundOnHubError, SpecregError
+from specreg.errors import SpecregError
 from specreg.materialize import MANIFEST, _check_target, weight_sources, write_directory
 from specreg.speculator import thaw
 
@@ -62,14 +62,7 @@ def convert(
             verifier_facts(name, source=name).architectures)
     target = Path(directory).expanduser().absolute()
     previous = _check_target(target, force)
-    try:
-        sources = weight_sources(spec, target, weights, say)
-    except FileNotFoundOnHubError:
-        sources = {}
-    except SpecregError as exc:
-        if "no weight files" not in exc.message:
-            raise
-        sources = {}  # a config without weights converts all the same
+    sources = weight_sources(spec, target, weights, say, required=False)  # a config alone converts too
     if weights != "none" and not sources:
         say("no weight files found beside the config: wrote the config alone")
     manifest = {

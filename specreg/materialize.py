@@ -215,9 +215,11 @@ def _json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable[[str], None]) -> dict[str, Path]:
+def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable[[str], None], *,
+                   required: bool = True) -> dict[str, Path]:
     """The draft's weight files (name -> path; fetched into the HF cache for a Hub draft), or {} for
-    weights="none". Refuses the draft's own directory as the target."""
+    weights="none", or when there are none and they are not `required`. Refuses the draft's own
+    directory as the target."""
     if weights == "none":
         return {}
     origin = spec.origin
@@ -231,6 +233,8 @@ def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable
         if os.path.realpath(source_dir) == os.path.realpath(target):
             raise SpecregError(f"{target} is the draft's own directory; write into another one")
         sources = _local_weights(source_dir)
+    if not sources and not required:
+        return {}
     if not sources:
         where = origin.repo_id or str(Path(origin.path).parent)
         error = FileNotFoundOnHubError if origin.repo_id else SpecregError
