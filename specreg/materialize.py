@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import attrs
 
-from specreg import hub
+from specreg import atomic, hub
 from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
 
 if TYPE_CHECKING:
@@ -152,23 +152,6 @@ def _check_target(directory: Path, force: bool) -> list[str]:
     return previous
 
 
-def _write_atomic(directory: Path, name: str, make: Callable[[Path], None]) -> None:
-    """Create DIR/name by building DIR/.name.tmp with `make`, then renaming it over the old entry."""
-    target = directory / name
-    if target.is_dir() and not target.is_symlink():
-        raise SpecregError(f"{target} is a directory; refusing to replace it")
-    tmp = directory / f".{name}.specreg-tmp-{os.getpid()}"
-    if tmp.exists() or tmp.is_symlink():
-        tmp.unlink()
-    try:
-        make(tmp)
-        os.replace(tmp, target)  # replaces a symlink itself, never the file it points to
-    except BaseException:
-        if tmp.exists() or tmp.is_symlink():
-            tmp.unlink()
-        raise
-
-
 def cache_root() -> Path:
     """specreg's own cache: $SPECREG_CACHE, else ~/.cache/specreg."""
     return Path(os.environ.get("SPECREG_CACHE") or Path.home() / ".cache" / "specreg").expanduser()
@@ -253,19 +236,19 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
     """Write config.json, the weights (linked or copied) and the manifest into `target`, each by an
     atomic rename; then remove files a previous manifest listed that this one does not."""
     target.mkdir(parents=True, exist_ok=True)
-    _write_atomic(target, "config.json", lambda tmp: tmp.write_bytes(_json_bytes(config)))
+    atomic.write_bytes(target / "config.json", _json_bytes(config))
     for i, (name, src) in enumerate(sources.items(), 1):
         real = Path(os.path.realpath(src))
         if weights == "link":
-            _write_atomic(target, name, lambda tmp, real=real: os.symlink(real, tmp))
+            atomic.replace(target / name, lambda tmp, real=real: os.symlink(real, tmp))
         else:
             say(f"copying {name} ({i}/{len(sources)})")
-            _write_atomic(target, name, lambda tmp, real=real: shutil.copyfile(real, tmp))
+            atomic.replace(target / name, lambda tmp, real=real: shutil.copyfile(real, tmp))
     for stale in set(previous) - set(manifest["files"]):
         path = target / stale
         if path.is_symlink() or path.is_file():
             path.unlink()
-    _write_atomic(target, MANIFEST, lambda tmp: tmp.write_bytes(_json_bytes(manifest)))
+    atomic.write_bytes(target / MANIFEST, _json_bytes(manifest))
 
 
 def materialize(

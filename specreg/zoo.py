@@ -539,16 +539,6 @@ class Pinned:
     changed: bool
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.specreg-tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathLike[str] | None = None) -> Pinned:
     """Fetch the entry's config.json (at `revision`, else its pinned revision, else the default
     branch) through huggingface_hub and write the commit and sha256 into its TOML file, keeping
@@ -558,7 +548,7 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
     revision no longer matches the pinned sha256 (re-pin explicitly with `revision=`)."""
     import tomlkit
 
-    from specreg import hub
+    from specreg import atomic, hub
     from specreg.loader import read_config
 
     root = Path(directory).expanduser() if directory is not None else default_registry()
@@ -594,7 +584,7 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
         parsed, problems_ = parse_entry(new_text, file=str(path))
         if problems_ or parsed is None:  # never write a file that `catalog check` would refuse
             raise CatalogError([(str(path), p) for p in problems_])
-        _write_atomic(path, new_text.encode("utf-8"))
+        atomic.write_bytes(path, new_text.encode("utf-8"))
     snapshot = entry_path(root, entry_id).with_name(path.name[: -len(".toml")] + SNAPSHOT_SUFFIX)
-    _write_atomic(snapshot, fetched.path.read_bytes())
+    atomic.write_bytes(snapshot, fetched.path.read_bytes())
     return Pinned(entry_id, path, fetched.commit, digest, entry.revision, changed)

@@ -4,24 +4,19 @@ row in the SQLite history (DIR/../history.sqlite by default, shared by every run
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from specreg import atomic
+
 RESULT, SUMMARY, JUNIT, PLOT = "result.json", "summary.md", "junit.xml", "per_position.png"
-
-
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)  # a reader never sees half a file
 
 
 def write_result(out: Path, result: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    _write(out / RESULT, (json.dumps(result, indent=2, default=str) + "\n").encode())
+    atomic.write_bytes(out / RESULT, (json.dumps(result, indent=2, default=str) + "\n").encode())
 
 
 def summary_markdown(r: dict[str, Any]) -> str:
@@ -104,10 +99,10 @@ def plot_png(path: Path, r: dict[str, Any]) -> None:
     ax.set_title(f"{r['model']} ({r['harness'].get('dataset')})", fontsize=9)
     ax.legend(loc="upper right")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        atomic.replace(path, lambda tmp: fig.savefig(tmp, format="png"))
+    finally:
+        plt.close(fig)
 
 
 HISTORY_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
@@ -132,8 +127,8 @@ def append_history(db: Path, r: dict[str, Any]) -> None:
 def write_all(out: Path, r: dict[str, Any], history: Path | None) -> list[str]:
     """Every output of a run; returns the file names written."""
     write_result(out, r)
-    _write(out / SUMMARY, summary_markdown(r).encode())
-    _write(out / JUNIT, junit_xml(r))
+    atomic.write_bytes(out / SUMMARY, summary_markdown(r).encode())
+    atomic.write_bytes(out / JUNIT, junit_xml(r))
     written = [RESULT, SUMMARY, JUNIT]
     if r.get("statistics"):
         plot_png(out / PLOT, r)

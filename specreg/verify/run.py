@@ -163,7 +163,7 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept)."""
     import tomlkit
 
-    from specreg import zoo
+    from specreg import atomic, zoo
 
     path = Path(entry.path)
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
@@ -189,5 +189,5 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     if problems or parsed is None:
         raise SpecregError(f"{path}: the measured baseline would not validate: "
                            + "; ".join(f"{p.path}: {p.message}" for p in problems))
-    zoo._write_atomic(path, text.encode("utf-8"))
+    atomic.write_bytes(path, text.encode("utf-8"))
     return str(path)
