@@ -11,6 +11,7 @@ from specreg import registry
 from specreg.capabilities import short, target_version
 from specreg.errors import ConfigError, Problem
 from specreg.fields import COUNT, STR, Fields, _type_name
+from specreg.findings import SERVED_DIFFERENTLY
 from specreg.plan import Context, Envelope, Plan
 from specreg.speculator import Finding, Origin, Provenance, Speculator
 
@@ -161,7 +162,7 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
     # How vLLM's speculators mapping would read the twin says nothing about the native file (vLLM
     # never maps it): those findings are dropped; materialize serves the native draft as trained.
     findings = [attrs.evolve(f, path=converted.native_path(f.path)) for f in spec.findings
-                if f.code not in _TWIN_ONLY]
+                if f.code not in SERVED_DIFFERENTLY]
     attention, draft = spec.attention, spec.draft_config_dict()
     if converted.causal_everywhere:
         attention, draft, extra = _causal_everywhere(spec, converted.causal_everywhere, provenance, draft)
@@ -176,9 +177,6 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
     return attrs.evolve(spec, provenance=provenance, findings=_ordered(findings), source_config=config,
                         format=converted.format, attention=attention, draft_config=draft)
 
-
-_TWIN_ONLY = {"served-causal-mismatch", "served-length-mismatch", "served-default-mismatch", "top-level-model-type",
-              "proposal-method-not-first", "auto-map-ignored"}
 
 
 def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dict) -> tuple:
