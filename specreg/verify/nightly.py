@@ -12,10 +12,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from specreg.verify import outputs
-from specreg.verify.run import _now
+from specreg.verify.run import _now, failed_result
 from specreg.verify.prompts import DATASETS
 from specreg.zoo import Entry, catalog
 
@@ -66,12 +66,7 @@ def _done(out: Path) -> bool:
 
 
 def _failure(entry: Entry, out: Path, history: Path, verdict: str, message: str) -> None:
-    result: dict[str, Any] = {
-        "model": entry.id, "started": _now(),
-        "engine": "subprocess", "verdict": verdict, "error": message, "harness": {"dataset": None},
-        "environment": {}, "statistics": None, "judgement": None, "baseline": None, "notes": [],
-    }
-    outputs.write_all(out, result, history)
+    outputs.write_all(out, failed_result(entry.id, _now(), "subprocess", verdict, message), history)
 
 
 def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> list[str]:

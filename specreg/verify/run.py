@@ -48,6 +48,20 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def _engine_name(opts: Options) -> str:
+    return "server " + opts.server if opts.server else "vllm in-process"
+
+
+def failed_result(model: str, started: str, engine: str, verdict: str, error: str, *,
+                  harness: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
+                  **extra: Any) -> dict[str, Any]:
+    """The result of a run that measured nothing (invalid input, the engine failed, a crash or a
+    timeout seen from outside): the same keys as a measured result, with nothing measured."""
+    return {"model": model, "started": started, "engine": engine, "verdict": verdict, "error": error,
+            "harness": harness or {"dataset": None}, "environment": environment or {}, "statistics": None,
+            "judgement": None, "baseline": None, "notes": [], **extra}
+
+
 def _entry(model: str, registry: str | None):
     from specreg import zoo
 
@@ -68,9 +82,8 @@ def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
     except SpecregError as exc:
         if out is None:
             raise
-        result = {"model": model, "started": started, "engine": "server " + opts.server if opts.server
-                  else "vllm in-process", "verdict": "invalid", "error": exc.line(), "harness": {"dataset": opts.dataset},
-                  "environment": {}, "statistics": None, "judgement": None, "baseline": None, "notes": []}
+        result = failed_result(model, started, _engine_name(opts), "invalid", exc.line(),
+                               harness={"dataset": opts.dataset})
         outputs.write_all(out, result, history)
         return result
 
@@ -93,8 +106,7 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     gpu, driver = gpu_info()
     environment: dict[str, Any] = {"gpu": opts.gpu or gpu, "driver": driver, "python": platform.python_version(),
                                    "specreg": specreg.__version__, "vllm_version": None}
-    result: dict[str, Any] = {"model": model, "started": started, "engine": "server " + opts.server if opts.server
-                              else "vllm in-process", "notes": notes, "dataset_source": prompts.source,
+    result: dict[str, Any] = {"model": model, "started": started, "engine": _engine_name(opts), "notes": notes, "dataset_source": prompts.source,
                               "dataset_revision": prompts.revision or "unpinned"}
     harness = Harness(dataset=prompts.dataset, subset=prompts.subset, split=prompts.split,
                       num_prompts=len(prompts.items),
@@ -124,8 +136,9 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                             thinking=opts.thinking, progress=progress)
         stats = compute(deltas)
     except (EngineError, ValueError) as exc:
-        result.update(verdict="error", error=str(exc), harness=_plain(harness), environment=environment,
-                      statistics=None, judgement=None, baseline=None, chunk_counters=[])
+        result = failed_result(model, started, result["engine"], "error", str(exc), harness=_plain(harness),
+                               environment=environment, notes=notes, dataset_source=prompts.source,
+                               dataset_revision=result["dataset_revision"], chunk_counters=[])
         if out is not None:
             outputs.write_all(out, result, history)
         return result
