@@ -31,6 +31,19 @@ def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks: int,
+            run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None]) -> list[SpecCounters]:
+    """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure."""
+    deltas, done = [], 0
+    for part in chunks(items, n_chunks):
+        before = counters()
+        run_chunk(part)
+        deltas.append(counters() - before)
+        done += len(part)
+        progress(f"{done}/{len(items)} prompts")
+    return deltas
+
+
 class ServerEngine:
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0):
         import httpx
@@ -97,16 +110,9 @@ class ServerEngine:
             sampling["seed"] = seed
         if thinking is not None:
             sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
-        deltas = []
-        done = 0
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            for part in chunks(items, n_chunks):
-                before = self.counters()
-                list(pool.map(lambda item: self._one(item, sampling), part))
-                deltas.append(self.counters() - before)
-                done += len(part)
-                progress(f"{done}/{len(items)} prompts")
-        return deltas
+            return measure(self.counters, items, n_chunks,
+                           lambda part: list(pool.map(lambda item: self._one(item, sampling), part)), progress)
 
 
 class InProcessEngine:
@@ -145,21 +151,18 @@ class InProcessEngine:
         from vllm import SamplingParams
 
         params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
-        deltas, done = [], 0
-        for part in chunks(items, n_chunks):
-            before = self.counters()
+        extra = {"chat_template_kwargs": {"enable_thinking": thinking}} if thinking is not None else {}
+
+        def run_chunk(part: Sequence[Any]) -> None:
             try:
                 if isinstance(part[0], str):
                     self.llm.generate(list(part), params, use_tqdm=False)
                 else:
-                    extra = {"chat_template_kwargs": {"enable_thinking": thinking}} if thinking is not None else {}
                     self.llm.chat(list(part), params, use_tqdm=False, **extra)
             except Exception as exc:
                 raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
-            deltas.append(self.counters() - before)
-            done += len(part)
-            progress(f"{done}/{len(items)} prompts")
-        return deltas
+
+        return measure(self.counters, items, n_chunks, run_chunk, progress)
 
 
 def gpu_info() -> tuple[str | None, str | None]:
