@@ -9,7 +9,9 @@ models) are summed.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import operator
+from itertools import zip_longest
+from typing import Any, Callable, Iterable
 
 import attrs
 
@@ -29,22 +31,16 @@ class SpecCounters:
     accepted: int = 0
     per_pos: tuple[int, ...] = ()
 
+    def _combine(self, other: "SpecCounters", op: Callable[[int, int], int]) -> "SpecCounters":
+        """Field by field, per-position counters padded with zeros to the longer of the two."""
+        return SpecCounters(op(self.drafts, other.drafts), op(self.draft_tokens, other.draft_tokens),
+                            op(self.accepted, other.accepted), _pairwise(self.per_pos, other.per_pos, op))
+
     def __sub__(self, before: "SpecCounters") -> "SpecCounters":
-        n = max(len(self.per_pos), len(before.per_pos))
-        pad = lambda t: tuple(t) + (0,) * (n - len(t))  # noqa: E731
-        return SpecCounters(
-            drafts=self.drafts - before.drafts,
-            draft_tokens=self.draft_tokens - before.draft_tokens,
-            accepted=self.accepted - before.accepted,
-            per_pos=tuple(a - b for a, b in zip(pad(self.per_pos), pad(before.per_pos))),
-        )
+        return self._combine(before, operator.sub)
 
     def __add__(self, other: "SpecCounters") -> "SpecCounters":
-        n = max(len(self.per_pos), len(other.per_pos))
-        pad = lambda t: tuple(t) + (0,) * (n - len(t))  # noqa: E731
-        return SpecCounters(self.drafts + other.drafts, self.draft_tokens + other.draft_tokens,
-                            self.accepted + other.accepted,
-                            tuple(a + b for a, b in zip(pad(self.per_pos), pad(other.per_pos))))
+        return self._combine(other, operator.add)
 
     @property
     def moved(self) -> bool:
@@ -53,6 +49,10 @@ class SpecCounters:
     def to_dict(self) -> dict[str, Any]:
         return {"drafts": self.drafts, "draft_tokens": self.draft_tokens, "accepted": self.accepted,
                 "per_pos": list(self.per_pos)}
+
+
+def _pairwise(a: Iterable[int], b: Iterable[int], op: Callable[[int, int], int]) -> tuple[int, ...]:
+    return tuple(op(x, y) for x, y in zip_longest(a, b, fillvalue=0))
 
 
 def _per_pos(by_position: dict[int, float]) -> tuple[int, ...]:
@@ -96,7 +96,7 @@ def from_vllm_metrics(metrics: Iterable[Any]) -> SpecCounters:
     per-position counter, `Vector(name, labels, values)` (matched by attributes, so vLLM itself
     need not be imported)."""
     totals = {DRAFTS: 0, DRAFT_TOKENS: 0, ACCEPTED: 0}
-    per_pos: list[int] = []
+    per_pos: tuple[int, ...] = ()
     seen = set()
     for metric in metrics:
         name = getattr(metric, "name", None)
@@ -104,11 +104,9 @@ def from_vllm_metrics(metrics: Iterable[Any]) -> SpecCounters:
             totals[name] += int(metric.value)
             seen.add(name)
         elif name == PER_POS and hasattr(metric, "values"):
-            values = [int(v) for v in metric.values]
-            per_pos = [a + b for a, b in zip(per_pos + [0] * (len(values) - len(per_pos)),
-                                              values + [0] * (len(per_pos) - len(values)))]
+            per_pos = _pairwise(per_pos, (int(v) for v in metric.values), operator.add)
     missing = [n for n in totals if n not in seen]
     if missing:
         raise CounterError(f"no {', '.join(missing)} in LLM.get_metrics(): build the LLM with "
                            "disable_log_stats=False and a speculative_config")
-    return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], tuple(per_pos))
+    return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], per_pos)
