@@ -19,6 +19,18 @@ def write_result(out: Path, result: dict[str, Any]) -> None:
     atomic.write_bytes(out / RESULT, (json.dumps(result, indent=2, default=str) + "\n").encode())
 
 
+def metric_rows(s: dict[str, Any]) -> list[tuple[str, str, float]]:
+    """(check name, label, measured value) of every reported metric, in table order."""
+    return ([("acceptance_length", "acceptance length", s["acceptance_length"]),
+             ("draft_acceptance_rate", "draft acceptance rate", s["draft_acceptance_rate"])]
+            + [(f"per_position[{i}]", f"position {i + 1}", p) for i, p in enumerate(s["per_position"])])
+
+
+def bounds_text(check: dict[str, Any]) -> str:
+    lo, hi = check["bounds"]
+    return f">= {lo:.3f}" + (f", <= {hi:.3f}" if hi is not None else "") + f" ({check['tolerance_from']})"
+
+
 def summary_markdown(r: dict[str, Any]) -> str:
     s, j, h = r.get("statistics") or {}, r.get("judgement") or {}, r["harness"]
     lines = [f"## {r['model']}: **{r['verdict']}**", ""]
@@ -29,15 +41,11 @@ def summary_markdown(r: dict[str, Any]) -> str:
         ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f} over {s['chunks']} chunks)" if ci else ""
         lines += ["| metric | measured | baseline | bounds | verdict |", "|---|---|---|---|---|"]
         checks = {c["metric"]: c for c in j.get("checks", [])}
-        rows = [("acceptance_length", f"{s['acceptance_length']:.3f}{ci_text}"),
-                ("draft_acceptance_rate", f"{s['draft_acceptance_rate']:.3f}")]
-        rows += [(f"per_position[{i}]", f"{p:.3f}") for i, p in enumerate(s["per_position"])]
-        for name, shown in rows:
+        for name, _label, value in metric_rows(s):
+            shown = f"{value:.3f}" + (ci_text if name == "acceptance_length" else "")
             c = checks.get(name)
             if c:
-                lo, hi = c["bounds"]
-                bounds = f">= {lo:.3f}" + (f", <= {hi:.3f}" if hi is not None else "")
-                lines.append(f"| {name} | {shown} | {c['baseline']} | {bounds} ({c['tolerance_from']}) | {c['verdict']} |")
+                lines.append(f"| {name} | {shown} | {c['baseline']} | {bounds_text(c)} | {c['verdict']} |")
             else:
                 lines.append(f"| {name} | {shown} | - | - | - |")
         lines.append("")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specreg.verify.nightly import directory_name
-from specreg.verify.outputs import PLOT, RESULT
+from specreg.verify.outputs import PLOT, RESULT, bounds_text, metric_rows
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}
@@ -111,19 +111,14 @@ def _run_html(r: dict[str, Any]) -> str:
     s, j = r.get("statistics") or {}, r.get("judgement") or {}
     if s:
         ci = s.get("al_interval")
-        rows = [f"<tr><td>acceptance length</td><td>{s['acceptance_length']:.3f}"
-                + (f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else "") + "</td>",
-                f"<tr><td>draft acceptance rate</td><td>{s['draft_acceptance_rate']:.3f}</td>"]
-        rows += [f"<tr><td>position {i + 1}</td><td>{p:.3f}</td>" for i, p in enumerate(s["per_position"])]
+        ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
         checks = {c["metric"]: c for c in j.get("checks", [])}
-        names = ["acceptance_length", "draft_acceptance_rate"] + [f"per_position[{i}]" for i in range(len(s["per_position"]))]
         table = []
-        for row, name in zip(rows, names):
+        for name, label, value in metric_rows(s):
+            row = f"<tr><td>{label}</td><td>{value:.3f}{ci_text if name == 'acceptance_length' else ''}</td>"
             c = checks.get(name)
             if c:
-                lo, hi = c["bounds"]
-                bounds = f">= {lo:.3f}" + (f", <= {hi:.3f}" if hi is not None else "")
-                table.append(f"{row}<td>{esc(c['baseline'])}</td><td>{bounds} ({c['tolerance_from']})</td>"
+                table.append(f"{row}<td>{esc(c['baseline'])}</td><td>{bounds_text(c)}</td>"
                              f"<td class='{c['verdict']}'>{c['verdict']}</td></tr>")
             else:
                 table.append(f"{row}<td>-</td><td>-</td><td>-</td></tr>")
