@@ -76,28 +76,32 @@ def installed_vllm() -> Version | None:
     The version is read from the name of vLLM's `vllm-<version>.dist-info` directory on sys.path
     (the wheel standard), which costs a directory listing; importlib.metadata, which costs 30 ms
     of imports, is used only when that name does not parse."""
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith("vllm-") and name.endswith(".dist-info"):
-                try:
-                    return parse_version(name[len("vllm-"):-len(".dist-info")])
-                except ConfigError:
-                    break
-        else:
-            continue
-        break
-    else:
+    name = _vllm_dist_info()
+    if name is None:
         return None
+    try:
+        return parse_version(name[len("vllm-"):-len(".dist-info")])
+    except ConfigError:
+        pass
     import importlib.metadata
 
     try:
         return parse_version(importlib.metadata.version("vllm"))
     except (importlib.metadata.PackageNotFoundError, ConfigError):
         return None
+
+
+def _vllm_dist_info() -> str | None:
+    """The name of the first `vllm-*.dist-info` directory on sys.path, as the import system would find it."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        found = next((n for n in names if n.startswith("vllm-") and n.endswith(".dist-info")), None)
+        if found:
+            return found
+    return None
 
 
 def target_version(vllm: str | Version | None) -> Version:
