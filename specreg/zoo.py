@@ -391,6 +391,11 @@ def default_registry() -> Path:
     return Path(str(files("specreg.catalog_data")))
 
 
+def _root(directory: str | os.PathLike[str] | None) -> Path:
+    """A catalog directory given by the caller, else the shipped one."""
+    return Path(directory).expanduser() if directory is not None else default_registry()
+
+
 def entry_path(registry_dir: Path, entry_id: str) -> Path:
     org, _, name = entry_id.partition("/")
     return registry_dir / org / f"{name}.toml"
@@ -410,13 +415,13 @@ class Catalog:
         return len(self.entries)
 
     def __contains__(self, entry_id: object) -> bool:
-        return any(e.id == entry_id for e in self.entries)
+        return self.get(entry_id) is not None
 
     def __getitem__(self, entry_id: str) -> Entry:
-        for e in self.entries:
-            if e.id == entry_id:
-                return e
-        raise KeyError(entry_id)
+        entry = self.get(entry_id)
+        if entry is None:
+            raise KeyError(entry_id)
+        return entry
 
     def get(self, entry_id: str) -> Entry | None:
         return next((e for e in self.entries if e.id == entry_id), None)
@@ -438,7 +443,7 @@ def _files(directory: Path) -> list[Path]:
 
 def read_catalog(directory: str | os.PathLike[str] | None = None) -> tuple[list[Entry], list[tuple[str, Problem]]]:
     """Every entry that could be built, and every problem in every file (file, problem)."""
-    root = Path(directory).expanduser() if directory is not None else default_registry()
+    root = _root(directory)
     if not root.is_dir():
         raise SpecregError(f"{root}: not a directory (a catalog is registry/<org>/<name>.toml)")
     entries: list[Entry] = []
@@ -467,14 +472,14 @@ def catalog(directory: str | os.PathLike[str] | None = None) -> Catalog:
     entries, found = read_catalog(directory)
     if found:
         raise CatalogError(found)
-    root = Path(directory).expanduser() if directory is not None else default_registry()
+    root = _root(directory)
     return Catalog(directory=root, entries=tuple(entries))
 
 
 def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:
     """One entry by id, reading only its own file (what `load` uses: no scan of the catalog).
     A malformed entry file raises CatalogError."""
-    root = directory if directory is not None else default_registry()
+    root = _root(directory)
     path = entry_path(root, entry_id)
     if not path.is_file():
         return None
@@ -551,7 +556,7 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
     from specreg import atomic, hub
     from specreg.loader import read_config
 
-    root = Path(directory).expanduser() if directory is not None else default_registry()
+    root = _root(directory)
     path = entry_path(root, entry_id)
     if not path.is_file():
         raise SpecregError(f"no catalog entry {entry_id} (looked for {path})")
