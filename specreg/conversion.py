@@ -17,7 +17,7 @@ import attrs
 
 from specreg import native
 from specreg.errors import SpecregError
-from specreg.materialize import MANIFEST, _check_target, weight_sources, write_directory
+from specreg.materialize import MANIFEST, _check_target, check_weight_mode, weight_sources, write_directory
 from specreg.speculator import thaw
 
 
@@ -41,8 +41,7 @@ def convert(
     """Write the speculators-format twin of a native draft into `directory` (empty unless force)."""
     from specreg.loader import load
 
-    if weights not in ("link", "copy", "none"):
-        raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
+    check_weight_mode(weights)
     say = progress or (lambda _msg: None)
     spec = load(source, revision=revision, verifier=verifier)
     if spec.format == "speculators":

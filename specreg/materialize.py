@@ -198,6 +198,11 @@ def _json_bytes(value: Any) -> bytes:
     return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
 
 
+def check_weight_mode(weights: str) -> None:
+    if weights not in ("link", "copy", "none"):
+        raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
+
+
 def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable[[str], None], *,
                    required: bool = True) -> dict[str, Path]:
     """The draft's weight files (name -> path; fetched into the HF cache for a Hub draft), or {} for
@@ -260,8 +265,7 @@ def materialize(
     progress: Callable[[str], None] | None = None,
 ) -> Materialized:
     """Write `spec` as a vLLM-ready draft directory (see the module docstring)."""
-    if weights not in ("link", "copy", "none"):
-        raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
+    check_weight_mode(weights)
     if spec.method is None:
         raise SpecregError(f"{spec.algorithm} drafts are not served by vLLM's speculators path; nothing to materialize",
                            source=spec.origin.source if spec.origin else None)
