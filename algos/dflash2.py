@@ -28,6 +28,7 @@ def dflash2(cfg, ctx):
     | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
     | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal |
+    | `transformer_layer_config.is_causal` | bool | optional | vLLM >= 0.28 applies it to every layer before any other rule; cleared when layers differ |
     | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |
     | `aux_hidden_state_layer_ids` | list[int] | required (never guessed) | verifier layers feeding the draft; target ids are these minus one |
     | `mask_token_id` | int >= 0 | required | the token that fills the draft block |

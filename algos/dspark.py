@@ -29,13 +29,14 @@ def dspark(cfg, ctx):
     |---|---|---|---|
     | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
-    | `transformer_layer_config.layer_types` | list[str] | default all full_attention | vLLM's DSpark forward is non-causal on every layer |
+    | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal; vLLM >= 0.26 resolves DSpark layers like DFlash |
+    | `transformer_layer_config.is_causal` | bool | optional | vLLM >= 0.28 applies it to every layer before any other rule; cleared when layers differ |
     | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |
     | `aux_hidden_state_layer_ids` | list[int] | required (never guessed) | verifier layers feeding the draft; target_layer_ids are these minus one |
     | `mask_token_id` | int >= 0 | required | the token that fills the draft block |
     | `block_size` | int in 1..4096 | optional, passed through | the trained block: checks the draft length |
     | `sample_from_anchor` | bool | derived from length vs block, else true | speculators' default for dspark; vLLM assumes false, so it is always written |
-    | `sliding_window_non_causal` | bool | default true | vLLM's DSpark path ignores it; a causal layer cannot be served |
+    | `sliding_window_non_causal` | bool | default true | vLLM's mapping ignores it for DSpark (layer_types decides), so specreg writes the trained flag |
     | `markov_rank` | int >= 1 | optional, passed through | the Markov head's rank |
     | `markov_head_type` | str | optional, passed through | the Markov head's kind |
     | `enable_confidence_head` | bool | optional, passed through | the confidence head |

@@ -23,13 +23,22 @@ NEWEST_KNOWN = Version("0.33.0")
 RULES: dict[str, Version] = {
     # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
     "dflash_target_layer_ids_minus_one": Version("0.22"),
-    # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal); before,
-    # every layer is non-causal. (vllm/v1/spec_decode/dflash.py; 0.23, where DESIGN.md says 0.24.)
+    # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal) for every
+    # layer; before, every layer is non-causal. (vllm/v1/spec_decode/dflash.py, DFlashProposer.__init__:
+    # self.dflash_causal = self.dflash_config.get("causal", False); 0.23, where DESIGN.md says 0.24.)
     "dflash_causal_layers": Version("0.23"),
-    # The DFlash model resolves each layer: is_causal, else dflash_config.causal, else
-    # layer_types[i] == "sliding_attention"; before, one flag had to serve every layer.
-    # (vllm/model_executor/models/qwen3_dflash.py)
-    "dflash_per_layer_causal": Version("0.25"),
+    # Each layer's mask is its own: qwen3_dflash._dflash_layer_causal(config, i) = dflash_config.causal
+    # when set, else layer_types[i] == "sliding_attention"; the V1 proposer and the V2 speculator
+    # take it from the model. In 0.25 the model computed a per-layer value but left it unused
+    # ("currently unused" in DFlashQwen3Attention) and both runners applied the global flag.
+    "dflash_per_layer_causal": Version("0.26"),
+    # _dflash_layer_causal reads the top-level is_causal first, for every layer.
+    "dflash_is_causal_first": Version("0.28"),
+    # DSpark layers take the DFlash per-layer rule (Qwen3DSparkModel subclasses DFlashQwen3Model,
+    # DSparkSpeculator subclasses DFlashSpeculator); in 0.25 DSparkSpeculator.__init__ set
+    # self.dflash_causal = False, so every DSpark layer was served non-causal.
+    # (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py)
+    "dspark_per_layer_causal": Version("0.26"),
     # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
     # before, every draft got the Llama class.
     "eagle_arch_by_model_type": Version("0.24"),

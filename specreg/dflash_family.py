@@ -7,13 +7,20 @@ reaches all three. The facts (speculators 0.9 training, vLLM 0.20-0.33 serving):
   target ids mean "the output of layer t" = i - 1 (vLLM >= 0.22; 0.20-0.21 stored aux unchanged).
 - Masks as trained: full-attention layers are bidirectional inside the block; a sliding layer is
   causal unless ``sliding_window_non_causal`` (missing: the field predates it, non-causal).
-- Masks as vLLM serves the unmodified file: < 0.23 every layer non-causal; 0.23-0.24 one global
-  ``dflash_config.causal`` (unset: non-causal); 0.25 a layer is causal iff sliding; >= 0.26
-  ``dflash_config.causal = not sliding_window_non_causal`` (missing -> False) for every layer. DSpark's path builds no dflash_config: its block forward is non-causal.
+- Masks as vLLM serves a draft config (`vllm_layer_causal`, one model for every version, run on
+  both the unmodified file as vLLM's mapping rewrites it and specreg's own draft_config):
+  < 0.23 every layer non-causal; 0.23-0.25 one global ``dflash_config.causal`` (unset:
+  non-causal); >= 0.26 per layer: ``dflash_config.causal`` when set, else sliding layers causal;
+  >= 0.28 a top-level ``is_causal`` first. DSpark layers follow the same rule from 0.26 (0.25's
+  DSpark speculator forced every layer non-causal). vLLM's mapping writes
+  ``dflash_config.causal = not sliding_window_non_causal`` (missing -> False) for DFlash from 0.26
+  and no flag for DSpark.
 - Draft length: ``sample_from_anchor`` false -> block_size - 1 tokens, true -> block_size.
 """
 
 from __future__ import annotations
+
+from typing import Any, Mapping
 
 import attrs
 
@@ -48,6 +55,7 @@ def read_layers(cfg: Fields, layer_cfg: Fields | None) -> tuple[int | None, list
     n = layer_cfg.get("num_hidden_layers", COUNT, required=True)
     types = layer_cfg.get("layer_types", STR_LIST)
     window = layer_cfg.get("sliding_window", POS_INT)
+    layer_cfg.get("is_causal", BOOL)  # read by vLLM >= 0.28 before any other mask rule
     if types is not None and n is not None:
         if len(types) != n:
             layer_cfg.problem(
@@ -67,17 +75,33 @@ def read_layers(cfg: Fields, layer_cfg: Fields | None) -> tuple[int | None, list
     return n, types, window
 
 
-def served_causal(variant: Variant, ctx: Context, types: list[str], non_causal_in_file: bool | None) -> list[bool]:
-    """Per layer: is it causal when the targeted vLLM serves the unmodified file?"""
-    n = len(types)
-    if variant.top_level or not ctx.since("dflash_causal_layers"):
-        return [False] * n
-    if ctx.since("dflash_causal_from_sliding_window_non_causal"):
-        flag = not (True if non_causal_in_file is None else non_causal_in_file)
-        return [flag] * n
-    if ctx.since("dflash_per_layer_causal"):
-        return [t == SLIDING for t in types]
-    return [False] * n  # 0.23-0.24: one global flag, which the mapping does not set
+def vllm_layer_causal(ctx: Context, dspark: bool, draft: Mapping[str, Any], n: int) -> list[bool]:
+    """Per layer: is it causal when the targeted vLLM serves `draft`, a draft config as vLLM loads it?
+
+    The rule of each version's model and speculator code; tests/conformance runs the wheels' own
+    functions (`_dflash_layer_causal`, the proposers' flags, DSparkSpeculator) against it."""
+    if dspark and not ctx.since("dspark_per_layer_causal"):
+        return [False] * n  # 0.25: DSparkSpeculator sets self.dflash_causal = False
+    if not ctx.since("dflash_causal_layers"):
+        return [False] * n  # the proposer builds non-causal attention metadata
+    flag = (draft.get("dflash_config") or {}).get("causal")
+    if not ctx.since("dflash_per_layer_causal"):
+        return [bool(flag)] * n  # one global flag, missing -> False
+    if ctx.since("dflash_is_causal_first") and draft.get("is_causal") is not None:
+        return [bool(draft["is_causal"])] * n
+    if flag is not None:
+        return [bool(flag)] * n
+    types = draft.get("layer_types") or []
+    return [bool(types) and types[i] == SLIDING for i in range(n)]
+
+
+def mapped_by_vllm(ctx: Context, variant: Variant, layer_data: dict, non_causal_in_file: bool | None) -> dict:
+    """The mask-deciding keys of the draft config vLLM's speculators mapping builds from the file."""
+    draft = {k: layer_data[k] for k in ("layer_types", "is_causal") if k in layer_data}
+    if not variant.top_level and ctx.since("dflash_causal_from_sliding_window_non_causal"):
+        # algos.py update_dflash: causal = not config.get("sliding_window_non_causal", True)
+        draft["dflash_config"] = {"causal": not (True if non_causal_in_file is None else non_causal_in_file)}
+    return draft
 
 
 def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
@@ -241,26 +265,24 @@ def _draft_length(
         )
 
 
-def _unservable_mask(variant: Variant, ctx: Context, trained: list[bool]) -> str | None:
-    """Why the targeted vLLM cannot serve the trained masks at all, or None when it can."""
-    if not any(trained):
-        return None
-    if variant.top_level:
+def why_unservable(ctx: Context, dspark: bool, trained: list[bool]) -> str:
+    """Why the targeted vLLM cannot be told the trained masks (its rule in `vllm_layer_causal`)."""
+    if dspark and not ctx.since("dspark_per_layer_causal"):
         return (
-            "the draft was trained with causal sliding layers (sliding_window_non_causal=false); "
-            "vLLM's DSpark block forward is non-causal on every layer"
+            f"the draft was trained with causal sliding layers; {ctx.vllm_label} serves every DSpark "
+            "layer non-causal (DSparkSpeculator sets dflash_causal = False). Needs vLLM >= 0.26."
         )
     if not ctx.since("dflash_causal_layers"):
         return (
             f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
             f"non-causal. Needs vLLM >= 0.23."
         )
-    if len(set(trained)) > 1 and not ctx.since("dflash_per_layer_causal"):
+    if not ctx.since("dflash_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
-            f"applies one causal flag to every DFlash layer. Needs vLLM >= 0.25."
+            f"applies one causal flag to every layer. Needs vLLM >= 0.26."
         )
-    return None
+    return f"specreg's draft_config does not make {ctx.vllm_label} serve the trained masks {trained}"
 
 
 def _attention(
@@ -311,26 +333,22 @@ def _attention(
         )
 
     mixed = SLIDING in layer_types and FULL in layer_types
-    if not variant.top_level and ctx.since("dflash_causal_layers"):
-        if len(set(trained)) == 1:
-            plan.derive(
-                "draft_config.dflash_config.causal",
-                trained[0],
-                [f"attention[{i}]" for i in range(n)],
-                "every layer was trained " + ("causal" if trained[0] else "non-causal") + ": one flag states it",
-            )
-        # When layers differ, no global flag: vLLM falls back to layer_types[i] == sliding_attention,
-        # which is exactly the trained plan (sliding causal, full bidirectional).
-
-    unservable = _unservable_mask(variant, ctx, trained)
+    # What vLLM's mapping builds from the unmodified file, before specreg states the mask.
+    base = plan.outputs["draft_config"]
+    mapped = mapped_by_vllm(ctx, variant, base, non_causal_in_file)
+    flag = mask_flag(ctx, variant.top_level, trained, base)
+    if flag is not None:
+        plan.derive(flag[0], flag[1], [f"attention[{i}]" for i in range(n)], flag[2])
+    unservable = vllm_layer_causal(ctx, variant.top_level, plan.outputs["draft_config"], n) != trained
     if unservable:
-        plan.find("vllm-unsupported-feature", unservable, nc_path)
+        plan.find("vllm-unsupported-feature", why_unservable(ctx, variant.top_level, trained), nc_path)
 
-    if mixed and not variant.top_level:
+    if mixed:
+        # qwen3_dflash._resolve_layer_attention (DSpark's layers too) raises without the V2 runner
         plan.find(
             "needs-v2-model-runner",
             f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers: "
-            "vLLM serves mixed DFlash drafts only with VLLM_USE_V2_MODEL_RUNNER=1",
+            "vLLM serves mixed DFlash-family drafts only with VLLM_USE_V2_MODEL_RUNNER=1",
             types_path,
         )
         anchor = plan.outputs["draft_config"].get("dflash_config", {}).get("sample_from_anchor")
@@ -342,7 +360,7 @@ def _attention(
                 cfg.at("sample_from_anchor"),
             )
 
-    served = served_causal(variant, ctx, layer_types, non_causal_in_file)
+    served = vllm_layer_causal(ctx, variant.top_level, mapped, n)
     wrong = [i for i in range(n) if served[i] != trained[i]]
     # A mask vLLM cannot serve at all is already an error above; report the rest.
     if wrong and not unservable:
@@ -355,21 +373,44 @@ def _attention(
             f"served {'causal' if sv else 'non-causal'}"
             for (t, tr, sv), ids in groups.items()
         )
-        if ctx.since("dflash_causal_from_sliding_window_non_causal") and not variant.top_level:
-            because = (
-                f"{ctx.vllm_label} sets dflash_config.causal = not sliding_window_non_causal "
-                f"(= {str(served[0]).lower()}) for every layer"
-            )
-        else:
-            because = (
-                f"{ctx.vllm_label} resolves causality from layer_types alone"
-                if ctx.since("dflash_per_layer_causal")
-                else f"{ctx.vllm_label} applies one causal flag, unset in the file, to every layer"
-            )
         plan.find(
             "served-causal-mismatch",
-            f"the unmodified file would be served with the wrong mask on {layers}: {because}. "
-            "specreg's draft_config states the trained mask.",
+            f"the unmodified file would be served with the wrong mask on {layers}: "
+            f"{_served_because(ctx, variant, mapped)}. specreg's draft_config states the trained mask.",
             nc_path,
         )
 
+
+def mask_flag(ctx: Context, dspark: bool, trained: list[bool], base: Mapping[str, Any]) -> tuple[str, Any, str] | None:
+    """The flag (field, value, why) that makes the targeted vLLM serve the trained masks, or None.
+
+    Layers that agree get one flag (`is_causal` from 0.28, where it is read first; else
+    `dflash_config.causal`); layers that differ get none, and vLLM's per-layer fallback
+    (sliding causal, full bidirectional) is then the trained plan."""
+    if len(set(trained)) == 1:
+        why = "every layer was trained " + ("causal" if trained[0] else "non-causal") + ": one flag states it"
+        if ctx.since("dflash_is_causal_first"):
+            return "draft_config.is_causal", trained[0], why + f" ({ctx.vllm_label} reads is_causal first)"
+        if ctx.since("dflash_causal_layers") and (not dspark or ctx.since("dspark_per_layer_causal")):
+            return "draft_config.dflash_config.causal", trained[0], why
+    elif base.get("is_causal") is not None and ctx.since("dflash_is_causal_first"):
+        # a layer config's own is_causal would override the per-layer fallback for every layer
+        return "draft_config.is_causal", None, "layers were trained with different masks: is_causal cleared so each layer's type decides"
+    return None
+
+
+def _served_because(ctx: Context, variant: Variant, mapped: dict) -> str:
+    """Which rule of the targeted vLLM gives the unmodified file its mask."""
+    if ctx.since("dflash_is_causal_first") and mapped.get("is_causal") is not None:
+        return f"{ctx.vllm_label} applies the layer config's is_causal = {str(mapped['is_causal']).lower()} to every layer"
+    if "dflash_config" in mapped and ctx.since("dflash_per_layer_causal"):
+        return (
+            f"{ctx.vllm_label} sets dflash_config.causal = not sliding_window_non_causal "
+            f"(= {str(mapped['dflash_config']['causal']).lower()}) for every layer"
+        )
+    if ctx.since("dflash_per_layer_causal"):
+        return (
+            f"{ctx.vllm_label}'s mapping writes no causal flag for {variant.name}, so layer_types decides "
+            "(sliding layers causal)"
+        )
+    return f"{ctx.vllm_label} applies one causal flag, unset in the file, to every layer"

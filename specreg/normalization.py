@@ -181,25 +181,31 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
 
 def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dict) -> tuple:
     """A native draft trained causal on every layer, full attention included (is_causal /
-    dflash_config.causal = true): the plan says so, and whether the targeted vLLM can serve it."""
+    dflash_config.causal = true): the plan says so, the flag the targeted vLLM reads states it, and
+    an error finding when that vLLM cannot serve it (the one model in `dflash_family`)."""
     import attrs
 
-    from specreg.capabilities import parse_version, since
+    from specreg.capabilities import parse_version
+    from specreg.dflash_family import mask_flag, vllm_layer_causal, why_unservable
+    from specreg.plan import _set_path
 
     attention = tuple(attrs.evolve(a, causal=True) for a in spec.attention)
     for a in attention:
         provenance[f"attention[{a.layer}]"] = Provenance("derived", (path,), "every layer was trained causal")
+    ctx = Context(vllm=parse_version(spec.vllm_version), source=None, envelope=None)
+    dspark, trained = spec.algorithm == "dspark", [True] * len(attention)
+    outputs = {"draft_config": draft}
+    for stale in ("draft_config.is_causal", "draft_config.dflash_config.causal"):
+        provenance.pop(stale, None)
+    draft.pop("is_causal", None)
+    draft.get("dflash_config", {}).pop("causal", None)
+    flag = mask_flag(ctx, dspark, trained, draft)
+    if flag is not None:
+        _set_path(outputs, flag[0], flag[1])
+        provenance[flag[0]] = Provenance("derived", (path,), "every layer was trained causal")
     findings = []
-    version = parse_version(spec.vllm_version)
-    if spec.algorithm == "dspark":
-        findings.append(Finding.of("vllm-unsupported-feature", "the draft was trained causal on every layer; vLLM's "
-                                   "DSpark block forward is non-causal on every layer", path))
-    elif not since("dflash_causal_layers", version):
-        findings.append(Finding.of("vllm-unsupported-feature", f"the draft was trained causal; vLLM "
-                                   f"{spec.vllm_version} serves every DFlash layer non-causal. Needs vLLM >= 0.23.", path))
-    else:
-        draft.setdefault("dflash_config", {})["causal"] = True
-        provenance["draft_config.dflash_config.causal"] = Provenance("derived", (path,), "every layer was trained causal")
+    if vllm_layer_causal(ctx, dspark, draft, len(trained)) != trained:
+        findings.append(Finding.of("vllm-unsupported-feature", why_unservable(ctx, dspark, trained), path))
     return attention, draft, findings
 
 

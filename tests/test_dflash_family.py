@@ -27,8 +27,8 @@ def test_dflash_at_033_states_the_trained_bidirectional_mask(fx):
         "mask_token_id": 151669,
         "target_layer_ids": TARGET,
         "sample_from_anchor": False,
-        "causal": False,
     }
+    assert dc["is_causal"] is False  # vLLM >= 0.28 reads is_causal before dflash_config.causal
     assert [(a.layer, a.kind, a.window, a.causal) for a in spec.attention] == [
         (i, "full", None, False) for i in range(5)
     ]
@@ -123,22 +123,33 @@ def test_causal_sliding_and_bidirectional_full_layers_get_no_global_flag(variant
         ("full", None, False)
     ]
     assert "causal" not in spec.draft_config_dict()["dflash_config"]
+    assert "is_causal" not in spec.draft_config_dict()
     f = finding(spec, "served-causal-mismatch")
     assert "layer 4 (full attention): trained non-causal, served causal" in f.message
     assert "needs-v2-model-runner" in codes(spec)
     assert spec.needs_v2_model_runner
 
 
-def test_mixed_layers_at_025_are_served_as_trained_by_layer_types(variant):
-    spec = specreg.normalize(mixed_dflash(variant), vllm="0.25")
-    assert "served-causal-mismatch" not in codes(spec)
+@pytest.mark.parametrize("version", ["0.26", "0.27"])
+def test_mixed_layers_from_026_are_served_as_trained_by_layer_types(variant, version):
+    spec = specreg.normalize(mixed_dflash(variant), vllm=version)
+    assert spec.servable
     assert "causal" not in spec.draft_config_dict()["dflash_config"]
+    assert "dflash_config.causal = not sliding_window_non_causal" in finding(spec, "served-causal-mismatch").message
 
 
-def test_mixed_causal_layers_need_per_layer_masks_from_025(variant):
-    spec = specreg.normalize(mixed_dflash(variant), vllm="0.24")
-    assert "Needs vLLM >= 0.25" in finding(spec, "vllm-unsupported-feature").message
+@pytest.mark.parametrize("version", ["0.24", "0.25"])
+def test_mixed_causal_layers_need_per_layer_masks_from_026(variant, version):
+    # 0.25's model computed a per-layer value but left it unused; both runners took one global flag
+    spec = specreg.normalize(mixed_dflash(variant), vllm=version)
+    assert "Needs vLLM >= 0.26" in finding(spec, "vllm-unsupported-feature").message
     assert "served-causal-mismatch" not in codes(spec)
+
+
+def test_a_layer_configs_own_is_causal_is_cleared_when_layers_differ(variant):
+    spec = specreg.normalize(mixed_dflash(variant, transformer_layer_config__is_causal=True), vllm="0.33")
+    assert spec.draft_config_dict()["is_causal"] is None and spec.servable
+    assert "applies the layer config's is_causal = true to every layer" in finding(spec, "served-causal-mismatch").message
 
 
 def all_sliding_dflash(variant):
@@ -150,8 +161,8 @@ def all_sliding_dflash(variant):
     )
 
 
-@pytest.mark.parametrize("version", ["0.23", "0.24"])
-def test_uniform_causal_layers_at_023_024_are_stated_by_the_global_flag(variant, version):
+@pytest.mark.parametrize("version", ["0.23", "0.24", "0.25"])
+def test_uniform_causal_layers_at_023_025_are_stated_by_the_global_flag(variant, version):
     spec = specreg.normalize(all_sliding_dflash(variant), vllm=version)
     assert spec.draft_config_dict()["dflash_config"]["causal"] is True
     assert "applies one causal flag, unset in the file, to every layer" in finding(spec, "served-causal-mismatch").message
@@ -166,7 +177,8 @@ def test_causal_layers_cannot_be_served_before_023(variant):
 
 def test_all_sliding_causal_layers_get_causal_true(variant):
     spec = specreg.normalize(all_sliding_dflash(variant), vllm="0.33")
-    assert spec.draft_config_dict()["dflash_config"]["causal"] is True
+    assert spec.draft_config_dict()["is_causal"] is True
+    assert specreg.normalize(all_sliding_dflash(variant), vllm="0.27").draft_config_dict()["dflash_config"]["causal"] is True
     assert "served-causal-mismatch" not in codes(spec)
 
 
@@ -174,7 +186,7 @@ def test_missing_non_causal_flag_means_non_causal_sliding_layers(variant):
     cfg = mixed_dflash(variant, sliding_window_non_causal=DROP)
     spec = specreg.normalize(cfg, vllm="0.33")
     assert [a.causal for a in spec.attention] == [False] * 5
-    assert spec.draft_config_dict()["dflash_config"]["causal"] is False
+    assert spec.draft_config_dict()["is_causal"] is False
     assert "trainer-default-applied" in codes(spec)
     assert "served-causal-mismatch" not in codes(spec)  # vLLM reads missing as non-causal too
 
@@ -236,7 +248,6 @@ def test_dflash2_at_033(fx):
         "mask_token_id": 151669,
         "target_layer_ids": TARGET,
         "sample_from_anchor": False,
-        "causal": False,
         "conv_kernel_size": 2,
         "conv_group_size": 16,
         "selector_rank": 256,
@@ -245,6 +256,7 @@ def test_dflash2_at_033(fx):
     assert [(a.kind, a.window, a.causal) for a in spec.attention] == [("sliding", 2048, False)] * 4 + [
         ("full", None, False)
     ]
+    assert dc["is_causal"] is False
     assert codes(spec) == ["auto-map-ignored", "needs-v2-model-runner"]
 
 
@@ -308,14 +320,51 @@ def test_dspark_names_the_omni_class_when_the_source_does(variant):
     assert spec.draft_config_dict()["architectures"] == ["Qwen3OmniDSparkModel"]
 
 
-def test_dspark_with_causal_sliding_layers_cannot_be_served(variant):
-    cfg = variant(
+def dspark_sliding(variant, non_causal):
+    """dspark_generated.json with one sliding layer (window 512) and the trained sliding mask."""
+    return variant(
         "dspark_generated",
         transformer_layer_config__layer_types=["sliding_attention", "full_attention", "full_attention"],
         transformer_layer_config__sliding_window=512,
+        sliding_window_non_causal=non_causal,
     )
-    spec = specreg.normalize(cfg, vllm="0.33")
-    assert "non-causal on every layer" in finding(spec, "vllm-unsupported-feature").message
+
+
+@pytest.mark.parametrize("version", ["0.26", "0.27", "0.33"])
+def test_dspark_with_causal_sliding_layers_is_served_by_layer_types_from_026(variant, version):
+    spec = specreg.normalize(dspark_sliding(variant, False), vllm=version)
+    assert [a.causal for a in spec.attention] == [True, False, False]
+    assert spec.servable
+    assert "served-causal-mismatch" not in codes(spec)
+    dc = spec.draft_config_dict()
+    assert "is_causal" not in dc and "dflash_config" not in dc  # layers differ: layer_types decides
+    assert "needs-v2-model-runner" in codes(spec)
+
+
+def test_dspark_with_causal_sliding_layers_cannot_be_served_by_025(variant):
+    spec = specreg.normalize(dspark_sliding(variant, False), vllm="0.25")
+    assert "Needs vLLM >= 0.26" in finding(spec, "vllm-unsupported-feature").message
+    assert not spec.servable
+
+
+@pytest.mark.parametrize(("version", "field"), [("0.26", "dflash_config.causal"), ("0.27", "dflash_config.causal"),
+                                                ("0.28", "is_causal"), ("0.33", "is_causal")])
+def test_dspark_with_non_causal_sliding_layers_gets_the_flag_its_version_reads(variant, version, field):
+    spec = specreg.normalize(dspark_sliding(variant, True), vllm=version)
+    assert [a.causal for a in spec.attention] == [False, False, False]
+    node = spec.draft_config_dict()
+    for part in field.split("."):
+        node = node[part]
+    assert node is False
+    f = finding(spec, "served-causal-mismatch")
+    assert "layer 0 (sliding): trained non-causal, served causal" in f.message
+    assert "writes no causal flag for dspark, so layer_types decides" in f.message
+
+
+def test_dspark_at_025_serves_every_layer_non_causal_which_is_the_non_causal_plan(variant):
+    spec = specreg.normalize(dspark_sliding(variant, True), vllm="0.25")
+    assert spec.servable and "served-causal-mismatch" not in codes(spec)
+    assert "is_causal" not in spec.draft_config_dict() and "dflash_config" not in spec.draft_config_dict()
 
 
 def test_dspark_needs_vllm_025(fx):

@@ -44,7 +44,7 @@ def test_the_config_is_the_draft_config_and_weights_are_linked(dflash_dir, tmp_p
     written = json.loads((out.directory / "config.json").read_text())
     assert written == spec.draft_config_dict()
     assert "speculators_config" not in written  # vLLM must not re-run its mapping on it
-    assert written["dflash_config"]["causal"] is False  # trained bidirectional, stated explicitly
+    assert written["is_causal"] is False  # trained bidirectional, stated explicitly (read first from vLLM 0.28)
     weights = out.directory / "model.safetensors"
     assert weights.is_symlink() and os.readlink(weights) == str((dflash_dir / "model.safetensors").resolve())
     manifest = json.loads((out.directory / "specreg.json").read_text())
@@ -256,7 +256,7 @@ def test_serve_uses_a_materialized_directory_when_the_file_would_be_served_diffe
     cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
     draft = cfg["model"]
     assert draft.startswith(str(cache / "drafts"))
-    assert json.loads(open(os.path.join(draft, "config.json")).read())["dflash_config"]["causal"] is False
+    assert json.loads(open(os.path.join(draft, "config.json")).read())["is_causal"] is False
     assert "served differently" in r.stderr and "served-causal-mismatch" in r.stderr
     # served again: the same directory, rewritten in place
     again = run("serve", str(dflash_dir), "--vllm", "0.33", env={"SPECREG_CACHE": str(cache)})

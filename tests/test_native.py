@@ -125,21 +125,28 @@ def test_deepspec_dspark_drafts_the_whole_block_from_the_anchor():
     assert spec.provenance["draft_config.sample_from_anchor"].kind == "default"
 
 
-def test_a_causal_dspark_is_planned_causal_and_not_servable():
-    spec = specreg.normalize(native_config("deepspec_dspark_qwen3_8b_causal.json"), verifier=VERIFIER)
+def test_a_dspark_causal_everywhere_is_stated_by_the_flag_each_version_reads():
+    cfg = native_config("deepspec_dspark_qwen3_8b_causal.json")
+    spec = specreg.normalize(cfg, vllm="0.33", verifier=VERIFIER)
     assert {a.causal for a in spec.attention} == {True}
     assert spec.provenance["attention[0]"].sources == ("$.is_causal",)
-    f = finding(spec, "vllm-unsupported-feature")
-    assert f.path == "$.is_causal" and "non-causal on every layer" in f.message
-    assert not spec.servable
+    assert spec.draft_config["is_causal"] is True and spec.servable
+    assert specreg.normalize(cfg, vllm="0.27", verifier=VERIFIER).draft_config["dflash_config"]["causal"] is True
+    old = specreg.normalize(cfg, vllm="0.25", verifier=VERIFIER)
+    f = finding(old, "vllm-unsupported-feature")
+    assert f.path == "$.is_causal" and "DSparkSpeculator sets dflash_causal = False" in f.message
+    assert not old.servable
 
 
-def test_a_zlab_draft_causal_everywhere_is_served_with_the_global_flag():
+def test_a_zlab_draft_causal_everywhere_is_served_with_the_flag_each_version_reads():
     cfg = native_config("zlab_dflash_legacy_schema.json")
     cfg["dflash_config"]["causal"] = True
     new = specreg.normalize(cfg, vllm="0.33", verifier=VERIFIER)
     assert {a.causal for a in new.attention} == {True}
-    assert new.draft_config["dflash_config"]["causal"] is True and new.servable
+    assert new.draft_config["is_causal"] is True and new.servable
+    assert "causal" not in new.draft_config["dflash_config"]
+    mid = specreg.normalize(cfg, vllm="0.24", verifier=VERIFIER)
+    assert mid.draft_config["dflash_config"]["causal"] is True and mid.servable
     old = specreg.normalize(cfg, vllm="0.22", verifier=VERIFIER)
     assert "Needs vLLM >= 0.23" in finding(old, "vllm-unsupported-feature").message
 

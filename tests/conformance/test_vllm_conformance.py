@@ -15,7 +15,7 @@ from conftest import DATA, fixture_config
 
 pytestmark = pytest.mark.conformance
 
-VERSIONS = ["0.20.0", "0.22.0", "0.24.0", "0.26.0", "0.29.0", "0.33.0"]
+VERSIONS = ["0.20.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.33.0"]
 FIXTURES = sorted(p.stem for p in (DATA / "speculators").glob("*.json"))
 TABLE = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 ABSENT = "(absent)"
@@ -126,13 +126,13 @@ def _before(version: Version) -> str:
     """The release just before `version` among those the capability checks download."""
     return {
         "0.10.1": "0.10.0", "0.18": "0.17.1", "0.20": "0.19.1", "0.22": "0.21.0", "0.23": "0.22.0", "0.24": "0.23.0",
-        "0.25": "0.24.0", "0.26": "0.25.0", "0.27": "0.26.0", "0.29": "0.28.0",
+        "0.25": "0.24.0", "0.26": "0.25.0", "0.27": "0.26.0", "0.28": "0.27.0", "0.29": "0.28.0",
     }[str(version)]
 
 
 def _release(version: Version) -> str:
     return {"0.10.1": "0.10.1", "0.18": "0.18.0", "0.20": "0.20.0", "0.22": "0.22.0", "0.23": "0.23.0", "0.24": "0.24.0", "0.25": "0.25.0",
-            "0.26": "0.26.0", "0.27": "0.27.0", "0.29": "0.29.0"}[str(version)]
+            "0.26": "0.26.0", "0.27": "0.27.0", "0.28": "0.28.0", "0.29": "0.29.0"}[str(version)]
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHM_FIXTURE))
@@ -185,8 +185,6 @@ def test_plain_path_class_names_are_the_same_vllm_class(version):
 # Rules that live outside the mapping (the proposer, the model, the config loader): each is
 # recognised by a line of vLLM's own source, present from its first version and absent before.
 SOURCE_PROBES = {
-    "dflash_causal_layers": ("vllm/v1/spec_decode/dflash.py", r'dflash_config\.get\("causal"'),
-    "dflash_per_layer_causal": ("vllm/model_executor/models/qwen3_dflash.py", r'\.get\("causal"'),
     "dflash_v2_runner_rejects_sample_from_anchor": (
         "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
         r"sample_from_anchor=True is not supported for DFlash",
@@ -211,8 +209,32 @@ def _source(version: str, path: str) -> str:
         return z.read(path).decode() if path in z.namelist() else ""
 
 
+# Mask rules: the served masks of a probe config, computed by the wheel's own code
+# (conformance/vllm_serving.py), differ between the first version and the one before.
+_FULL3 = {"num_hidden_layers": 3, "layer_types": ["full_attention"] * 3}
+MASK_PROBES = {
+    # rule: (draft config as vLLM loads it, dspark?, served masks that mean "has the rule")
+    "dflash_causal_layers": ({**_FULL3, "dflash_config": {"causal": True}}, False, [True] * 3),
+    "dflash_per_layer_causal": ({"num_hidden_layers": 3, "sliding_window": 8,
+                                 "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
+                                False, [True, True, False]),
+    "dflash_is_causal_first": ({**_FULL3, "is_causal": False, "dflash_config": {"causal": True}}, False, [False] * 3),
+    "dspark_per_layer_causal": ({"num_hidden_layers": 2, "sliding_window": 8,
+                                 "layer_types": ["sliding_attention"] * 2}, True, [True, True]),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(MASK_PROBES))
+def test_a_mask_rule_starts_in_its_version(rule):
+    from conformance.vllm_serving import Serving
+
+    draft, dspark, with_rule = MASK_PROBES[rule]
+    assert Serving(_release(RULES[rule])).layer_causal(draft, dspark=dspark) == with_rule
+    assert Serving(_before(RULES[rule])).layer_causal(draft, dspark=dspark) != with_rule
+
+
 def test_every_rule_is_probed():
-    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES)
+    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES) | set(MASK_PROBES)
 
 
 @pytest.mark.parametrize("rule", sorted(SOURCE_PROBES))

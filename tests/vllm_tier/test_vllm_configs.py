@@ -43,6 +43,12 @@ VARIANTS = {
     "eagle3-no-norm-flag": ("eagle3_generated", {"norm_before_residual": None}),
     # speculators' default true for DSpark, vLLM's false
     "dspark-no-anchor-flag": ("dspark_generated", {"sample_from_anchor": None}),
+    # causal sliding DSpark layers (GLM-5.3, Kimi-K3 style): vLLM's layer_types fallback serves them as trained
+    "dspark-causal-sliding": ("dspark_generated", {"sliding_window_non_causal": False, "transformer_layer_config": {
+        "layer_types": ["sliding_attention"] * 3, "sliding_window": 512, "use_sliding_window": True}}),
+    # non-causal sliding DSpark layers: the mapping writes no flag, so vLLM would serve them causal
+    "dspark-non-causal-sliding": ("dspark_generated", {"sliding_window_non_causal": True, "transformer_layer_config": {
+        "layer_types": ["sliding_attention"] * 3, "sliding_window": 512, "use_sliding_window": True}}),
 }
 CASES = SERVABLE + sorted(VARIANTS)
 
@@ -56,6 +62,8 @@ def case_config(case: str) -> dict:
     for key, value in changes.items():
         if value is None:
             del config[key]
+        elif isinstance(value, dict):
+            config[key].update(value)
         else:
             config[key] = value
     return config
@@ -129,15 +137,47 @@ def resolved(sc) -> dict:
     out["aux_layer_ids"] = list(aux) if aux is not None else None
     if sc.method == "eagle3":
         out["norm_before_residual"] = getattr(hf, "norm_before_residual", None)
+    if sc.method in ("dflash", "dspark"):
+        out["causal"] = served_masks(sc)
     if sc.method == "dflash":
-        from vllm.model_executor.models.qwen3_dflash import _dflash_layer_causal
-
-        out["causal"] = [_dflash_layer_causal(hf, i) for i in range(hf.num_hidden_layers)]
         out["target_layer_ids"] = list((getattr(hf, "dflash_config", None) or {}).get("target_layer_ids") or [])
     if sc.method == "dspark":
-        out["causal"] = [False] * hf.num_hidden_layers  # vLLM's DSpark block forward is non-causal
         out["dspark_bonus_anchor"] = getattr(hf, "dspark_bonus_anchor", None)
     return out
+
+
+def served_masks(sc) -> list[bool]:
+    """Every draft layer's mask as vLLM builds it: the layer's own resolver (DSpark and DFlash2 layers
+    are DFlash decoder layers, checked below), and no speculator class that overrides it."""
+    import inspect
+
+    from vllm.model_executor.models.qwen3_dflash import DFlashQwen3DecoderLayer, _resolve_layer_attention
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    hf = sc.draft_model_config.hf_config
+    arch = sc.draft_model_config.architectures[0]
+    import importlib
+
+    name = ModelRegistry.models[arch].module_name
+    module = importlib.import_module(name if name.startswith("vllm.") else f"vllm.model_executor.models.{name}")
+    layer_classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
+                     if issubclass(c, __import__("torch").nn.Module) and c.__module__ == module.__name__
+                     and "DecoderLayer" in c.__name__]
+    assert all(issubclass(c, DFlashQwen3DecoderLayer) for c in layer_classes), (arch, layer_classes)
+    if sc.method == "dspark":
+        from vllm.v1.worker.gpu.spec_decode.dspark.speculator import DSparkSpeculator
+
+        assert "dflash_causal" not in inspect.getsource(DSparkSpeculator.__init__)  # 0.25 forced it False
+    import types
+    from unittest import mock
+
+    from vllm.model_executor.models import qwen3_dflash
+
+    # Mixed sliding/full layers are resolved only on the V2 model runner (vLLM raises otherwise,
+    # and specreg says so with needs-v2-model-runner): resolve as that runner does.
+    v2 = types.SimpleNamespace(use_v2_model_runner=True)
+    with mock.patch.object(qwen3_dflash, "get_current_vllm_config", lambda: v2):
+        return [_resolve_layer_attention(hf, i)[1] for i in range(hf.num_hidden_layers)]
 
 
 def trained(spec) -> dict:
