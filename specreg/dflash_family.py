@@ -23,12 +23,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import attrs
+from packaging.version import Version
 
 from specreg.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
 from specreg.plan import Context, Plan
 from specreg.speculator import LayerAttention
 
 FULL, SLIDING = "full_attention", "sliding_attention"
+FIRST_WITH_SAMPLE_FROM_ANCHOR = Version("0.7.0")
 
 
 @attrs.frozen
@@ -177,9 +179,18 @@ def _draft_length(
     k = env.num_speculative_tokens
     assert k is not None
     anchor_src = [cfg.at("sample_from_anchor")]
+    writer = env.speculators_version
+    # speculators added sample_from_anchor in 0.7.0; before, its DFlash trainer always wrote
+    # speculative_tokens = block_size - 1 ("DFlash first position is anchor position, not used
+    # during gen": src/speculators/models/dflash/core.py at v0.5.0, f26d8a7, and v0.6.0, d1a3ff3).
+    predates = writer is not None and writer < FIRST_WITH_SAMPLE_FROM_ANCHOR and not variant.top_level
     if anchor_in_file is not None:
         anchor = anchor_in_file
         plan_anchor = ("copy", anchor_src[0])
+    elif predates:
+        anchor = False
+        plan_anchor = ("default", f"speculators {writer} predates sample_from_anchor (added in 0.7.0); its "
+                                  f"{variant.name} trainer always drafted block_size - 1 tokens after the anchor")
     elif block is not None and k in (block - 1, block):
         anchor = k == block
         plan_anchor = ("derive", "speculative_tokens == block_size" if anchor else "speculative_tokens == block_size - 1")
@@ -211,23 +222,29 @@ def _draft_length(
         )
 
     # What vLLM does with the unmodified file.
-    if not ctx.since("sample_from_anchor_mapped"):
-        if anchor and not variant.top_level:
-            plan.find(
-                "vllm-unsupported-feature",
-                f"the draft was trained with sample_from_anchor=true ({'block_size' if block else 'the draft'} "
-                f"tokens from the anchor); {ctx.vllm_label} never reads sample_from_anchor for DFlash "
-                f"and always drafts block_size - 1 tokens after a bonus anchor. Needs vLLM >= 0.27.",
-                anchor_src[0],
-            )
-        if anchor and variant.top_level:
-            plan.find(
-                "served-length-mismatch",
-                f"{ctx.vllm_label} maps every speculators DSpark draft with dspark_bonus_anchor=true, "
-                f"but this one was trained with sample_from_anchor=true; serve specreg's draft_config, "
-                f"which sets dspark_bonus_anchor=false.",
-                anchor_src[0],
-            )
+    if anchor and not variant.top_level:
+        # No runner serves it: the V1 DFlashProposer never reads the field and always queries a bonus
+        # token (gpu_model_runner: "DFlash queries one extra token (the bonus token)"); the V2
+        # DFlashSpeculator raises on it from 0.27 (tests/conformance checks both in every wheel).
+        how = (f"{ctx.vllm_label} maps the field, but its V1 runner always drafts after a bonus token"
+               if ctx.since("sample_from_anchor_mapped")
+               else f"{ctx.vllm_label} never reads sample_from_anchor for DFlash and drafts after a bonus token")
+        if ctx.since("dflash_v2_runner_rejects_sample_from_anchor"):
+            how += " and its V2 runner refuses sample_from_anchor=true for DFlash"
+        plan.find(
+            "vllm-unsupported-feature",
+            f"the draft was trained with sample_from_anchor=true ({'block_size' if block else 'the draft'} "
+            f"tokens from the anchor); {how}. No vLLM release serves this layout.",
+            anchor_src[0],
+        )
+    elif anchor and not ctx.since("sample_from_anchor_mapped"):
+        plan.find(
+            "served-length-mismatch",
+            f"{ctx.vllm_label} maps every speculators DSpark draft with dspark_bonus_anchor=true, "
+            f"but this one was trained with sample_from_anchor=true; serve specreg's draft_config, "
+            f"which sets dspark_bonus_anchor=false.",
+            anchor_src[0],
+        )
     elif anchor_in_file is None and anchor:
         plan.find(
             "served-length-mismatch",
@@ -239,8 +256,20 @@ def _draft_length(
     expected = None
     if block is not None:
         expected = block if anchor else block - 1
-    if expected is not None and k != expected:
-        rule = "block_size" if anchor else "block_size - 1"
+    rule = "block_size" if anchor else "block_size - 1"
+    if expected is not None and k != expected and predates and k == block:
+        # the file's length disagrees with the trainer that wrote it: a finding about the length
+        plan.find(
+            "served-length-mismatch",
+            f"speculative_tokens is {k} = block_size, but speculators {writer}, which wrote this file, had no "
+            f"sample_from_anchor: its DFlash trainer drafts block_size - 1 = {expected} tokens after the anchor. "
+            f"vLLM given the unmodified file drafts {k} tokens after a bonus token, one past the trained "
+            f"block; specreg serves {expected}.",
+            env.tokens_path,
+        )
+        plan.derive("num_speculative_tokens", expected, [cfg.at("block_size"), "$.speculators_version"],
+                    f"{rule} for the trained block (speculators {writer}'s DFlash trainer)")
+    elif expected is not None and k != expected:
         plan.find(
             "draft-length-mismatch",
             f"speculative_tokens is {k}, but a draft trained with block_size {block} and "
@@ -351,14 +380,6 @@ def _attention(
             "vLLM serves mixed DFlash-family drafts only with VLLM_USE_V2_MODEL_RUNNER=1",
             types_path,
         )
-        anchor = plan.outputs["draft_config"].get("dflash_config", {}).get("sample_from_anchor")
-        if anchor and ctx.since("dflash_v2_runner_rejects_sample_from_anchor"):
-            plan.find(
-                "vllm-unsupported-feature",
-                f"mixed sliding/full layers need the V2 model runner, which rejects "
-                f"sample_from_anchor=true for DFlash in {ctx.vllm_label}",
-                cfg.at("sample_from_anchor"),
-            )
 
     served = vllm_layer_causal(ctx, variant.top_level, mapped, n)
     wrong = [i for i in range(n) if served[i] != trained[i]]

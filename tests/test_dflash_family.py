@@ -203,18 +203,56 @@ def test_missing_sample_from_anchor_is_derived_from_length_and_block(variant):
     assert "served-length-mismatch" not in codes(spec)
 
 
-def test_block_size_tokens_mean_sample_from_anchor_true_which_vllm_would_miss(variant):
+@pytest.mark.parametrize("version", ["0.26", "0.27", "0.33"])
+def test_a_dflash_draft_sampling_from_the_anchor_is_served_by_no_vllm(variant, version):
     cfg = variant("dflash", sample_from_anchor=DROP, speculators_config__proposal_methods__0__speculative_tokens=16)
-    spec = specreg.normalize(cfg, vllm="0.33")
-    assert spec.draft_config_dict()["dflash_config"]["sample_from_anchor"] is True
+    spec = specreg.normalize(cfg, vllm=version)
+    assert spec.draft_config_dict()["dflash_config"].get("sample_from_anchor", True) is True
     assert spec.num_speculative_tokens == 16
-    assert finding(spec, "served-length-mismatch").severity == "warning"
+    f = finding(spec, "vllm-unsupported-feature")
+    assert "No vLLM release serves this layout" in f.message
+    assert ("V2 runner refuses" in f.message) == (version != "0.26")
+    assert not spec.servable
 
 
-def test_sample_from_anchor_true_cannot_be_served_before_027(variant):
-    cfg = variant("dflash", sample_from_anchor=True, speculators_config__proposal_methods__0__speculative_tokens=16)
-    spec = specreg.normalize(cfg, vllm="0.26")
-    assert "Needs vLLM >= 0.27" in finding(spec, "vllm-unsupported-feature").message
+# -- the writer's version: speculators < 0.7 had no sample_from_anchor --------------------------
+
+
+def gemma_like_v05(variant, **more):
+    """Shaped like the RedHat gemma-4-31B DFlash release: block 8, 8 speculative tokens, no
+    sample_from_anchor, written by speculators 0.5.0."""
+    changes = {"sample_from_anchor": DROP, "block_size": 8, "speculators_version": "0.5.0",
+               "speculators_config__proposal_methods__0__speculative_tokens": 8}
+    return variant("dflash", **{**changes, **more})
+
+
+def test_a_pre_07_dflash_with_block_size_tokens_keeps_the_anchor_drop_layout(variant):
+    # speculators v0.5.0 (f26d8a7) src/speculators/models/dflash/core.py writes
+    # speculative_tokens = block_size - 1: "DFlash first position is anchor position, not used during gen"
+    spec = specreg.normalize(gemma_like_v05(variant), vllm="0.33")
+    assert spec.draft_config_dict()["dflash_config"]["sample_from_anchor"] is False
+    prov = spec.provenance["draft_config.dflash_config.sample_from_anchor"]
+    assert prov.kind == "default" and "speculators 0.5.0 predates sample_from_anchor" in prov.why
+    assert spec.num_speculative_tokens == 7
+    assert spec.speculative_config["num_speculative_tokens"] == 7
+    f = finding(spec, "served-length-mismatch")
+    assert f.path == "$.speculators_config.proposal_methods[0].speculative_tokens"
+    assert "drafts block_size - 1 = 7 tokens" in f.message
+    assert codes(spec).count("served-length-mismatch") == 1
+    assert "vllm-unsupported-feature" not in codes(spec) and spec.servable
+
+
+def test_a_pre_07_dflash_with_block_size_minus_one_tokens_has_no_length_finding(variant):
+    spec = specreg.normalize(gemma_like_v05(variant, speculators_config__proposal_methods__0__speculative_tokens=7),
+                             vllm="0.33")
+    assert spec.num_speculative_tokens == 7
+    assert "served-length-mismatch" not in codes(spec) and "draft-length-mismatch" not in codes(spec)
+
+
+def test_from_07_block_size_tokens_mean_sampling_from_the_anchor(variant):
+    spec = specreg.normalize(gemma_like_v05(variant, speculators_version="0.7.0"), vllm="0.33")
+    assert spec.draft_config_dict()["dflash_config"]["sample_from_anchor"] is True
+    assert spec.provenance["draft_config.dflash_config.sample_from_anchor"].why == "speculative_tokens == block_size"
 
 
 def test_draft_length_that_disagrees_with_the_block_is_an_error_and_the_trained_length_is_used(variant):
@@ -226,13 +264,6 @@ def test_draft_length_that_disagrees_with_the_block_is_an_error_and_the_trained_
     assert "drafts block_size - 1 = 15 tokens" in f.message
     assert spec.num_speculative_tokens == 15
     assert spec.speculative_config["num_speculative_tokens"] == 15
-
-
-def test_sample_from_anchor_on_a_v2_only_draft_is_refused_from_027(variant):
-    cfg = mixed_dflash(variant, sample_from_anchor=True)
-    cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 16
-    spec = specreg.normalize(cfg, vllm="0.33")
-    assert "V2 model runner" in finding(spec, "vllm-unsupported-feature").message
 
 
 # -- dflash2.json: 4 sliding (2048) + 1 full, sliding_window_non_causal true ---------------------

@@ -152,3 +152,34 @@ def test_dflash2_layers_are_dflash_layers(version):
     from conformance.vllm_serving import inherits_dflash_layers
 
     assert inherits_dflash_layers(version, "qwen3_dflash2", "DFlash2Qwen3DecoderLayer", "DFlashQwen3DecoderLayer")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("case", sorted(c for c in CASES if c.startswith("dspark")) + ["dspark-no-anchor-flag"])
+def test_dspark_drafts_from_the_anchor_as_trained(tmp_path, serving, mapping, version, case):
+    cfg = case_config(case) if case in CASES else _merge(fixture_config("dspark_generated"), {"sample_from_anchor": None})
+    spec = specreg.normalize(cfg, vllm=version)
+    if not mapping(version).supported.get("dspark"):
+        return
+    trained = spec.draft_config_dict()["sample_from_anchor"]
+    vllm = serving(version)
+    if mask_errors(spec):
+        return
+    assert vllm.dspark_samples_from_anchor(written_config(tmp_path, spec)) == trained
+    auto = vllm.dspark_samples_from_anchor(mapping(version).draft_config(cfg))
+    assert (auto != trained) == ("served-length-mismatch" in {f.code for f in spec.findings}), (case, version, auto)
+
+
+@pytest.mark.parametrize("version", ["0.20.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0",
+                                     "0.33.0"])
+def test_no_runner_serves_a_dflash_draft_that_samples_from_the_anchor(serving, version):
+    """specreg refuses sample_from_anchor=true for DFlash at every version: the V1 proposer never reads
+    the field (it always queries a bonus token) and the V2 speculator, where it exists, refuses it
+    (0.27+) or fixes it to False."""
+    vllm = serving(version)
+    assert not vllm.v1_reads_anchor
+    assert vllm.v2_dflash_anchor in (None, False)
+    spec = specreg.normalize(_merge(fixture_config("dflash"), {"sample_from_anchor": True, "speculators_config": {
+        "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 16}]}}), vllm=version)
+    assert any("No vLLM release serves this layout" in f.message for f in spec.errors)
+    assert ("V2 runner refuses" in str([f.message for f in spec.errors])) == vllm.v2_refuses_anchor

@@ -104,9 +104,22 @@ class Serving:
         # 0.26+: one attention group per layer group, each with its layers' own causal flag
         self.per_layer = "get_draft_attn_causal" in v2 and "_resolve_layer_attention" in self.functions
         dspark = _read(version, V2_DSPARK)
-        forced = _self_assignment(_method(_class(ast.parse(dspark), "DSparkSpeculator"), "__init__"),
-                                  "dflash_causal") if dspark else None
+        dspark_init = _method(_class(ast.parse(dspark), "DSparkSpeculator"), "__init__") if dspark else None
+        forced = _self_assignment(dspark_init, "dflash_causal")
         self.dspark_forced = forced.value if isinstance(forced, ast.Constant) else None
+        self.dspark_anchor = _self_assignment(dspark_init, "sample_from_anchor")
+        # DFlash and the anchor: does any runner read sample_from_anchor for a DFlash draft?
+        self.v1_reads_anchor = "sample_from_anchor" in (_read(version, PROPOSER) or "")
+        v2_anchor = _self_assignment(_method(_class(ast.parse(v2), "DFlashSpeculator"), "__init__"),
+                                     "sample_from_anchor")
+        self.v2_dflash_anchor = v2_anchor.value if isinstance(v2_anchor, ast.Constant) else v2_anchor
+        self.v2_refuses_anchor = "sample_from_anchor=True is not supported for DFlash" in v2
+
+    def dspark_samples_from_anchor(self, draft: dict[str, Any]) -> bool:
+        """Whether the DSpark speculator drafts from the anchor (no bonus token), by its own statement."""
+        proposer = types.SimpleNamespace(draft_model_config=types.SimpleNamespace(hf_config=Config(draft)))
+        expr = ast.fix_missing_locations(ast.Expression(body=self.dspark_anchor))
+        return bool(eval(compile(expr, f"vllm-{self.version}/{V2_DSPARK}", "eval"), {"self": proposer}))
 
     def _proposer_flag(self, hf: Config) -> bool:
         """The V1 proposer's one flag for every layer, by its own statement."""
