@@ -2,7 +2,7 @@
 
 from specreg import register_speculator
 from specreg.dflash_family import Variant, normalize
-from specreg.fields import BOOL, POS_INT, STR
+from specreg.fields import BOOL, NONNEG_INT, STR
 
 DSPARK = Variant(
     name="dspark",
@@ -11,7 +11,7 @@ DSPARK = Variant(
     non_causal_default=True,
     non_causal_why="the field predates causal sliding layers: treated as non-causal",
     extras=(
-        ("markov_rank", POS_INT, "top"),
+        ("markov_rank", NONNEG_INT, "top"),
         ("markov_head_type", STR, "top"),
         ("enable_confidence_head", BOOL, "top"),
         ("confidence_head_with_markov", BOOL, "top"),
@@ -37,7 +37,7 @@ def dspark(cfg, ctx):
     | `block_size` | int in 1..4096 | optional, passed through | the trained block: checks the draft length |
     | `sample_from_anchor` | bool | derived from length vs block, else true | speculators' default for dspark; vLLM assumes false, so it is always written |
     | `sliding_window_non_causal` | bool | default true | vLLM's mapping ignores it for DSpark (layer_types decides), so specreg writes the trained flag |
-    | `markov_rank` | int >= 1 | optional, passed through | the Markov head's rank |
+    | `markov_rank` | int >= 0 | optional, passed through | the Markov head's rank; 0: no Markov head (speculators and DeepSpec) |
     | `markov_head_type` | str | optional, passed through | the Markov head's kind |
     | `enable_confidence_head` | bool | optional, passed through | the confidence head |
     | `confidence_head_with_markov` | bool | optional, passed through | the confidence head's input |
@@ -46,4 +46,14 @@ def dspark(cfg, ctx):
     | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
     | `architectures` | list[str] | optional | Qwen3OmniDSparkModel when the source names it |
     """
-    return normalize(cfg, ctx, DSPARK)
+    rank = cfg.raw("markov_rank")  # checked with its kind in normalize
+    rank = 0 if rank == 0 and not isinstance(rank, bool) else None
+    if rank == 0 and cfg.raw("confidence_head_with_markov") is True:
+        # speculators' DSpark model refuses it: "confidence_head_with_markov=True requires markov_rank > 0"
+        cfg.problem(cfg.at("confidence_head_with_markov"), "is true, but markov_rank is 0: a confidence head that "
+                    "reads the Markov features needs a Markov head (markov_rank > 0)")
+    plan = normalize(cfg, ctx, DSPARK)
+    if rank == 0:
+        plan.find("markov-head-off", "markov_rank is 0: the draft has no Markov head; vLLM builds a zero-width "
+                  "one, which adds nothing to the logits", cfg.at("markov_rank"))
+    return plan

@@ -53,6 +53,12 @@ def convert(
         raise SpecregError(f"{converted.causal_everywhere} says every layer is causal, full attention included: the "
                            "speculators format trains full-attention layers bidirectional, so this draft has no "
                            "speculators-format twin (materialize serves it where vLLM can)", source=str(source))
+    layer_type = converted.config["transformer_layer_config"].get("model_type")
+    if converted.format == "eagle3-native" and layer_type not in (None, "llama", "qwen3"):
+        raise SpecregError(f"$.model_type is {layer_type!r}: vLLM's speculators mapping serves Eagle-3 twins with "
+                           "llama or qwen3 layers only, so the twin would be refused; vLLM serves the native file "
+                           "itself through LlamaForCausalLMEagle3 (specreg materialize writes that)",
+                           source=str(source))
     name = converted.config["speculators_config"]["verifier"]["name_or_path"]
     if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
         from specreg.preflight import verifier_facts

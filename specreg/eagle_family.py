@@ -62,14 +62,28 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
                 f"vLLM assumes llama. specreg writes model_type=qwen3.",
                 mt_path,
             )
-    prefix = ARCH_PREFIX_BY_MODEL_TYPE.get(model_type)
-    if prefix is None:
-        plan.find(
-            "vllm-unsupported-feature",
-            f"vLLM's {variant.name} path accepts llama or qwen3 layers, got model_type {model_type!r}",
-            mt_path,
+    native = ctx.native_architecture
+    if native is not None:
+        # A native EAGLE-3 file is loaded by vLLM through its registry entry for the name it gives
+        # (LlamaForCausalLMEagle3 -> llama_eagle3.Eagle3LlamaForCausalLM, vLLM 0.33 registry.py): the
+        # llama/qwen3 model_type rule belongs to vLLM's speculators mapping only.
+        prefix = "Qwen3" if "Qwen3" in native else "Llama"
+        plan.derive(
+            "draft_config.architectures",
+            [variant.architecture.format(prefix)],
+            ["$.architectures"],
+            f"the class vLLM's registry serves {native} with ({model_type} config, {prefix} Eagle-3 layers)",
         )
-    elif prefix != "Llama" and not ctx.since("eagle_arch_by_model_type"):
+        prefix = None
+    else:
+        prefix = ARCH_PREFIX_BY_MODEL_TYPE.get(model_type)
+        if prefix is None:
+            plan.find(
+                "vllm-unsupported-feature",
+                f"vLLM's {variant.name} path accepts llama or qwen3 layers, got model_type {model_type!r}",
+                mt_path,
+            )
+    if prefix is not None and prefix != "Llama" and not ctx.since("eagle_arch_by_model_type"):
         plan.find(
             "vllm-unsupported-feature",
             f"{ctx.vllm_label} serves every {variant.name} draft with the Llama class; "

@@ -308,6 +308,13 @@ CODES: dict[str, Code] = {
             "Eagle-3 CI measures). Serve with the num_speculative_tokens you want.",
         ),
         Code(
+            "markov-head-off",
+            "info",
+            "a DSpark draft without a Markov head",
+            "`markov_rank: 0` means the draft has no Markov logit-bias head (speculators and DeepSpec build "
+            "none). vLLM builds a zero-width Markov head for it, which adds nothing to the logits.",
+        ),
+        Code(
             "trainer-default-applied",
             "info",
             "a trainer default was applied",

@@ -116,7 +116,7 @@ def load(
     entry = invalid = None
     if origin.repo_id:
         entry, invalid = _catalog_entry(origin.repo_id)
-        if verifier is None and entry is not None and native.detect(config) is not None:
+        if verifier is None and entry is not None and native.detect(config, source=text) is not None:
             verifier = entry.verifier.id  # native formats name no verifier: the catalog's
     spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier)
     if origin.repo_id:

@@ -6,6 +6,11 @@ Formats (detected from the config alone):
   (``target_layer_ids``: the output of layer t; ``mask_token_id``; ``block_size`` here or at the
   top level; optional ``causal``, ``use_swa``, ``swa_window_size``) and ``num_target_layers``.
   The anchor is the bonus token: ``block_size - 1`` draft tokens.
+- ``zlab-dflash2``: z-lab DFlash2 (``DFlash2DraftModel``): the z-lab DFlash layout plus the
+  convolution and candidate-selector knobs (``conv_kernel_size``, ``conv_group_size``,
+  ``selector_rank``, ``selector_top_k``) in ``dflash_config`` or at the top level; normalized as
+  dflash2. z-lab's MuseGlimmer assistants (``MuseGlimmerAssistantModel``, which vLLM's registry
+  maps to its DFlash class) are z-lab DFlash, with their fields in ``dflash_config`` or flat.
 - ``deepspec``: DeepSpec DSpark, the same layout with the Markov and confidence fields
   (``markov_rank``, ``markov_head_type``, ``enable_confidence_head``,
   ``confidence_head_with_markov``; in ``dflash_config`` or at the top level) and
@@ -16,6 +21,11 @@ Formats (detected from the config alone):
   (ModelOpt hooks the decoder layer's output), so speculators' id is t + 1. A top-level
   ``eagle_aux_hidden_state_layer_ids`` is already in vLLM's convention. These files carry no
   draft length.
+
+Layouts recognized but refused, each with the reason (`refusal`): SpecForge Domino
+(``DominoDraftModel``: no vLLM class; serving it as DFlash would be another model) and SpecForge
+P-EAGLE (``PEagleDraftModel``: its config holds no mask token; vLLM's registry serves it as plain
+Eagle-3). Any other architecture gets one line naming it and the layouts specreg reads.
 
 A native file names no verifier: the caller supplies it (or the catalog entry does).
 `to_speculators` writes the speculators-format config that `normalize` reads, and a map from
@@ -31,7 +41,28 @@ import attrs
 
 from specreg.errors import ConfigError, Problem
 
-FORMATS = ("zlab", "deepspec", "eagle3-native")
+FORMATS = ("zlab", "zlab-dflash2", "deepspec", "eagle3-native")
+#: the layouts specreg reads, as `specreg show` names them in an error
+LAYOUTS = ("the speculators format (speculators_model_type)", "z-lab DFlash (DFlashDraftModel, "
+           "MuseGlimmerAssistantModel)", "z-lab DFlash2 (DFlash2DraftModel)", "DeepSpec DSpark (DSparkDraftModel)",
+           "EAGLE-3 as SpecForge, SGLang, the EAGLE-3 release and ModelOpt write it (LlamaForCausalLMEagle3, eagle_config)")
+#: architectures vLLM's registry serves with its DFlash class (vllm/model_executor/models/registry.py, 0.33)
+ZLAB_DFLASH_ARCHITECTURES = ("DFlashDraftModel", "MuseGlimmerAssistantModel", "DFlashMuseGlimmerAssistantModel")
+DFLASH2_FIELDS = ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
+#: recognized layouts no vLLM release serves: architecture -> why
+REFUSED = {
+    "DominoDraftModel": (
+        "a SpecForge Domino draft (a GRU projector over the DFlash block, dflash_config.projector_type "
+        "'domino'); no vLLM release has a Domino class (vLLM 0.33's model registry has none), and serving it "
+        "as DFlash would be a different model"
+    ),
+    "PEagleDraftModel": (
+        "a SpecForge P-EAGLE draft; its config holds no mask_token_id (SpecForge keeps the parallel-drafting "
+        "token in its training arguments), which vLLM needs as pard_token, and vLLM's registry maps "
+        "PEagleDraftModel to its plain Eagle-3 class, so the unmodified file is served without parallel "
+        "drafting. Convert it with the speculators library's P-EAGLE converter, naming the mask token"
+    ),
+}
 #: keys of the native file that are not the draft layers' HF config
 _NOT_LAYER_CONFIG = {
     "dflash_config", "eagle_config", "block_size", "num_target_layers", "auto_map", "architectures",
@@ -39,7 +70,8 @@ _NOT_LAYER_CONFIG = {
     "markov_head_type", "enable_confidence_head", "confidence_head_with_markov",
     "confidence_head_alpha", "projector_type", "eagle_aux_hidden_state_layer_ids",
     "norm_before_residual", "norm_before_fc", "fc_norm", "norm_output", "target_hidden_size",
-    "transformers_version", "use_aux_hidden_state",
+    "transformers_version", "use_aux_hidden_state", *("conv_kernel_size", "conv_group_size", "selector_rank",
+                                                      "selector_top_k"),
 }
 _DSPARK_FIELDS = ("markov_rank", "markov_head_type", "enable_confidence_head", "confidence_head_with_markov")
 EAGLE3_DEFAULT_TOKENS = 3
@@ -76,22 +108,41 @@ class Converted:
         return path
 
 
-def detect(config: Mapping[str, Any]) -> str | None:
-    """The native format of a parsed config, or None (speculators format, or not a draft we know)."""
+def detect(config: Mapping[str, Any], *, source: str | None = None) -> str | None:
+    """The native format of a parsed config, or None (speculators format, or not a draft we know).
+
+    Raises ConfigError for a recognized layout that no vLLM release serves (`REFUSED`)."""
     if not isinstance(config, Mapping) or "speculators_model_type" in config or "speculators_config" in config:
         return None
     archs = config.get("architectures")
     archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
     dflash = config.get("dflash_config") if isinstance(config.get("dflash_config"), Mapping) else {}
+    refused = next((a for a in archs if a in REFUSED), None)
+    if refused is None and dflash.get("projector_type") == "domino":
+        refused = "DominoDraftModel"
+    if refused is not None:
+        raise ConfigError(f"{refused}: {REFUSED[refused]}", "$.architectures" if refused in archs
+                          else "$.dflash_config.projector_type", source=source)
     if (any("DSpark" in a for a in archs) or dflash.get("projector_type") == "dspark"
             or "markov_rank" in dflash or "markov_rank" in config):
         return "deepspec"
-    if any("DFlash" in a for a in archs) or dflash:
+    if "DFlash2DraftModel" in archs or any(k in dflash for k in DFLASH2_FIELDS):
+        return "zlab-dflash2"
+    if (any("DFlash" in a for a in archs) or any(a in ZLAB_DFLASH_ARCHITECTURES for a in archs) or dflash
+            or ("target_layer_ids" in config and "mask_token_id" in config and "block_size" in config)):
         return "zlab"
     if (any(a.endswith("Eagle3") or a.startswith("Eagle3") for a in archs)
             or isinstance(config.get("eagle_config"), Mapping)):
         return "eagle3-native"
     return None
+
+
+def not_a_draft(config: Mapping[str, Any]) -> str:
+    """The one-line reason a config is none of the layouts specreg reads."""
+    archs = config.get("architectures") if isinstance(config, Mapping) else None
+    named = f"architectures {archs!r}" if archs else "no architectures"
+    return (f"not a draft config specreg reads ({named}, no speculators_model_type); specreg reads "
+            + "; ".join(LAYOUTS))
 
 
 def _get(config: Mapping[str, Any], name: str) -> tuple[Any, str | None]:
@@ -135,6 +186,11 @@ def to_speculators(config: Mapping[str, Any], fmt: str, *, verifier: str | None 
     if fmt == "eagle3-native":
         return _eagle3(config, verifier, source)
     return _dflash_family(config, fmt, verifier, source)
+
+
+def _arch(config: Mapping[str, Any]) -> str | None:
+    archs = config.get("architectures")
+    return next((a for a in archs if isinstance(a, str)), None) if isinstance(archs, list) else None
 
 
 def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, source: str | None) -> Converted:
@@ -194,13 +250,14 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
     if fmt == "deepspec" and causal is None:
         non_causal = True  # (also the placeholder of a causal-everywhere draft)
         defaults["$.sliding_window_non_causal"] = "DeepSpec trains the DSpark block bidirectional unless is_causal is set"
-    algorithm = "dspark" if fmt == "deepspec" else "dflash"
+    algorithm = {"deepspec": "dspark", "zlab-dflash2": "dflash2"}.get(fmt, "dflash")
     anchor = algorithm == "dspark"
     tokens = block if anchor else block - 1
     dv, dv_path = _get(config, "draft_vocab_size")
     out: dict[str, Any] = {
         "speculators_model_type": algorithm,
-        "architectures": ["DSparkSpeculator" if anchor else "DFlashSpeculator"],
+        "architectures": [{"dspark": "DSparkSpeculator", "dflash2": "DFlash2Speculator"}.get(algorithm,
+                                                                                              "DFlashSpeculator")],
         "transformer_layer_config": layer,
         "aux_hidden_state_layer_ids": [i + 1 for i in ids],
         "block_size": block,
@@ -220,6 +277,12 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
         "$.speculators_config.verifier.name_or_path": "verifier",
         "$.draft_vocab_size": dv_path or "$.vocab_size",
     }
+    if algorithm == "dflash2":
+        for name in DFLASH2_FIELDS:
+            value, path = _get(config, name)
+            if value is not None:
+                out[name] = value
+                paths[f"$.{name}"] = path
     if anchor:
         for name in _DSPARK_FIELDS:
             value, path = _get(config, name)

@@ -133,12 +133,13 @@ def normalize(
     """
     from specreg import native
 
-    fmt = native.detect(config)
+    fmt = native.detect(config, source=source)
     if fmt is None:
         return _normalize_speculators(config, vllm=vllm, source=source, origin=origin)
     converted = native.to_speculators(config, fmt, verifier=verifier, source=source)
     try:
-        spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin)
+        spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin,
+                                      native_architecture=native._arch(config))
     except ConfigError as exc:
         remapped = [Problem(converted.native_path(p.path) or "$", p.message) for p in exc.problems]
         raise type(exc)(remapped, source=exc.source) from None
@@ -167,7 +168,8 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
     if converted.causal_everywhere:
         attention, draft, extra = _causal_everywhere(spec, converted.causal_everywhere, provenance, draft)
         findings += extra
-    labels = {"zlab": "z-lab DFlash", "deepspec": "DeepSpec DSpark", "eagle3-native": "native EAGLE-3"}
+    labels = {"zlab": "z-lab DFlash", "zlab-dflash2": "z-lab DFlash2", "deepspec": "DeepSpec DSpark",
+              "eagle3-native": "native EAGLE-3"}
     findings.append(Finding.of("native-format", f"read as a {labels[converted.format]} config (not the speculators "
                                "format); `specreg convert` writes its speculators-format twin"))
     findings += [Finding.of(code, message, path) for code, message, path in converted.notes]
@@ -215,6 +217,7 @@ def _normalize_speculators(
     vllm: str | Version | None = None,
     source: str | None = None,
     origin: Origin | None = None,
+    native_architecture: str | None = None,
 ) -> Speculator:
     try:
         if not isinstance(config, Mapping):
@@ -224,14 +227,14 @@ def _normalize_speculators(
         name = root.get("speculators_model_type", STR, required=True)
         if name is None:
             if not root.present("speculators_model_type") and not root.present("speculators_config"):
-                raise ConfigError(
-                    "not a speculators config: it has neither speculators_model_type nor speculators_config",
-                    "$.speculators_model_type",
-                )
+                from specreg.native import not_a_draft
+
+                raise ConfigError(not_a_draft(config), "$.architectures" if root.present("architectures")
+                                  else "$.speculators_model_type")
             root.done()
         algo = registry.get(name, source=source)
         envelope, findings = _read_envelope(root)
-        ctx = Context(vllm=version, source=source, envelope=envelope)
+        ctx = Context(vllm=version, source=source, envelope=envelope, native_architecture=native_architecture)
         if envelope.num_speculative_tokens is None or algo.unservable:
             root.done()  # every envelope problem together; a recognized type stops here
         if algo.unservable:

@@ -32,6 +32,9 @@ class Context:
     vllm: Version
     source: str | None
     envelope: Envelope
+    #: for a native file: the architecture it names, which vLLM's registry serves it with directly
+    #: (a native EAGLE-3 `LlamaForCausalLMEagle3` is Llama Eagle-3 layers whatever its model_type)
+    native_architecture: str | None = None
 
     def since(self, rule: str) -> bool:
         return since(rule, self.vllm)

@@ -140,7 +140,9 @@ def test_every_provenance_kind_is_a_documented_one():
 
     from specreg.speculator import Provenance
 
-    native = [json.loads(p.read_text()) for p in (DATA / "native").glob("*.json") if "causal" not in p.name]
+    refused = ("domino", "peagle")  # layouts specreg refuses (tests/test_native.py)
+    native = [json.loads(p.read_text()) for p in (DATA / "native").glob("*.json")
+              if "causal" not in p.name and not any(r in p.name for r in refused)]
     speculators = [json.loads(p.read_text()) for p in (DATA / "speculators").glob("*.json")]
     kinds = {prov.kind for cfg in native + speculators
              for prov in specreg.normalize(cfg, verifier="Qwen/Qwen3-8B").provenance.values()}

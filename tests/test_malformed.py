@@ -47,7 +47,7 @@ CASES = [
     ("dflash", {"transformer_layer_config__layer_types": ["full_attention"]}, "$.transformer_layer_config.layer_types", "has 1 entries but num_hidden_layers is 5"),
     ("dflash", {"transformer_layer_config__layer_types": ["full_attention"] * 4 + ["linear_attention"]}, "$.transformer_layer_config.layer_types[4]", "unknown layer type"),
     ("dflash", {"transformer_layer_config__layer_types": ["sliding_attention"] * 5}, "$.transformer_layer_config.sliding_window", "need a sliding_window"),
-    ("dspark_generated", {"markov_rank": -5}, "$.markov_rank", ">= 1"),
+    ("dspark_generated", {"markov_rank": -5}, "$.markov_rank", ">= 0"),
     ("dflash2", {"selector_top_k": "16"}, "$.selector_top_k", "expected an integer"),
     ("eagle3_generated", {"eagle_aux_hidden_state_layer_ids": [29, 16, 2]}, "$.eagle_aux_hidden_state_layer_ids[1]", "smaller"),
     ("eagle3_generated", {"norm_before_residual": "yes"}, "$.norm_before_residual", "expected true or false"),
@@ -78,7 +78,7 @@ def test_a_top_level_that_is_not_an_object_is_refused(value):
 
 
 def test_a_file_that_is_not_a_speculators_config_says_so():
-    with pytest.raises(specreg.ConfigError, match="not a speculators config"):
+    with pytest.raises(specreg.ConfigError, match="not a draft config specreg reads"):
         specreg.normalize({"model_type": "llama", "hidden_size": 4096})
 
 

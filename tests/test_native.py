@@ -15,7 +15,10 @@ from weights import write_draft
 
 NATIVE = DATA / "native"
 FILES = sorted(p.name for p in NATIVE.glob("*.json"))
-CONVERTIBLE = [f for f in FILES if f != "deepspec_dspark_qwen3_8b_causal.json"]
+#: no speculators-format twin: causal everywhere, layouts vLLM cannot serve, Eagle-3 layers vLLM's mapping refuses
+NO_TWIN = {"deepspec_dspark_qwen3_8b_causal.json", "specforge_qwen3_8b_domino.json", "specforge_qwen3_8b_peagle.json",
+           "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json"}
+CONVERTIBLE = [f for f in FILES if f not in NO_TWIN]
 VERIFIER = "Qwen/Qwen3-8B"
 
 
@@ -243,3 +246,99 @@ def test_cli_convert_and_show_of_the_result(tmp_path):
     shown = run("show", str(tmp_path / "o"), "--json")
     doc = json.loads(shown.stdout)
     assert (doc["format"], doc["algorithm"], doc["num_speculative_tokens"]) == ("speculators", "dspark", 16)
+
+
+# -- layouts recognized by what they are (z-lab DFlash2, MuseGlimmer, Domino, P-EAGLE, others) ---
+
+
+def test_a_zlab_dflash2_file_is_dflash2_and_keeps_its_knobs():
+    # expected from z-lab's layout: the DFlash knobs in dflash_config, block 16 with the anchor as
+    # the bonus token (15 drafts), five full layers trained bidirectional
+    spec = specreg.normalize(native_config("zlab_dflash2_museglimmer.json"), vllm="0.33", verifier=VERIFIER)
+    assert (spec.algorithm, spec.format, spec.method) == ("dflash2", "zlab-dflash2", "dflash")
+    dc = spec.draft_config
+    assert dc["architectures"] == ("DFlash2DraftModel",)
+    assert {k: dc["dflash_config"][k] for k in ("conv_kernel_size", "conv_group_size", "selector_rank",
+                                                  "selector_top_k")} == {
+        "conv_kernel_size": 2, "conv_group_size": 16, "selector_rank": 256, "selector_top_k": 16}
+    assert list(dc["dflash_config"]["target_layer_ids"]) == [1, 13, 25, 37, 49]
+    assert spec.num_speculative_tokens == 15
+    assert [a.causal for a in spec.attention] == [False] * 5
+    assert spec.provenance["draft_config.dflash_config.conv_kernel_size"].sources == ("$.dflash_config.conv_kernel_size",)
+
+
+def test_a_museglimmer_assistant_with_flat_fields_is_zlab_dflash():
+    spec = specreg.normalize(native_config("zlab_museglimmer_assistant.json"), vllm="0.33", verifier=VERIFIER)
+    assert (spec.algorithm, spec.format) == ("dflash", "zlab")
+    assert spec.num_speculative_tokens == 15
+    assert list(spec.draft_config["dflash_config"]["target_layer_ids"]) == [1, 13, 25, 37, 49]
+    assert spec.draft_config["dflash_config"]["mask_token_id"] == 201818
+    assert spec.provenance["draft_config.dflash_config.mask_token_id"].sources == ("$.mask_token_id",)
+
+
+@pytest.mark.parametrize(("name", "arch", "why"), [
+    ("specforge_qwen3_8b_domino.json", "DominoDraftModel", "no vLLM release has a Domino class"),
+    ("specforge_qwen3_8b_peagle.json", "PEagleDraftModel", "holds no mask_token_id"),
+])
+def test_a_layout_vllm_cannot_serve_is_refused_naming_it(name, arch, why):
+    with pytest.raises(specreg.ConfigError) as info:
+        specreg.normalize(native_config(name), verifier=VERIFIER, source=name)
+    assert info.value.path == "$.architectures"
+    assert str(info.value).startswith(f"{name}: $.architectures: {arch}: ") and why in str(info.value)
+
+
+def test_a_domino_projector_without_the_architecture_is_refused_too():
+    cfg = native_config("specforge_qwen3_8b_domino.json")
+    cfg["architectures"] = ["SomethingElse"]
+    with pytest.raises(specreg.ConfigError, match="DominoDraftModel") as info:
+        specreg.normalize(cfg, verifier=VERIFIER)
+    assert info.value.path == "$.dflash_config.projector_type"
+
+
+def test_an_unknown_architecture_gets_one_line_naming_it_and_the_layouts_specreg_reads():
+    cfg = {"architectures": ["MedusaHeadModel"], "model_type": "llama", "hidden_size": 8}
+    with pytest.raises(specreg.ConfigError) as info:
+        specreg.normalize(cfg, source="x/config.json")
+    text = str(info.value)
+    assert "\n" not in text and "['MedusaHeadModel']" in text
+    for layout in ("speculators format", "DFlashDraftModel", "DFlash2DraftModel", "DSparkDraftModel",
+                   "LlamaForCausalLMEagle3"):
+        assert layout in text
+
+
+@pytest.mark.parametrize(("name", "model_type"), [("specforge_phi4_eagle3.json", "phi3"),
+                                                  ("specforge_qwq_32b_eagle3.json", "qwen2")])
+def test_a_native_eagle3_of_any_model_type_is_served_with_the_llama_eagle3_class(name, model_type):
+    # vLLM loads the native file through its registry entry LlamaForCausalLMEagle3 ->
+    # Eagle3LlamaForCausalLM; the llama/qwen3 model_type rule is its speculators mapping's only
+    spec = specreg.normalize(native_config(name), vllm="0.33", verifier=VERIFIER)
+    assert spec.servable, [f.message for f in spec.errors]
+    assert spec.draft_config["model_type"] == model_type
+    assert spec.draft_config["architectures"] == ("Eagle3LlamaForCausalLM",)
+    assert spec.provenance["draft_config.architectures"].sources == ("$.architectures",)
+
+
+def test_a_speculators_eagle3_of_another_model_type_is_still_refused(variant):
+    spec = specreg.normalize(variant("eagle3_generated", transformer_layer_config__model_type="phi3"), vllm="0.33")
+    assert "accepts llama or qwen3 layers" in finding(spec, "vllm-unsupported-feature").message
+
+
+def test_markov_rank_zero_means_no_markov_head():
+    cfg = native_config("deepspec_dspark_qwen3_8b.json")
+    cfg["dflash_config"]["markov_rank"] = 0
+    cfg["dflash_config"]["confidence_head_with_markov"] = False
+    spec = specreg.normalize(cfg, vllm="0.33", verifier=VERIFIER)
+    assert spec.draft_config["markov_rank"] == 0 and spec.servable
+    assert "no Markov head" in finding(spec, "markov-head-off").message
+
+
+def test_markov_rank_zero_with_a_markov_confidence_head_is_bad_input(variant):
+    with pytest.raises(specreg.ConfigError) as info:
+        specreg.normalize(variant("dspark_generated", markov_rank=0, confidence_head_with_markov=True))
+    assert info.value.path == "$.confidence_head_with_markov" and "markov_rank is 0" in str(info.value)
+
+
+def test_convert_refuses_an_eagle3_whose_twin_vllms_mapping_would_refuse(tmp_path):
+    with pytest.raises(specreg.SpecregError, match="'phi3': vLLM's speculators mapping serves Eagle-3 twins"):
+        specreg.convert(NATIVE / "specforge_phi4_eagle3.json", tmp_path / "o", verifier=VERIFIER, weights="none")
+    assert not (tmp_path / "o").exists()
