@@ -20,6 +20,11 @@ def dflash(cfg, ctx):
     |---|---|---|---|
     | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
+    | `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |
+    | `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |
+    | `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |
+    | `transformer_layer_config.head_dim` | int | checked | without it vLLM's head size is hidden_size // heads |
+    | `transformer_layer_config.model_type` | str | checked | llama layers are validated by transformers' LlamaConfig |
     | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal |
     | `transformer_layer_config.is_causal` | bool | optional | vLLM >= 0.28 applies it to every layer before any other rule; cleared when layers differ |
     | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |

@@ -23,6 +23,10 @@ def peagle(cfg, ctx):
     | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
     | `transformer_layer_config.model_type` | str | default qwen3 (speculators >= 0.7) else llama | picks the vLLM class; vLLM assumes llama |
     | `transformer_layer_config.num_hidden_layers` | int >= 1 | required | one causal layer per entry of the attention plan |
+    | `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |
+    | `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |
+    | `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |
+    | `transformer_layer_config.head_dim` | int | checked | without it vLLM's head size is hidden_size // heads |
     | `eagle_aux_hidden_state_layer_ids` | list[int] | optional (never guessed) | verifier layers whose input hidden states feed the draft |
     | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
     | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |

@@ -27,6 +27,7 @@ from packaging.version import Version
 
 from specreg.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
 from specreg.plan import Context, Plan
+from specreg.shape import check_layer_shape
 from specreg.speculator import LayerAttention
 
 FULL, SLIDING = "full_attention", "sliding_attention"
@@ -124,6 +125,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     extras = {key: cfg.get(key, kind) for key, kind, _ in variant.extras}
     source_archs = cfg.get("architectures", STR_LIST, default=[])
     n, types, window = read_layers(cfg, layer_cfg)
+    if layer_cfg is not None:
+        check_layer_shape(layer_cfg, plan)
     cfg.done()
     assert layer_cfg is not None and aux is not None and n is not None  # guaranteed by done()
 

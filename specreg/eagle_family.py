@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from specreg.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
 from specreg.plan import Context, Plan
+from specreg.shape import check_layer_shape
 from specreg.speculator import LayerAttention
 
 ARCH_PREFIX_BY_MODEL_TYPE = {"llama": "Llama", "qwen3": "Qwen3"}
@@ -45,6 +46,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     flags = {name: cfg.get(name, BOOL) for name in variant.norm_flags}
     model_type = layer_cfg.get("model_type", STR) if layer_cfg else None
     n = layer_cfg.get("num_hidden_layers", POS_INT, required=True) if layer_cfg else None
+    if layer_cfg is not None:
+        check_layer_shape(layer_cfg, plan)
     cfg.done()
     assert layer_cfg is not None and n is not None
 

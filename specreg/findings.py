@@ -308,6 +308,14 @@ CODES: dict[str, Code] = {
             "Eagle-3 CI measures). Serve with the num_speculative_tokens you want.",
         ),
         Code(
+            "invalid-draft-shape",
+            "error",
+            "vLLM cannot build the draft's layers",
+            "A structural check vLLM or its transformers config class makes when loading the draft fails "
+            "(hidden size not a multiple of the heads, query heads not a multiple of the key/value heads, "
+            "no heads): serving would fail only after the GPU was allocated.",
+        ),
+        Code(
             "markov-head-off",
             "info",
             "a DSpark draft without a Markov head",
