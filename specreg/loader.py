@@ -68,6 +68,20 @@ def _split_source(source: str, revision: str | None) -> tuple[str, str | None]:
     return repo_id, rev
 
 
+def _manifest_beside(config_path: Path, source: str) -> dict[str, Any] | None:
+    """The specreg.json of a directory specreg materialized, when there is one beside config.json."""
+    from specreg.materialize import MANIFEST
+
+    path = config_path.parent / MANIFEST
+    if config_path.name != hub.CONFIG_NAME or not path.is_file():
+        return None
+    try:
+        manifest, _ = read_config(path, source=f"{source} ({MANIFEST})")
+    except ConfigError:
+        return None  # not a manifest specreg can read: the config is read on its own
+    return manifest
+
+
 def load(
     source: str | os.PathLike[str],
     *,
@@ -91,6 +105,7 @@ def load(
     if not isinstance(text, str) or not text.strip():
         raise ConfigError("the source is empty", "source", source=str(source))
     local = Path(text).expanduser()
+    manifest = None
     if local.exists():
         if revision is not None:
             raise ConfigError("a revision applies to Hub sources, not to a local path", "revision", source=text)
@@ -99,6 +114,7 @@ def load(
             raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
         config, digest = read_config(path, source=text)
         origin = Origin(source=text, path=str(path), sha256=digest)
+        manifest = _manifest_beside(path, text)
     elif text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
         raise ConfigError("no such file or directory", "source", source=text)
     else:
@@ -118,7 +134,7 @@ def load(
         entry, invalid = _catalog_entry(origin.repo_id)
         if verifier is None and entry is not None and native.detect(config, source=text) is not None:
             verifier = entry.verifier.id  # native formats name no verifier: the catalog's
-    spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier)
+    spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=manifest)
     if origin.repo_id:
         spec = attach_catalog(spec, entry, invalid, stale=fetched.stale)
     if check_verifier or check_weights:

@@ -286,6 +286,9 @@ def materialize(
         "source": spec.origin.to_dict() if spec.origin else None,
         "algorithm": spec.algorithm,
         "vllm_version": spec.vllm_version,
+        # what vLLM is given beside config.json: `specreg show DIR` reads the directory back with it
+        "verifier": spec.verifier,
+        "speculative_config": spec.speculative_config_dict(),
         "weights": weights,
         "config_changes": changes,
         "files": ["config.json", *sources, MANIFEST],

@@ -123,20 +123,27 @@ def normalize(
     source: str | None = None,
     origin: Origin | None = None,
     verifier: str | None = None,
+    manifest: Mapping[str, Any] | None = None,
 ) -> Speculator:
     """Normalize a parsed config.json into vLLM-ready configuration for one vLLM version.
 
     The speculators format, or a native one (z-lab DFlash, DeepSpec DSpark, SpecForge/SGLang/
-    EAGLE-3 release; see `specreg.native`), which names no verifier: pass `verifier`.
+    EAGLE-3 release; see `specreg.native`), which names no verifier: pass `verifier`. With the
+    `manifest` (specreg.json) of a directory specreg materialized, the config is read back as the
+    vLLM-ready layout it is (`specreg.readback`).
     Raises `specreg.ConfigError` (a ValueError) naming the JSON path for malformed input, and
     `specreg.UnknownAlgorithmError` for an unknown `speculators_model_type`. The input is never mutated.
     """
-    from specreg import native
+    from specreg import native, readback
 
-    fmt = native.detect(config, source=source)
-    if fmt is None:
-        return _normalize_speculators(config, vllm=vllm, source=source, origin=origin)
-    converted = native.to_speculators(config, fmt, verifier=verifier, source=source)
+    if readback.is_manifest(manifest) and isinstance(config, Mapping) and "speculators_config" not in config:
+        converted = readback.to_speculators(config, manifest, source=source)  # type: ignore[arg-type]
+        vllm = vllm if vllm is not None else manifest.get("vllm_version")  # type: ignore[union-attr]
+    else:
+        fmt = native.detect(config, source=source)
+        if fmt is None:
+            return _normalize_speculators(config, vllm=vllm, source=source, origin=origin)
+        converted = native.to_speculators(config, fmt, verifier=verifier, source=source)
     try:
         spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin,
                                       native_architecture=native._arch(config))
@@ -169,9 +176,13 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
         attention, draft, extra = _causal_everywhere(spec, converted.causal_everywhere, provenance, draft)
         findings += extra
     labels = {"zlab": "z-lab DFlash", "zlab-dflash2": "z-lab DFlash2", "deepspec": "DeepSpec DSpark",
-              "eagle3-native": "native EAGLE-3"}
-    findings.append(Finding.of("native-format", f"read as a {labels[converted.format]} config (not the speculators "
-                               "format); `specreg convert` writes its speculators-format twin"))
+              "eagle3-native": "native EAGLE-3", "materialized": "materialized (vLLM-ready)"}
+    if converted.format == "materialized":
+        findings.append(Finding.of("native-format", "read back as the directory specreg materialized: the plan is "
+                                   "what vLLM will serve from it (specreg.json gives the length and the verifier)"))
+    else:
+        findings.append(Finding.of("native-format", f"read as a {labels[converted.format]} config (not the "
+                                   "speculators format); `specreg convert` writes its speculators-format twin"))
     findings += [Finding.of(code, message, path) for code, message, path in converted.notes]
     if isinstance(config.get("auto_map"), Mapping):
         findings.append(Finding.of("auto-map-ignored", "auto_map points at repository code; specreg never imports or runs it",

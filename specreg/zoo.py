@@ -24,7 +24,7 @@ import attrs
 from specreg.errors import Problem, SpecregError, show_value
 
 Status = Literal["unpinned", "pinned", "verified"]
-Format = Literal["speculators", "zlab", "zlab-dflash2", "deepspec", "eagle3-native", "native"]
+Format = Literal["speculators", "zlab", "zlab-dflash2", "deepspec", "eagle3-native", "materialized", "native"]
 Direction = Literal["two-sided", "higher"]
 BaselineKind = Literal["published", "measured"]
 

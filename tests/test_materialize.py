@@ -290,3 +290,40 @@ def test_peagle_gets_the_class_name_vllms_plain_path_keeps(tmp_path):
     }
     manifest = json.loads((out.directory / "specreg.json").read_text())
     assert "PeagleQwen3ForCausalLM" in manifest["config_changes"][0]
+
+
+# -- the round trip: a materialized directory reads back as the same plan --------------------------
+
+ROUND_TRIP = sorted(p.name for p in (DATA / "speculators").glob("*.json")) + sorted(
+    f"native/{p.name}" for p in (DATA / "native").glob("*.json"))
+
+
+def plan_of(spec) -> dict:
+    d = spec.draft_config
+    return {
+        "method": spec.method,
+        "tokens": spec.num_speculative_tokens,
+        "attention": [a.to_dict() for a in spec.attention],
+        "aux": list(d.get("eagle_aux_hidden_state_layer_ids") or []),
+        "parallel_drafting": spec.speculative_config.get("parallel_drafting"),
+        "verifier": spec.verifier,
+    }
+
+
+@pytest.mark.parametrize("vllm", ["0.26", "0.33"])
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_show_on_a_materialized_directory_reports_the_same_plan(tmp_path, name, vllm):
+    path = DATA / ("" if name.startswith("native/") else "speculators") / name
+    try:
+        spec = specreg.normalize(json.loads(path.read_text()), vllm=vllm, verifier="Qwen/Qwen3-8B",
+                                 source=str(path))
+    except specreg.ConfigError:
+        return  # a refused layout: nothing to materialize
+    if not spec.servable:
+        return
+    out = spec.materialize(tmp_path / "draft", weights="none")
+    back = specreg.load(out.directory)
+    assert back.format == "materialized"
+    assert back.vllm_version == spec.vllm_version
+    assert plan_of(back) == plan_of(spec)
+    assert not back.errors, [f.message for f in back.errors]
