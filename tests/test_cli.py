@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import specreg
 from conftest import DATA, fixture_config
 from weights import write_draft
 
@@ -162,3 +163,18 @@ def test_the_readme_example_runs():
     r = run("show", "examples/qwen3-8b-dflash", cwd=root)
     assert r.returncode == 0
     assert "served-causal-mismatch" in r.stdout
+
+
+def test_show_prints_each_finding_once(tmp_path):
+    # a DFlash config shaped like the RedHat gemma-4-31B release (speculators 0.5.0, block 8, 8 tokens)
+    cfg = json.loads((DATA / "speculators" / "dflash.json").read_text())
+    del cfg["sample_from_anchor"]
+    cfg.update(block_size=8, speculators_version="0.5.0")
+    cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 8
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    out = subprocess.run([sys.executable, "-m", "specreg", "show", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    spec = specreg.load(tmp_path)
+    for f in spec.findings:
+        assert out.stdout.count(f"{f.severity:<7} {f.code} ") == 1, f.code
+    assert "draft tokens  7" in out.stdout

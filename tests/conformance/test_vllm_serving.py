@@ -183,3 +183,28 @@ def test_no_runner_serves_a_dflash_draft_that_samples_from_the_anchor(serving, v
         "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 16}]}}), vllm=version)
     assert any("No vLLM release serves this layout" in f.message for f in spec.errors)
     assert ("V2 runner refuses" in str([f.message for f in spec.errors])) == vllm.v2_refuses_anchor
+
+
+def _registry(version: str) -> dict[str, tuple[str, str]]:
+    import re
+    import zipfile
+
+    from conformance.vllm_mapping import wheel
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        text = z.read("vllm/model_executor/models/registry.py").decode()
+    return {a: (m, c) for a, m, c in re.findall(r'"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', text)}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_class_specreg_names_is_the_class_vllms_mapping_names(mapping, version, case):
+    cfg = case_config(case)
+    spec = specreg.normalize(cfg, vllm=version)
+    if not mapping(version).supported.get(spec.algorithm):
+        return
+    registry = _registry(version)
+    ours = spec.draft_config["architectures"][0]
+    theirs = mapping(version).draft_config(cfg)["architectures"][0]
+    assert ours in registry, f"vLLM {version} has no {ours}"
+    assert registry[ours] == registry[theirs]
