@@ -23,16 +23,9 @@ ABSENT = "(absent)"
 
 @pytest.fixture(scope="session")
 def mappings():
-    from conformance.vllm_mapping import Mapping
+    from conformance.vllm_mapping import mapping
 
-    cache = {}
-
-    def get(version):
-        if version not in cache:
-            cache[version] = Mapping(version)
-        return cache[version]
-
-    return get
+    return mapping
 
 
 def _flat(d, prefix):
@@ -226,11 +219,11 @@ MASK_PROBES = {
 
 @pytest.mark.parametrize("rule", sorted(MASK_PROBES))
 def test_a_mask_rule_starts_in_its_version(rule):
-    from conformance.vllm_serving import Serving
+    from conformance.vllm_serving import serving
 
     draft, dspark, with_rule = MASK_PROBES[rule]
-    assert Serving(_release(RULES[rule])).layer_causal(draft, dspark=dspark) == with_rule
-    assert Serving(_before(RULES[rule])).layer_causal(draft, dspark=dspark) != with_rule
+    assert serving(_release(RULES[rule])).layer_causal(draft, dspark=dspark) == with_rule
+    assert serving(_before(RULES[rule])).layer_causal(draft, dspark=dspark) != with_rule
 
 
 def test_every_rule_is_probed():

@@ -60,30 +60,16 @@ def case_config(case: str) -> dict:
 
 @pytest.fixture(scope="module")
 def serving():
-    from conformance.vllm_serving import Serving
+    from conformance.vllm_serving import serving
 
-    cache = {}
-
-    def get(version):
-        if version not in cache:
-            cache[version] = Serving(version)
-        return cache[version]
-
-    return get
+    return serving
 
 
 @pytest.fixture(scope="module")
 def mapping():
-    from conformance.vllm_mapping import Mapping
+    from conformance.vllm_mapping import mapping
 
-    cache = {}
-
-    def get(version):
-        if version not in cache:
-            cache[version] = Mapping(version)
-        return cache[version]
-
-    return get
+    return mapping
 
 
 def written_config(tmp_path, spec) -> dict:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import lru_cache
 import sys
 import types
 import zipfile
@@ -95,6 +96,12 @@ class Mapping:
         import copy
 
         return self.config_class.extract_vllm_speculative_config(copy.deepcopy(config))
+
+
+@lru_cache(maxsize=None)
+def mapping(version: str) -> "Mapping":
+    """One Mapping per version for the whole test session (each execs two files of a wheel)."""
+    return Mapping(version)
 
 
 def aux_capture_architectures(version: str) -> set[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import types
 import zipfile
+from functools import lru_cache
 from typing import Any
 
 from conformance.vllm_mapping import wheel
@@ -144,6 +145,12 @@ class Serving:
                 assert self._proposer_flag(hf) == served[0], f"vLLM {self.version}: V1 and V2 disagree"
             return served
         return [self._proposer_flag(hf)] * n
+
+
+@lru_cache(maxsize=None)
+def serving(version: str) -> Serving:
+    """One Serving per version for the whole test session."""
+    return Serving(version)
 
 
 def inherits_dflash_layers(version: str, module: str, cls: str, base: str) -> bool:
