@@ -60,10 +60,12 @@ class Mapping:
         if src is None:
             self.supported: dict = {}
             self.config_class = None
+            self.algos = None
             return
         algos = types.ModuleType(f"vllm_{version.replace('.', '_')}_algos")
         exec(compile(src["algos.py"], f"vllm-{version}/{MAPPING}/algos.py", "exec"), algos.__dict__)
         self.supported = dict(algos.SUPPORTED_SPECULATORS_TYPES)
+        self.algos = algos  # the module whose table base.py dispatches through (the plugin patches it)
 
         class PreTrainedConfig:  # stand-in: the mapping logic never calls it
             def __init__(self, **kwargs):

@@ -1,0 +1,177 @@
+"""vLLM plugin: with specreg installed, a plain `vllm serve DRAFT` serves the draft as it was trained.
+
+vLLM runs every `vllm.general_plugins` entry point in each of its processes before it reads the
+model (`EngineArgs.__post_init__` -> `vllm.plugins.load_general_plugins`). `register` then
+replaces two things in vLLM's speculators mapping (`vllm/transformers_utils/configs/speculators`):
+
+- each algorithm's entry of `algos.SUPPORTED_SPECULATORS_TYPES`, the function that turns the
+  speculators file into the draft's HF config: specreg's `draft_config` for the installed vLLM
+  (trained masks, ids, anchor rule, architecture) replaces what vLLM's own function writes;
+- `base.SpeculatorsConfig.build_vllm_speculative_config`: the method and draft length come from
+  specreg's plan (vLLM's result is kept for everything specreg does not set).
+
+A draft that vLLM cannot serve as trained is refused at startup, before any weight is loaded, with
+specreg's error and fix. specreg's findings are logged once through vLLM's logger. Safe by
+construction: idempotent; a vLLM version outside `TESTED` gets one log line and no change;
+`SPECREG_VLLM_PLUGIN=0` turns it off; a non-speculators model never reaches the mapping; any
+failure inside specreg falls back to vLLM's own mapping, with the reason logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable
+
+from packaging.version import Version
+
+#: vLLM releases whose two patch points the conformance tier exercises (tests/conformance) and, for
+#: 0.33, the vLLM tier through vLLM's own plugin loader.
+TESTED = (Version("0.26"), Version("0.33.99"))
+SWITCH = "SPECREG_VLLM_PLUGIN"
+ALGORITHMS = ("eagle3", "peagle", "dflash", "dflash2", "dspark")
+_MARK = "_specreg_plugin"
+
+_logged: set[tuple[str, str, str]] = set()
+
+
+def _logger() -> logging.Logger:
+    """vLLM's logger (vllm.logger configures the "vllm" handlers when imported), else a plain one."""
+    try:
+        from vllm.logger import init_logger
+
+        return init_logger("vllm.specreg")
+    except Exception:  # noqa: BLE001 - no (working) vLLM: log through the standard library
+        return logging.getLogger("vllm.specreg")
+
+
+def register() -> None:
+    """The `vllm.general_plugins` entry point (vLLM calls it once or more per process)."""
+    if os.environ.get(SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        _once("off", f"specreg plugin off ({SWITCH}=0): vLLM maps speculators configs itself, and may serve "
+              "drafts with masks, ids or lengths other than trained", logging.WARNING)
+        return
+    try:
+        from specreg.capabilities import installed_vllm
+
+        version = installed_vllm()
+        if version is None or not TESTED[0] <= version <= TESTED[1]:
+            _once("untested", f"specreg plugin: vLLM {version} is outside the tested range "
+                  f"{TESTED[0]}-0.33; leaving vLLM's speculators mapping as it is", logging.WARNING)
+            return
+        from vllm.transformers_utils.configs.speculators import algos, base
+
+        install(algos, base.SpeculatorsConfig, version)
+    except Exception as exc:  # noqa: BLE001 - the plugin must never stop vLLM from starting
+        _once("failed", f"specreg plugin not installed ({type(exc).__name__}: {exc}); vLLM maps speculators "
+              "configs itself", logging.WARNING)
+
+
+def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
+    """Wrap vLLM's mapping in `algos` (its module) and `config_class` (its SpeculatorsConfig) so that
+    specreg plans every speculators draft for vLLM `version`. Returns the algorithms wrapped."""
+    table = algos.SUPPORTED_SPECULATORS_TYPES
+    wrapped = []
+    for name in ALGORITHMS:
+        original = table.get(name)
+        if original is None or getattr(original, _MARK, False):
+            continue  # not in this vLLM, or already ours (idempotent)
+        table[name] = _updater(original, str(version))
+        wrapped.append(name)
+    build = config_class.__dict__.get("build_vllm_speculative_config")
+    if build is not None and not getattr(build.__func__, _MARK, False):
+        config_class.build_vllm_speculative_config = classmethod(_builder(build.__func__, str(version)))
+    return wrapped
+
+
+def uninstall(algos: Any, config_class: Any) -> None:
+    """Put vLLM's own mapping back (for tests, and for a process that wants it)."""
+    table = algos.SUPPORTED_SPECULATORS_TYPES
+    for name, fn in list(table.items()):
+        if getattr(fn, _MARK, False):
+            table[name] = fn.__wrapped__
+    build = config_class.__dict__.get("build_vllm_speculative_config")
+    if build is not None and getattr(build.__func__, _MARK, False):
+        config_class.build_vllm_speculative_config = classmethod(build.__func__.__wrapped__)
+
+
+def _plan(config_dict: dict, version: str) -> Any:
+    """specreg's Speculator for the file, or None when specreg itself failed (then vLLM maps it)."""
+    import copy
+
+    import specreg
+
+    try:
+        spec = specreg.normalize(copy.deepcopy(config_dict), vllm=version)
+        # logged at first use: vLLM configures its log handlers after the plugins have loaded
+        _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {_version()} for "
+              f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off")
+        return spec
+    except Exception as exc:  # noqa: BLE001 - bad input or a specreg bug: vLLM's mapping decides
+        _once(f"fallback:{exc}", f"specreg could not plan this speculators config ({type(exc).__name__}: {exc}); "
+              "vLLM's own mapping is used", logging.WARNING)
+        return None
+
+
+def _refuse_or_log(spec: Any) -> None:
+    """Log the findings once; refuse (ValueError, before weights load) a draft that cannot be served as trained."""
+    for f in spec.findings:
+        if f.code in ("auto-map-ignored",):
+            continue
+        level = {"error": logging.ERROR, "warning": logging.WARNING}.get(f.severity, logging.INFO)
+        where = f" at {f.path}" if f.path else ""
+        _once(f"{f.code}:{f.path}:{f.message}", f"specreg: {f.severity} {f.code}{where}: {f.message}", level)
+    if spec.errors:
+        lines = [f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in spec.errors]
+        raise ValueError("specreg: this draft cannot be served as it was trained by this vLLM:\n  "
+                         + "\n  ".join(lines) + f"\n(`specreg show` explains; {SWITCH}=0 serves it with vLLM's "
+                         "own mapping anyway)")
+
+
+def _updater(original: Callable, version: str) -> Callable:
+    def update(config_dict: dict, pre_trained_config: dict) -> None:
+        spec = _plan(config_dict, version)
+        if spec is None:
+            return original(config_dict=config_dict, pre_trained_config=pre_trained_config)
+        _refuse_or_log(spec)
+        pre_trained_config.clear()
+        pre_trained_config.update(spec.draft_config_dict())
+        return None
+
+    update.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(update, _MARK, True)
+    update.__name__ = getattr(original, "__name__", "update")
+    return update
+
+
+def _builder(original: Callable, version: str) -> Callable:
+    def build(cls: Any, config_dict: dict) -> dict:
+        result = original(cls, config_dict)
+        if config_dict.get("speculators_model_type") not in ALGORITHMS:
+            return result
+        spec = _plan(config_dict, version)
+        if spec is None:
+            return result
+        _refuse_or_log(spec)
+        return {**result, **spec.speculative_config_dict()}
+
+    build.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(build, _MARK, True)
+    return build
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("specreg")
+    except PackageNotFoundError:
+        return "(source tree)"
+
+
+def _once(key: str, message: str, level: int = logging.INFO) -> None:
+    """Log a message once per process (vLLM may load plugins, and read a config, several times)."""
+    if (key, message, str(level)) in _logged:
+        return
+    _logged.add((key, message, str(level)))
+    _logger().log(level, message)

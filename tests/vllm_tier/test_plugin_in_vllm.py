@@ -1,0 +1,162 @@
+"""The plugin inside vLLM 0.33 (pytest -m vllm): loaded by vLLM's own `load_general_plugins()`, the
+automatic path (`maybe_override_with_speculators`, then `SpeculativeConfig`) on the *unmodified*
+draft directory serves every fixture, variant and real config as trained, with masks from vLLM's
+resolver; with the plugin off, the known differences come back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import specreg
+from test_vllm_configs import CASES, EXPLAINED_BY, build, case_config, resolved, speculative, trained
+from weights import write_draft
+
+pytestmark = pytest.mark.vllm
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    """vLLM's plugin loader runs specreg's entry point; yields the patched modules."""
+    from vllm.plugins import load_general_plugins
+    from vllm.transformers_utils.configs.speculators import algos, base
+
+    from specreg import vllm_plugin
+
+    load_general_plugins()
+    assert getattr(algos.SUPPORTED_SPECULATORS_TYPES["dflash"], "_specreg_plugin", False), "not loaded by vLLM"
+    yield algos, base.SpeculatorsConfig
+    vllm_plugin.uninstall(algos, base.SpeculatorsConfig)
+
+
+def auto(tmp_path, src, spec):
+    from vllm.transformers_utils.config import maybe_override_with_speculators
+
+    target = build(tmp_path, spec)
+    _, _, kwargs = maybe_override_with_speculators(str(src), None, False)
+    return resolved(speculative(target, kwargs))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_with_the_plugin_the_unmodified_draft_is_served_as_trained(tmp_path, plugin, name):
+    src = write_draft(tmp_path / "src", case_config(name))
+    spec = specreg.load(src)
+    got, want = auto(tmp_path, src, spec), trained(spec)
+    got.pop("architecture")
+    assert {k: got.get(k) for k in want} == want
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_with_the_plugin_off_vllms_known_differences_come_back(tmp_path, plugin, name):
+    from specreg import vllm_plugin
+
+    src = write_draft(tmp_path / "src", case_config(name))
+    spec = specreg.load(src)
+    vllm_plugin.uninstall(*plugin)
+    try:
+        got = auto(tmp_path, src, spec)
+    finally:
+        vllm_plugin.install(*plugin, spec.vllm_version)
+    want = trained(spec)
+    differs = {k for k in want if got.get(k) != want[k]}
+    reported = {field for field, codes in EXPLAINED_BY.items() if codes & {f.code for f in spec.findings}}
+    assert differs <= reported
+    assert bool(differs) == bool(spec.served_differently), (name, differs)
+
+
+def test_a_draft_vllm_cannot_serve_as_trained_is_refused_before_weights_load(tmp_path, plugin):
+    cfg = case_config("dflash")
+    cfg["sample_from_anchor"] = True
+    cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 16
+    src = write_draft(tmp_path / "src", cfg)
+    from vllm.transformers_utils.config import maybe_override_with_speculators
+
+    with pytest.raises(ValueError, match="cannot be served as it was trained") as info:
+        maybe_override_with_speculators(str(src), None, False)
+    assert "No vLLM release serves this layout" in str(info.value)
+
+
+def test_a_model_without_speculators_config_is_untouched(tmp_path, plugin):
+    from vllm.transformers_utils.config import maybe_override_with_speculators
+
+    spec = specreg.load(write_draft(tmp_path / "src", case_config("dflash")))
+    build(tmp_path, spec)  # writes tmp_path/target/config.json, a plain model
+    assert maybe_override_with_speculators(str(tmp_path / "target"), None, False) == (
+        str(tmp_path / "target"), None, None)
+
+
+def test_the_switch_leaves_vllms_mapping_in_a_fresh_vllm_process(tmp_path):  # noqa: ARG001
+    code = ("from vllm.plugins import load_general_plugins; load_general_plugins();"
+            "from vllm.transformers_utils.configs.speculators import algos;"
+            "print(getattr(algos.SUPPORTED_SPECULATORS_TYPES['dflash'], '_specreg_plugin', False))")
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "SPECREG_VLLM_PLUGIN": "0"})
+    assert off.stdout.strip().splitlines()[-1] == "False", off.stderr[-2000:]
+    assert (off.stdout + off.stderr).count("specreg plugin off") == 1
+    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                        env={k: v for k, v in os.environ.items() if k != "SPECREG_VLLM_PLUGIN"})
+    assert on.stdout.strip().splitlines()[-1] == "True", on.stderr[-2000:]
+
+
+CPU = {"VLLM_TARGET_DEVICE": "cpu"}  # vLLM's CUDA build infers no device on this machine otherwise
+
+
+def test_vllm_serve_help_still_works_with_the_plugin_installed():
+    out = subprocess.run([sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "--help"],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, **CPU})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("usage: vllm serve")
+    off = subprocess.run([sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "--help"],
+                         capture_output=True, text=True, timeout=300, env={**os.environ, **CPU, "SPECREG_VLLM_PLUGIN": "0"})
+    assert off.stdout == out.stdout  # the plugin changes nothing in vLLM's CLI
+
+
+ENGINE = """
+import json, sys
+from vllm.engine.arg_utils import EngineArgs
+from vllm.model_executor.models.qwen3_dflash import _resolve_layer_attention
+config = EngineArgs(model=sys.argv[1], max_model_len=4096, skip_tokenizer_init=True).create_engine_config()
+sc = config.speculative_config
+hf = sc.draft_model_config.hf_config
+print("RESULT " + json.dumps({"method": sc.method, "num_speculative_tokens": sc.num_speculative_tokens,
+                              "causal": [_resolve_layer_attention(hf, i)[1] for i in range(hf.num_hidden_layers)]}))
+"""
+
+
+def verifier_in_hf_cache(cache, spec) -> None:
+    """The verifier's config.json as huggingface_hub lays out a cached snapshot (read offline)."""
+    from test_vllm_configs import target_config
+
+    repo = cache / f"models--{spec.verifier.replace('/', '--')}"
+    commit = "0" * 40
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(target_config(spec)))
+
+
+@pytest.mark.parametrize("switch", ["on", "off"])
+def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, switch):
+    """`EngineArgs(model=DRAFT).create_engine_config()`, as `vllm serve DRAFT` runs it (vLLM loads
+    the plugin itself), completes on this CPU machine; the draft's masks come from vLLM's resolver."""
+    src = write_draft(tmp_path / "src", case_config("dflash"))
+    spec = specreg.load(src)
+    verifier_in_hf_cache(tmp_path / "hf", spec)
+    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"),
+           "SPECREG_VLLM_PLUGIN": "1" if switch == "on" else "0"}
+    out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300,
+                         env=env)
+    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    assert line, out.stderr[-3000:]
+    got = json.loads(line[len("RESULT "):])
+    want = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens,
+            "causal": [a.causal for a in spec.attention]}
+    if switch == "on":
+        assert got == want
+        assert (out.stdout + out.stderr).count("specreg plugin: this dflash draft is planned by specreg") == 1
+    else:
+        assert got["causal"] == [True] * 5 != want["causal"]  # vLLM's mapping: causal = not sliding_window_non_causal
