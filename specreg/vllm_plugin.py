@@ -121,6 +121,11 @@ def _refuse_or_log(spec: Any) -> None:
         level = {"error": logging.ERROR, "warning": logging.WARNING}.get(f.severity, logging.INFO)
         where = f" at {f.path}" if f.path else ""
         _once(f"{f.code}:{f.path}:{f.message}", f"specreg: {f.severity} {f.code}{where}: {f.message}", level)
+    if getattr(spec, "needs_v2_model_runner", False) and os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "").lower() not in (
+            "1", "true"):
+        _once("v2", "specreg: this draft mixes sliding and full-attention layers, which vLLM serves only on its V2 "
+              "model runner (qwen3_dflash._resolve_layer_attention raises otherwise): relaunch with "
+              "VLLM_USE_V2_MODEL_RUNNER=1", logging.WARNING)
     if spec.errors:
         lines = [f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in spec.errors]
         raise ValueError("specreg: this draft cannot be served as it was trained by this vLLM:\n  "

@@ -95,3 +95,19 @@ def test_a_config_specreg_cannot_read_falls_back_to_vllms_own_mapping(fresh, cap
     with caplog.at_level("WARNING", logger="vllm.specreg"):
         assert m.draft_config(cfg) == theirs
     assert "vLLM's own mapping is used" in caplog.text
+
+
+def test_a_draft_that_needs_the_v2_runner_says_so_at_startup(fresh, caplog, monkeypatch):
+    monkeypatch.delenv("VLLM_USE_V2_MODEL_RUNNER", raising=False)
+    vllm_plugin._logged.clear()
+    m = fresh("0.33.0")
+    vllm_plugin.install(m.algos, m.config_class, "0.33.0")
+    with caplog.at_level("WARNING", logger="vllm.specreg"):
+        m.draft_config(case_config("dflash-mixed-causal-sliding"))
+    assert caplog.text.count("relaunch with VLLM_USE_V2_MODEL_RUNNER=1") == 1
+    caplog.clear()
+    vllm_plugin._logged.clear()
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "1")
+    with caplog.at_level("WARNING", logger="vllm.specreg"):
+        m.draft_config(case_config("dflash-mixed-causal-sliding"))
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in caplog.text
