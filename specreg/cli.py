@@ -17,11 +17,36 @@ from typing import Any, Sequence
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+class _Version(argparse.Action):
+    """--version: specreg's version, the vLLM it targets and huggingface_hub's (computed only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from specreg.capabilities import NEWEST_KNOWN, installed_vllm, short
+
+        def of(name: str) -> str:
+            try:
+                return version(name)
+            except PackageNotFoundError:
+                return "not installed"
+
+        vllm = installed_vllm()
+        target = f"vLLM {vllm} (installed)" if vllm else f"vLLM {short(NEWEST_KNOWN)} (newest known; none installed)"
+        print(f"specreg {of('specreg')}; targets {target}; huggingface_hub {of('huggingface_hub')}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="specreg",
         description="Normalize speculative-decoding draft configs into vLLM-ready configuration, as trained.",
     )
+    p.add_argument("--version", action=_Version, help="specreg's version, the vLLM it targets and "
+                   "huggingface_hub's, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def source_args(sp: argparse.ArgumentParser) -> None:

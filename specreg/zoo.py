@@ -396,6 +396,23 @@ def _root(directory: str | os.PathLike[str] | None) -> Path:
     return Path(directory).expanduser() if directory is not None else default_registry()
 
 
+def writable_root(directory: str | os.PathLike[str] | None) -> Path:
+    """The catalog directory a writing command (pin, --update-baseline) may change.
+
+    The shipped catalog of an installed specreg lives in site-packages, which a reinstall replaces and
+    other users share: writing there is refused (nothing is written) unless the caller names a
+    directory (`--registry DIR` / SPECREG_REGISTRY). An editable install's catalog is the checkout's."""
+    root = _root(directory)
+    if directory is None and not os.environ.get("SPECREG_REGISTRY") and _installed(root):
+        raise SpecregError(f"refusing to write into the catalog of the installed specreg package ({root}): copy it "
+                           f"(cp -r {root} DIR) and pass --registry DIR, or set SPECREG_REGISTRY=DIR")
+    return root
+
+
+def _installed(path: Path) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in path.resolve().parts)
+
+
 def entry_path(registry_dir: Path, entry_id: str) -> Path:
     org, _, name = entry_id.partition("/")
     return registry_dir / org / f"{name}.toml"
@@ -556,7 +573,7 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
     from specreg import atomic, hub
     from specreg.loader import read_config
 
-    root = _root(directory)
+    root = writable_root(directory)
     path = entry_path(root, entry_id)
     if not path.is_file():
         raise SpecregError(f"no catalog entry {entry_id} (looked for {path})")

@@ -178,3 +178,9 @@ def test_show_prints_each_finding_once(tmp_path):
     for f in spec.findings:
         assert out.stdout.count(f"{f.severity:<7} {f.code} ") == 1, f.code
     assert "draft tokens  7" in out.stdout
+
+
+def test_version_names_specreg_the_target_vllm_and_huggingface_hub():
+    out = subprocess.run([sys.executable, "-m", "specreg", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0
+    assert out.stdout.startswith("specreg 0.1.0; targets vLLM ") and "huggingface_hub " in out.stdout

@@ -178,6 +178,7 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
 
     from specreg import atomic, zoo
 
+    zoo.writable_root(registry)  # never into an installed package's catalog
     path = Path(entry.path)
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
     h = {k: v for k, v in _plain(harness).items() if v not in (None, {}, [])}
