@@ -52,6 +52,14 @@ RULES: dict[str, Version] = {
     # The V2 model runner refuses sample_from_anchor=true for DFlash
     # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
     "dflash_v2_runner_rejects_sample_from_anchor": Version("0.27"),
+    # vLLM's V1 model runner refuses DFlash candidate-head drafts (DFlash2DraftModel): "Model Runner V1
+    # does not support: DFlash candidate-head drafts" (vllm/config/vllm.py); before, V1 drafted them
+    # through DFlashProposer, which never calls the candidate head (DFlash2 served as plain DFlash).
+    "v1_runner_refuses_dflash_candidate_head": Version("0.31"),
+    # DSpark exists only in the V2 model runner: 0.25-0.28 select V2 for it by themselves
+    # (VllmConfig.use_v2_model_runner), from 0.29 the V1 runner refuses "dspark speculative decoding"
+    # when V2 is not chosen (no Triton, VLLM_USE_V2_MODEL_RUNNER=0).
+    "v1_runner_refuses_dspark": Version("0.29"),
     # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
     # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
     # and id L was silently never captured). (vllm/model_executor/models/llama.py)

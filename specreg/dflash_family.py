@@ -375,14 +375,23 @@ def _attention(
     if unservable:
         plan.find("vllm-unsupported-feature", why_unservable(ctx, variant.top_level, trained), nc_path)
 
-    if mixed:
-        # qwen3_dflash._resolve_layer_attention (DSpark's layers too) raises without the V2 runner
-        plan.find(
-            "needs-v2-model-runner",
-            f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers: "
-            "vLLM serves mixed DFlash-family drafts only with VLLM_USE_V2_MODEL_RUNNER=1",
-            types_path,
-        )
+    # Drafts vLLM serves as trained only on its V2 model runner (Speculator.needs_v2_model_runner)
+    why_v2 = []
+    if mixed:  # qwen3_dflash._resolve_layer_attention (DSpark's layers too) raises on V1
+        why_v2.append(f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers "
+                      "need one KV group each, which only the V2 runner builds")
+    if variant.name == "dflash2":
+        how = ("refuses it (\"DFlash candidate-head drafts\")" if ctx.since("v1_runner_refuses_dflash_candidate_head")
+               else "drafts it as plain DFlash without a word (its proposer never calls the candidate head)")
+        why_v2.append(f"DFlash2's candidate selector runs only in the V2 speculator; the V1 runner of "
+                      f"{ctx.vllm_label} {how}")
+    if variant.top_level:
+        why_v2.append("DSpark is implemented by vLLM's V2 model runner only ("
+                      + (f"{ctx.vllm_label}'s V1 runner refuses it" if ctx.since("v1_runner_refuses_dspark")
+                         else f"{ctx.vllm_label} selects V2 for it unless VLLM_USE_V2_MODEL_RUNNER=0") + ")")
+    if why_v2:
+        plan.find("needs-v2-model-runner", "; ".join(why_v2) + ": serve with VLLM_USE_V2_MODEL_RUNNER=1",
+                  types_path if mixed else "$.speculators_model_type")
 
     served = vllm_layer_causal(ctx, variant.top_level, mapped, n)
     wrong = [i for i in range(n) if served[i] != trained[i]]

@@ -118,9 +118,10 @@ CODES: dict[str, Code] = {
         Code(
             "needs-v2-model-runner",
             "info",
-            "mixed sliding/full attention needs VLLM_USE_V2_MODEL_RUNNER=1",
-            "vLLM serves DFlash drafts with both sliding and full-attention layers only on the V2 "
-            "model runner; `specreg serve` sets the variable.",
+            "the draft needs vLLM's V2 model runner (VLLM_USE_V2_MODEL_RUNNER=1)",
+            "vLLM serves DFlash-family drafts with both sliding and full-attention layers, and DFlash2's "
+            "candidate head, only on its V2 model runner. `specreg serve` sets the variable; "
+            "`spec.serve_env`, `llm_kwargs().env` and `materialize --json` carry it.",
         ),
         Code(
             "unservable-algorithm",

@@ -34,6 +34,15 @@ def thaw(value: Any) -> Any:
     return value
 
 
+class LLMKwargs(dict):
+    """`vllm.LLM(**kwargs)` keyword arguments (a plain dict), with `.env`: the environment variables
+    vLLM needs to serve the draft as trained (set them before vLLM starts; {} when none)."""
+
+    def __init__(self, kwargs: dict[str, Any], *, env: dict[str, str]):
+        super().__init__(kwargs)
+        self.env = dict(env)
+
+
 @attrs.frozen
 class Finding:
     """Something a user should know about the draft: a code from `specreg.findings.CODES`."""
@@ -145,9 +154,17 @@ class Speculator:
 
     @property
     def needs_v2_model_runner(self) -> bool:
-        """Mixed sliding/full DFlash layers are served by vLLM's V2 model runner only."""
-        kinds = {a.kind for a in self.attention}
-        return self.method == "dflash" and kinds == {"full", "sliding"}
+        """Whether vLLM serves this draft as trained only on its V2 model runner: mixed sliding/full
+        DFlash-family layers (`_resolve_layer_attention` raises on V1; V1 lists "mixed sliding/full dflash
+        drafts" as unsupported), DFlash2's candidate head (the V1 proposer never calls it) and DSpark
+        (implemented by the V2 runner only)."""
+        mixed = {a.kind for a in self.attention} == {"full", "sliding"}
+        return self.method == "dspark" or (self.method == "dflash" and (mixed or self.algorithm == "dflash2"))
+
+    @property
+    def serve_env(self) -> dict[str, str]:
+        """The environment vLLM needs to serve this draft as trained (empty when none)."""
+        return {"VLLM_USE_V2_MODEL_RUNNER": "1"} if self.needs_v2_model_runner else {}
 
     @property
     def served_differently(self) -> tuple[Finding, ...]:
@@ -206,7 +223,7 @@ class Speculator:
             spec_cfg["revision"] = revision
         spec_cfg["num_speculative_tokens"] = cfg.pop("num_speculative_tokens")
         spec_cfg.update(cfg)
-        return {"model": verifier, "speculative_config": spec_cfg}
+        return LLMKwargs({"model": verifier, "speculative_config": spec_cfg}, env=self.serve_env)
 
     def materialize(self, directory: str | os.PathLike[str], *, weights: str = "link", force: bool = False,
                     progress: Any = None) -> Any:

@@ -321,7 +321,9 @@ def test_dspark_at_033(fx):
     }
     assert {k: dc[k] for k in expected} == expected
     assert [(a.kind, a.causal) for a in spec.attention] == [("full", False)] * 3
-    assert codes(spec) == ["auto-map-ignored"]
+    assert codes(spec) == ["auto-map-ignored", "needs-v2-model-runner"]
+    assert spec.serve_env == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+    assert "V1 runner refuses it" in finding(spec, "needs-v2-model-runner").message
 
 
 def test_dspark_at_026_is_forced_to_a_bonus_anchor(fx):

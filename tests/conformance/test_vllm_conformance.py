@@ -120,12 +120,14 @@ def _before(version: Version) -> str:
     return {
         "0.10.1": "0.10.0", "0.18": "0.17.1", "0.20": "0.19.1", "0.22": "0.21.0", "0.23": "0.22.0", "0.24": "0.23.0",
         "0.25": "0.24.0", "0.26": "0.25.0", "0.27": "0.26.0", "0.28": "0.27.0", "0.29": "0.28.0",
+        "0.31": "0.30.0",
     }[str(version)]
 
 
 def _release(version: Version) -> str:
     return {"0.10.1": "0.10.1", "0.18": "0.18.0", "0.20": "0.20.0", "0.22": "0.22.0", "0.23": "0.23.0", "0.24": "0.24.0", "0.25": "0.25.0",
-            "0.26": "0.26.0", "0.27": "0.27.0", "0.28": "0.28.0", "0.29": "0.29.0"}[str(version)]
+            "0.26": "0.26.0", "0.27": "0.27.0", "0.28": "0.28.0", "0.29": "0.29.0",
+            "0.31": "0.31.0"}[str(version)]
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHM_FIXTURE))
@@ -186,6 +188,8 @@ SOURCE_PROBES = {
         "vllm/model_executor/models/llama.py",
         r"_maybe_add_hidden_state\(\s*aux_hidden_states, idx \+ 1",
     ),
+    "v1_runner_refuses_dflash_candidate_head": ("vllm/config/vllm.py", r'"DFlash candidate-head drafts"'),
+    "v1_runner_refuses_dspark": ("vllm/config/vllm.py", r'"dspark speculative decoding"'),
     "user_speculative_config_merged": (
         "vllm/transformers_utils/config.py",
         r"speculative_config\.update\(vllm_speculative_config\)",

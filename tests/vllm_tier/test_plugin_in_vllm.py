@@ -160,3 +160,33 @@ def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, 
         assert (out.stdout + out.stderr).count("specreg plugin: this dflash draft is planned by specreg") == 1
     else:
         assert got["causal"] == [True] * 5 != want["causal"]  # vLLM's mapping: causal = not sliding_window_non_causal
+
+
+V1_CASES = {
+    "dflash": case_config("dflash"),
+    "dflash-mixed": {**case_config("dflash"), "transformer_layer_config": {
+        **case_config("dflash")["transformer_layer_config"],
+        "layer_types": ["sliding_attention"] * 4 + ["full_attention"], "sliding_window": 2048,
+        "use_sliding_window": True}},
+    "dflash2": case_config("dflash2"),
+    "dflash2-all-full": {**case_config("dflash2"), "transformer_layer_config": {
+        **case_config("dflash2")["transformer_layer_config"], "layer_types": ["full_attention"] * 5}},
+    "dspark": case_config("dspark_generated"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(V1_CASES))
+def test_the_v2_runner_rule_is_vllms(tmp_path, name):
+    """Without Triton vLLM 0.33 picks its V1 model runner and validates what V1 cannot serve: it refuses
+    exactly the drafts specreg says need VLLM_USE_V2_MODEL_RUNNER=1."""
+    src = write_draft(tmp_path / "src", V1_CASES[name])
+    spec = specreg.load(src)
+    verifier_in_hf_cache(tmp_path / "hf", spec)
+    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf")}
+    env.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+    out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300,
+                         env=env)
+    refused = "Model Runner V1 does not support" in out.stderr + out.stdout
+    assert refused == spec.needs_v2_model_runner, (out.stdout[-1500:], out.stderr[-1500:])
+    assert refused == ("needs-v2-model-runner" in {f.code for f in spec.findings})
+    assert spec.serve_env == ({"VLLM_USE_V2_MODEL_RUNNER": "1"} if refused else {})
