@@ -60,13 +60,22 @@ def _parser() -> argparse.ArgumentParser:
     source_args(show)
     show.add_argument("--json", action="store_true", help="print Speculator.to_dict() as JSON")
 
-    serve = sub.add_parser("serve", help="print the `vllm serve` command line for the draft")
+    serve = sub.add_parser(
+        "serve", help="print the `vllm serve` command line for the draft",
+        usage="specreg serve SOURCE [options] [-- VLLM_FLAGS...]",
+        description="Print the `vllm serve` line (with the environment it needs) that serves the draft as trained. "
+        "vLLM flags after `--` are passed through; the catalog's [serving] hints (tensor parallel size, max model "
+        "length, quantization) are added unless given.")
     source_args(serve)
     serve.add_argument(
         "--dir",
         help="where to materialize the draft when the unmodified file would be served differently from its "
-        "training (default: a directory under ~/.cache/specreg/drafts, or $SPECREG_CACHE/drafts)",
+        "training (default: a directory under ~/.cache/specreg/drafts, or $SPECREG_CACHE/drafts); re-running "
+        "with the same source refreshes specreg's own files there",
     )
+    serve.add_argument("--force", action="store_true", help="replace specreg's files in a --dir that holds another draft")
+    serve.add_argument("--config-only", action="store_true", help="materialize config.json without weights")
+    serve.add_argument("--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line')
 
     def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
         """SOURCE, the directory to write and how the weights get there (materialize, convert)."""
@@ -211,9 +220,8 @@ def _show(args: argparse.Namespace) -> int:
 
 def serve_command(spec, kwargs: dict[str, Any]) -> str:
     """The `vllm serve` line for `llm_kwargs`-shaped arguments."""
-    env = "VLLM_USE_V2_MODEL_RUNNER=1 " if spec.needs_v2_model_runner else ""
-    cfg = kwargs["speculative_config"]
-    return f"{env}vllm serve {shlex.quote(kwargs['model'])} --speculative-config {shlex.quote(json.dumps(cfg))}"
+    argv = ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"])]
+    return serve_line(spec.serve_env, argv)
 
 
 def _servable(spec, args: argparse.Namespace) -> str:
@@ -245,21 +253,74 @@ def _progress(message: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from specreg.materialize import default_directory
+    from specreg.materialize import default_directory, same_draft
 
+    given = _given_flags(list(args.vllm_args))  # bad flags are refused before anything is read
     spec = _load(args)
     verifier = _servable(spec, args)
+    flags = _vllm_flags(spec, list(args.vllm_args), given)
     reason = spec.materialize_reason
     if reason is None and not args.dir:
-        print(serve_command(spec, spec.llm_kwargs(verifier=verifier)))
-        return EXIT_OK
-    directory = args.dir or default_directory(spec)
-    # specreg's own cache directory is replaced freely; a directory the user named must be empty.
-    done = spec.materialize(directory, force=not args.dir, progress=_progress)
-    if reason:
-        print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
-    print(serve_command(spec, done.llm_kwargs(verifier=verifier)))
+        kwargs = spec.llm_kwargs(verifier=verifier)
+    else:
+        directory = args.dir or default_directory(spec)
+        # specreg's own cache directory is replaced freely; a --dir too when it holds this same draft
+        force = not args.dir or args.force or same_draft(directory, spec)
+        weights = "none" if args.config_only else "link"
+        done = spec.materialize(directory, weights=weights, force=force, progress=_progress)
+        if reason:
+            print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
+        kwargs = done.llm_kwargs(verifier=verifier)
+    argv = ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"]), *flags]
+    if args.json:
+        print(json.dumps({"env": spec.serve_env, "argv": argv}, indent=2))
+    else:
+        print(serve_line(spec.serve_env, argv))
     return EXIT_OK
+
+
+#: the catalog's [serving] hints and the vLLM flag each becomes
+_HINT_FLAGS = {"tensor_parallel_size": "--tensor-parallel-size", "max_model_len": "--max-model-len",
+               "quantization": "--quantization"}
+#: flags specreg writes itself: refused after `--`
+_OWN_FLAGS = ("--speculative-config", "--speculative_config", "--model")
+
+
+def _given_flags(extra: list[str]) -> dict[str, str | None]:
+    """The vLLM flags after `--` (name -> value); the ones specreg writes itself are refused."""
+    given: dict[str, str | None] = {}
+    for i, arg in enumerate(extra):
+        if not arg.startswith("--"):
+            continue
+        name, eq, value = arg.partition("=")
+        if name in _OWN_FLAGS or name.replace("_", "-") in _OWN_FLAGS:
+            raise SpecregErrorLine(f"{arg.split('=')[0]} after --: specreg writes the model and the speculative "
+                                   "config itself; pass vLLM's other flags there")
+        following = extra[i + 1] if i + 1 < len(extra) and not extra[i + 1].startswith("--") else None
+        given[name.replace("_", "-")] = value if eq else following
+    return given
+
+
+def _vllm_flags(spec, extra: list[str], given: dict[str, str | None]) -> list[str]:
+    """The vLLM flags after `--`, plus the catalog's [serving] hints the user did not give (a differing
+    value is kept, with a note)."""
+    serving = getattr(spec.catalog, "serving", None) if spec.catalog is not None else None
+    added: list[str] = []
+    for field, flag in _HINT_FLAGS.items():
+        hint = getattr(serving, field, None) if serving is not None else None
+        if hint is None:
+            continue
+        if flag not in given:
+            added += [flag, str(hint)]
+        elif given[flag] != str(hint):
+            print(f"# note: the catalog entry serves this draft with {flag} {hint}; you asked for {given[flag]}",
+                  file=sys.stderr)
+    return list(extra) + added
+
+
+def serve_line(env: dict[str, str], argv: list[str]) -> str:
+    """A shell line: the environment, then the command, each word quoted."""
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *(shlex.quote(a) for a in argv)])
 
 
 def _materialize(args: argparse.Namespace) -> int:
@@ -269,15 +330,15 @@ def _materialize(args: argparse.Namespace) -> int:
     done = spec.materialize(args.dir, weights=weights, force=args.force, progress=_progress)
     kwargs = done.llm_kwargs(verifier=verifier)
     if args.json:
-        print(json.dumps(kwargs, indent=2))
+        print(json.dumps({"env": kwargs.env, "llm_kwargs": kwargs}, indent=2))
     else:
         n = len(done.files) - 2
         what = {"none": "no weights (--config-only)", "copy": f"{n} weight files copied",
                 "link": f"{n} weight files linked"}[weights]
         print(f"wrote {done.directory}: config.json, specreg.json, {what}")
         print(serve_command(spec, kwargs))
-    if spec.needs_v2_model_runner:
-        print("# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves mixed sliding/full DFlash layers on its V2 model runner",
+    if spec.needs_v2_model_runner and not args.json:
+        print("# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves this draft as trained on its V2 model runner only",
               file=sys.stderr)
     return EXIT_OK
 
@@ -445,7 +506,17 @@ def _catalog(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     from specreg.errors import SpecregError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1:]
     args = _parser().parse_args(argv)
+    args.vllm_args = extra
+    if extra and args.command != "serve":
+        print(f"error: flags after -- are passed to vLLM by `specreg serve` only, not by `specreg {args.command}`",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms, "check": _check,
                "convert": _convert, "verify": _verify, "report": _report,
                "catalog": _catalog}[args.command]

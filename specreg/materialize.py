@@ -166,6 +166,19 @@ def default_directory(spec: "Speculator") -> Path:
     return cache_root() / "drafts" / f"{safe}-{digest}-vllm{spec.vllm_version}"
 
 
+def same_draft(directory: str | os.PathLike[str], spec: "Speculator") -> bool:
+    """Whether `directory` holds what specreg materialized from this same source content for this
+    same vLLM version (re-running `serve --dir` then refreshes specreg's own files)."""
+    try:
+        manifest = json.loads((Path(directory).expanduser() / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    source = manifest.get("source") if isinstance(manifest, dict) else None
+    return (isinstance(source, dict) and spec.origin is not None and bool(spec.origin.sha256)
+            and source.get("sha256") == spec.origin.sha256 and manifest.get("vllm_version") == spec.vllm_version
+            and manifest.get("written_by") == "specreg")
+
+
 #: Draft classes that vLLM's plain config path would rename. For method "eagle3", vLLM wraps a
 #: plain draft config in EAGLEConfig, which prefixes "Eagle3" to any architecture that neither
 #: starts nor ends with it: "PeagleQwen3ForCausalLM" would become an unknown class. vLLM's model

@@ -227,7 +227,8 @@ def test_hub_llm_kwargs_pin_the_commit_when_no_materialize_is_needed(hub):
 def test_cli_materialize_json_prints_the_llm_kwargs(dflash_dir, tmp_path):
     r = run("materialize", str(dflash_dir), str(tmp_path / "out"), "--json", "--vllm", "0.33")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == specreg.load(dflash_dir, vllm="0.33").llm_kwargs(draft=str(tmp_path / "out"))
+    kwargs = specreg.load(dflash_dir, vllm="0.33").llm_kwargs(draft=str(tmp_path / "out"))
+    assert json.loads(r.stdout) == {"env": {}, "llm_kwargs": kwargs}
 
 
 def test_cli_materialize_refuses_a_non_empty_dir_with_exit_2(dflash_dir, tmp_path):

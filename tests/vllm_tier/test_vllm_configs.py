@@ -342,3 +342,36 @@ def test_a_real_config_is_served_as_trained_or_refused_with_its_reason(tmp_path,
     assert {k: got.get(k) for k in want} == want
     if native_arch != "DSparkDraftModel":  # vLLM 0.33 maps that name to its DeepSeek-V4 DSpark, not Qwen3's
         assert model_class(arch) == model_class(native_arch)
+
+
+def test_serve_output_for_a_catalog_draft_with_vllm_flags_parses_in_vllms_own_cli(hub, tmp_path):
+    """`specreg serve RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3 -- --tensor-parallel-size 2` (the
+    repo on the loopback Hub) prints a line that vLLM 0.33's `vllm serve` parser accepts, with the flags."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    repo = "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3"
+    hub.add(repo, {"config.json": json.dumps(fixture_config("eagle3_generated")).encode()})
+    online = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    out = subprocess.run([sys.executable, "-m", "specreg", "serve", repo, "--dir", str(tmp_path / "d"), "--config-only",
+                          "--", "--tensor-parallel-size", "2"], capture_output=True, text=True, timeout=120, env=online)
+    assert out.returncode == 0, out.stderr
+    argv = shlex.split(out.stdout.strip())
+    assert argv[:2] == ["vllm", "serve"]
+    parse = ("import json, sys\n"
+             "from vllm.entrypoints.cli.serve import ServeSubcommand\n"
+             "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+             "parser = FlexibleArgumentParser()\n"
+             "sub = parser.add_subparsers(dest='subparser')\n"
+             "ServeSubcommand().subparser_init(sub)\n"
+             "args = parser.parse_args(sys.argv[1:])\n"
+             "print(json.dumps({'model': args.model_tag, 'tp': args.tensor_parallel_size,\n"
+             "                  'spec': args.speculative_config}, default=str))\n")
+    parsed = subprocess.run([sys.executable, "-c", parse, *argv[1:]], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"})
+    assert parsed.returncode == 0, parsed.stderr[-3000:]
+    got = json.loads(parsed.stdout.strip().splitlines()[-1])
+    assert got["model"] == "meta-llama/Llama-3.1-8B-Instruct" and got["tp"] == 2
+    assert "eagle3" in str(got["spec"]) and str(tmp_path / "d") in str(got["spec"])

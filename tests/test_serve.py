@@ -1,0 +1,100 @@
+"""`specreg serve` for a real deployment: vLLM flags, catalog hints, a reusable --dir, --json, the V2 env."""
+
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+import specreg
+from conftest import fixture_config
+from weights import write_draft
+
+
+def run(*args, env=None):
+    import os
+
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def draft(tmp_path):
+    return write_draft(tmp_path / "draft", fixture_config("dflash"))
+
+
+def test_serve_can_run_twice_with_the_same_dir(tmp_path, draft):
+    first = run("serve", str(draft), "--dir", str(tmp_path / "d"))
+    second = run("serve", str(draft), "--dir", str(tmp_path / "d"))
+    assert first.returncode == second.returncode == 0, second.stderr
+    assert first.stdout == second.stdout
+
+
+def test_serve_refuses_a_dir_holding_another_draft_unless_force(tmp_path, draft):
+    other = write_draft(tmp_path / "other", fixture_config("dflash2"))
+    assert run("serve", str(other), "--dir", str(tmp_path / "d")).returncode == 0
+    refused = run("serve", str(draft), "--dir", str(tmp_path / "d"))
+    assert refused.returncode == 2 and "is not empty" in refused.stderr
+    assert run("serve", str(draft), "--dir", str(tmp_path / "d"), "--force").returncode == 0
+    assert json.loads((tmp_path / "d" / "specreg.json").read_text())["algorithm"] == "dflash"
+
+
+def test_vllm_flags_after_the_double_dash_are_passed_through(tmp_path, draft):
+    out = run("serve", str(draft), "--dir", str(tmp_path / "d"), "--", "--tensor-parallel-size", "2", "--port=8001")
+    assert out.returncode == 0, out.stderr
+    assert shlex.split(out.stdout)[-3:] == ["--tensor-parallel-size", "2", "--port=8001"]
+
+
+@pytest.mark.parametrize("flag", ["--speculative-config", "--model", "--speculative_config"])
+def test_flags_specreg_writes_itself_are_refused_after_the_double_dash(draft, flag):
+    out = run("serve", str(draft), "--", flag, "{}")
+    assert out.returncode == 2 and out.stderr.startswith(f"error: {flag} after --")
+
+
+def test_serve_json_gives_the_env_and_argv(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash2"))  # mixed layers and a candidate head: V2 only
+    out = run("serve", str(src), "--dir", str(tmp_path / "d"), "--json", "--", "--max-model-len", "8192")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+    assert data["argv"][:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]
+    assert json.loads(data["argv"][4])["model"] == str(tmp_path / "d")
+    assert data["argv"][5:] == ["--max-model-len", "8192"]
+    line = run("serve", str(src), "--dir", str(tmp_path / "d"))
+    assert line.stdout.startswith("VLLM_USE_V2_MODEL_RUNNER=1 vllm serve ")
+
+
+def test_the_readme_example_is_served_with_config_only(tmp_path):
+    from conftest import DATA
+
+    example = DATA.parent.parent / "examples" / "qwen3-8b-dflash"
+    out = run("serve", str(example), "--config-only", "--dir", str(tmp_path / "d"))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "d" / "config.json").exists()
+
+
+def test_llm_kwargs_carry_the_environment_vllm_needs(tmp_path):
+    spec = specreg.load(write_draft(tmp_path / "src", fixture_config("dflash2")))
+    kwargs = spec.materialize(tmp_path / "d", weights="none").llm_kwargs()
+    assert kwargs.env == {"VLLM_USE_V2_MODEL_RUNNER": "1"} and isinstance(kwargs, dict)
+    assert json.loads(json.dumps(kwargs)) == dict(kwargs)  # a plain dict for json and vllm.LLM(**kwargs)
+    m = run("materialize", str(tmp_path / "src"), str(tmp_path / "m"), "--config-only", "--json")
+    assert json.loads(m.stdout)["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+
+
+def test_catalog_serving_hints_are_used_and_a_differing_flag_is_noted(hub, tmp_path, monkeypatch):
+    registry = tmp_path / "registry" / "org"
+    registry.mkdir(parents=True)
+    (registry / "draft.toml").write_text(
+        'id = "org/draft"\nalgorithm = "dflash"\nstatus = "unpinned"\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n\n'
+        '[serving]\ntensor_parallel_size = 4\nmax_model_len = 8192\n')
+    hub.add("org/draft", {"config.json": json.dumps(fixture_config("dflash")).encode()})
+    env = {"SPECREG_REGISTRY": str(tmp_path / "registry")}
+    out = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", env=env)
+    assert out.returncode == 0, out.stderr
+    assert shlex.split(out.stdout)[-4:] == ["--tensor-parallel-size", "4", "--max-model-len", "8192"]
+    mine = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", "--", "--tensor-parallel-size", "2",
+               env=env)
+    assert shlex.split(mine.stdout)[-4:] == ["--tensor-parallel-size", "2", "--max-model-len", "8192"]
+    assert "the catalog entry serves this draft with --tensor-parallel-size 4; you asked for 2" in mine.stderr
