@@ -76,11 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--force", action="store_true", help="replace specreg's files in a --dir that holds another draft")
     serve.add_argument("--config-only", action="store_true", help="materialize config.json without weights")
     serve.add_argument("--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line')
+    serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
 
     def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
         """SOURCE, the directory to write and how the weights get there (materialize, convert)."""
         source_args(sp)
         sp.add_argument("dir", metavar=metavar, help="the directory to write (must be empty unless --force)")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
         how = sp.add_mutually_exclusive_group()
         how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
         how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
@@ -520,6 +522,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {"show": _show, "serve": _serve, "materialize": _materialize, "algorithms": _algorithms, "check": _check,
                "convert": _convert, "verify": _verify, "report": _report,
                "catalog": _catalog}[args.command]
+    if getattr(args, "quiet", None) is not None:  # commands that may download weights
+        from specreg.hub import progress_bars
+
+        progress_bars(not args.quiet and sys.stderr.isatty())
     try:
         return handler(args)
     except _Refused as exc:

@@ -36,13 +36,14 @@ TRANSIENT = {408, 429, 500, 502, 503, 504}
 
 
 def _retries() -> tuple[int, float]:
-    """(retries after the first try, first backoff in seconds): SPECREG_HUB_RETRIES (default 3),
-    SPECREG_HUB_BACKOFF (default 0.5; doubled each time)."""
+    """(retries after the first try, first backoff in seconds): SPECREG_HUB_RETRIES (default 2),
+    SPECREG_HUB_BACKOFF (default 0.5; doubled each time): a Hub that keeps failing is reported
+    within about 2 s."""
     try:
-        return max(0, int(os.environ.get("SPECREG_HUB_RETRIES", "3"))), max(
+        return max(0, int(os.environ.get("SPECREG_HUB_RETRIES", "2"))), max(
             0.0, float(os.environ.get("SPECREG_HUB_BACKOFF", "0.5")))
     except ValueError:
-        return 3, 0.5
+        return 2, 0.5
 
 
 def _truthy(value: str | None) -> bool:
@@ -124,22 +125,45 @@ def _cached(repo_id: str, filename: str, revision: str | None) -> Path | None:
 
 
 def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: int, source: str) -> None:
-    """Refuse a file over max_bytes from the Hub's metadata (one HEAD), before any download."""
+    """One HEAD, without huggingface_hub's retries, before the first download of a ref: refuses a file
+    over max_bytes from the Hub's metadata, and turns a Hub failure (429, 5xx, a dropped connection)
+    into one HubError naming what the Hub answered, so specreg's own retry policy applies
+    (huggingface_hub would retry that HEAD 5 times, backing off up to 8 s, logging each try)."""
     import huggingface_hub
+    from huggingface_hub import errors as hf
 
     if offline():
         return
+    where = f" at revision {revision!r}" if revision else ""
     url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision,
                                      endpoint=os.environ.get("HF_ENDPOINT") or None)
     try:
-        meta = huggingface_hub.get_hf_file_metadata(url, token=os.environ.get("HF_TOKEN") or None)
-    except Exception:
-        return  # the download reports the failure, with its own mapping
+        meta = huggingface_hub.get_hf_file_metadata(url, token=os.environ.get("HF_TOKEN") or None,
+                                                    retry_on_errors=False)
+    except hf.HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else None
+        if status in TRANSIENT:
+            raise errors.HubError(f"the Hub answered HTTP {status} for {filename} of {repo_id}{where}",
+                                  source=source, transient=True, cache_fallback=True) from None
+        return  # 401/403/404 and the like: the download maps them to specreg's typed errors
+    except Exception as exc:  # noqa: BLE001 - a connection failure: retried like a 5xx
+        if isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "h11", "h2")):
+            what = "timed out" if "Timeout" in type(exc).__name__ else f"the connection failed ({type(exc).__name__})"
+            raise errors.HubError(f"could not fetch {filename} of {repo_id}{where}: {what}", source=source,
+                                  transient=True, cache_fallback=True) from None
+        return
     if meta.size is not None and meta.size > max_bytes:
-        where = f" at revision {revision!r}" if revision else ""
         raise errors.HubError(
             f"{filename} of {repo_id}{where} is {meta.size} bytes, over the {max_bytes}-byte limit for a "
             "config file: not downloaded", source=source)
+
+
+def progress_bars(show: bool) -> None:
+    """Turn huggingface_hub's download progress bars on or off (the CLI: on for a terminal, off
+    with -q or when stderr is not a terminal)."""
+    from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+    (enable_progress_bars if show else disable_progress_bars)()
 
 
 def fetch_file(
@@ -172,7 +196,7 @@ def fetch_file(
     except hf.GatedRepoError:
         raise errors.GatedRepoError(
             f"the repository {repo_id} is gated: accept its conditions on the Hub and log in "
-            "(huggingface-cli login, or set HF_TOKEN)",
+            "(hf auth login, or set HF_TOKEN)",
             source=source,
         ) from None
     except hf.RepositoryNotFoundError:

@@ -111,3 +111,37 @@ def test_a_malformed_revision_is_refused_before_any_request(hub, revision):
     with pytest.raises(specreg.ConfigError, match="not a valid revision"):
         specreg.load(REPO, revision=revision)
     assert hub.count() == 0
+
+
+def test_a_hub_500_is_one_line_naming_the_status_with_specregs_retries_only(hub, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    hub.add("org/broken", {"config.json": b"{}"})
+    hub.fault("config.json", "forever:500")
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "specreg", "show", "org/broken"], capture_output=True, text=True,
+                         timeout=120)
+    took = time.monotonic() - start
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "error: org/broken: the Hub answered HTTP 500 for config.json of org/broken (tried 3 times)"]
+    heads = [r for r in hub.requests if r[0] == "HEAD" and r[1].endswith("config.json")]
+    assert len(heads) == 3  # the first try and SPECREG_HUB_RETRIES=2 (default); none of huggingface_hub's own
+    print(f"HTTP 500 reported after {took:.1f} s")
+
+
+def test_hub_retries_are_configurable_and_honoured(hub, monkeypatch):
+    hub.add("org/broken", {"config.json": b"{}"})
+    hub.fault("config.json", "forever:503")
+    monkeypatch.setenv("SPECREG_HUB_RETRIES", "0")
+    with pytest.raises(specreg.HubError, match="HTTP 503 .*tried 1 time"):
+        specreg.load("org/broken")
+    assert len([r for r in hub.requests if r[1].endswith("config.json")]) == 1
+
+
+def test_the_gated_hint_names_the_current_login_command(hub):
+    hub.add("org/gated", {"config.json": b"{}"}, gated=True)
+    with pytest.raises(specreg.GatedRepoError, match=r"hf auth login"):
+        specreg.load("org/gated")

@@ -328,3 +328,48 @@ def test_show_on_a_materialized_directory_reports_the_same_plan(tmp_path, name, 
     assert back.vllm_version == spec.vllm_version
     assert plan_of(back) == plan_of(spec)
     assert not back.errors, [f.message for f in back.errors]
+
+
+def _materialize_on_a_terminal(hub, tmp_path, *flags):
+    """Run `specreg materialize` for a Hub draft with a 100 MB weight file, stderr on a pseudo-terminal."""
+    import pty
+    import select
+
+    hub.add("org/big", {"config.json": json.dumps(fixture_config("dflash")).encode(),
+                        "model.safetensors": b"\0" * (100 * 1024 * 1024)})
+    import fcntl
+    import struct
+    import termios
+
+    main, sub = pty.openpty()
+    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))  # a terminal 120 columns wide
+    proc = subprocess.Popen([sys.executable, "-m", "specreg", "materialize", "org/big", str(tmp_path / "out"), *flags],
+                            stdout=subprocess.PIPE, stderr=sub, stdin=subprocess.DEVNULL)
+    os.close(sub)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait(timeout=120)
+    os.close(main)
+    return proc.returncode, seen.decode(errors="replace")
+
+
+def test_a_weight_download_shows_progress_on_a_terminal(hub, tmp_path):
+    code, seen = _materialize_on_a_terminal(hub, tmp_path)
+    assert code == 0, seen
+    assert "model.safetensors" in seen and "100%" in seen and ("MB" in seen or "M/" in seen)
+
+
+def test_quiet_turns_the_progress_off(hub, tmp_path):
+    code, seen = _materialize_on_a_terminal(hub, tmp_path, "-q")
+    assert code == 0, seen
+    assert "100%" not in seen
