@@ -50,10 +50,27 @@ def _al(entry) -> str:
     return f"{min(values):g}" if len(values) == 1 else f"{min(values):g}-{max(values):g}"
 
 
+def _check_filters(cat, args: argparse.Namespace) -> None:
+    """An algorithm, tag or verifier that no entry has is a typo, not an empty answer: exit 2 naming
+    what exists."""
+    from specreg.cli import SpecregErrorLine
+
+    for name, value, known in (("--algorithm", args.algorithm, {e.algorithm for e in cat}),
+                               ("--tag", args.tag, {t for e in cat for t in e.tags}),
+                               ("--verifier", args.verifier, {e.verifier.id for e in cat})):
+        if value is not None and value not in known:
+            import difflib
+
+            close = difflib.get_close_matches(value, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SpecregErrorLine(f"{name} {value!r}: no catalog entry has it (known: {', '.join(sorted(known))}){hint}")
+
+
 def _list(args: argparse.Namespace) -> int:
     from specreg.zoo import catalog
 
     cat = catalog(args.registry)
+    _check_filters(cat, args)
     entries = cat.filter(algorithm=args.algorithm, verifier=args.verifier, tag=args.tag)
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))

@@ -418,6 +418,9 @@ def _convert(args: argparse.Namespace) -> int:
     n = len(done.files) - 2
     print(f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
           f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})")
+    if done.verifier is None:
+        print("# warning: no verifier: the twin's speculators_config.verifier.name_or_path is null, which vLLM's "
+              "automatic path refuses; convert again with --verifier ORG/NAME", file=sys.stderr)
     return EXIT_OK
 
 
@@ -494,6 +497,8 @@ def _report(args: argparse.Namespace) -> int:
 
     from specreg.verify.report import build
 
+    if not Path(args.dir).is_dir():
+        raise SpecregErrorLine(f"{args.dir}: no such results directory (the --out of `specreg verify`)")
     index = build(Path(args.dir), Path(args.out), registry=args.registry)
     print(f"wrote {index}")
     return EXIT_OK

@@ -26,6 +26,8 @@ class ConvertedDirectory:
     directory: Path
     format: str
     files: tuple[str, ...]
+    #: the verifier the twin names (None: none was given, and the twin says so in specreg.json)
+    verifier: str | None = None
 
 
 def convert(
@@ -78,5 +80,9 @@ def convert(
         "weights": weights if sources else "none",
         "files": ["config.json", *sources, MANIFEST],
     }
+    if not manifest["verifier"]:
+        manifest["warnings"] = ["no verifier: speculators_config.verifier.name_or_path is null; vLLM's automatic "
+                                "path refuses such a config. Convert again with a verifier (--verifier / verifier=)."]
     write_directory(target, converted.config, sources, weights, manifest, previous, say)
-    return ConvertedDirectory(directory=target, format=spec.format, files=tuple(manifest["files"]))
+    return ConvertedDirectory(directory=target, format=spec.format, files=tuple(manifest["files"]),
+                              verifier=manifest["verifier"] or None)

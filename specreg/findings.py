@@ -317,6 +317,13 @@ CODES: dict[str, Code] = {
             "no heads): serving would fail only after the GPU was allocated.",
         ),
         Code(
+            "vllm-version-unchecked",
+            "warning",
+            "the target vLLM is newer than specreg's rules",
+            "The target vLLM version is newer than the newest one specreg's rules were checked against; "
+            "the plan uses that newest version's rules, which a newer vLLM may have changed.",
+        ),
+        Code(
             "markov-head-off",
             "info",
             "a DSpark draft without a Markov head",

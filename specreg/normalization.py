@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from packaging.version import InvalidVersion, Version
 
 from specreg import registry
-from specreg.capabilities import short, target_version
+from specreg.capabilities import NEWEST_KNOWN, short, target_version
 from specreg.errors import ConfigError, Problem
 from specreg.fields import COUNT, STR, Fields, _type_name
 from specreg.findings import SERVED_DIFFERENTLY
@@ -222,6 +222,22 @@ def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dic
     return attention, draft, findings
 
 
+def _run_algorithm(algo: Any, fields: Fields, ctx: Context, source: str | None) -> Plan:
+    """The algorithm module's plan; a plugin's own failure is reported naming the plugin (a built-in
+    module's is a specreg bug and propagates)."""
+    from specreg.errors import SpecregError
+
+    try:
+        return algo.function(fields, ctx)
+    except (ConfigError, RecursionError):
+        raise
+    except Exception as exc:
+        if algo.origin.startswith("specreg.algos."):
+            raise
+        raise SpecregError(f"the algorithm plugin {algo.origin} for {algo.name!r} failed on this config "
+                           f"({type(exc).__name__}: {exc}); report it to that plugin's authors", source=source) from exc
+
+
 def _normalize_speculators(
     config: Mapping[str, Any],
     *,
@@ -257,9 +273,15 @@ def _normalize_speculators(
             # The module reads through its own view (its own read log) sharing the problem list,
             # so envelope and algorithm problems are reported together.
             fields = Fields(config, problems=root.problems)
-            plan = algo.function(fields, ctx)
+            plan = _run_algorithm(algo, fields, ctx, source)
             root.done()
         findings = _envelope_findings(root, algo, ctx) + findings + plan.findings
+        if version > NEWEST_KNOWN:
+            findings.append(Finding.of(
+                "vllm-version-unchecked",
+                f"vLLM {version} is newer than {short(NEWEST_KNOWN)}, the newest version specreg's rules were checked "
+                f"against: the plan uses {short(NEWEST_KNOWN)}'s rules, which vLLM {version} may have changed",
+                None))
     except ConfigError as exc:
         if exc.source is None and source is not None:
             raise type(exc)(exc.problems, source=source) from None
