@@ -1,8 +1,13 @@
 """A run against the catalog: the baseline for the same dataset, every harness difference, and
-a verdict (`pass`, `regressed`, `improved`) with the entry's tolerances.
+a verdict with the entry's tolerances: `pass`, `regressed` (below a floor or a two-sided band),
+`out-of-band` (above a two-sided band: vLLM's CI fails that too, e.g. `test_acceptance_length.py`'s
+`abs(AL - expected) / expected <= 0.05`; a change either way means the experiment changed) or
+`improved` (above a one-sided floor by more than its tolerance: fine).
 
-Defaults where the entry states none, as vLLM's CI gates: at temperature 0, two-sided within 5%;
-otherwise a one-sided floor at 90% of the baseline.
+A baseline sourced from vLLM's CI carries CI's own gate (direction and tolerance for AL and for the
+listed per-position rates, with the file and commit; tests/test_ci_gates.py replays CI's rule).
+Where a baseline states no gate, specreg's own defaults apply and the check says so
+(`tolerance_from = "default"`): at temperature 0, two-sided within 5%; otherwise a floor at 90%.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ class Judgement:
     baseline: Baseline | None
     differences: tuple[Difference, ...]
     checks: tuple[Check, ...]
-    verdict: str  # pass | regressed | improved | no-baseline | refused
+    verdict: str  # pass | regressed | out-of-band | improved | no-baseline | refused
     reason: str | None = None
 
 
@@ -107,7 +112,9 @@ def _check(name: str, measured: float, metric: Metric, temperature: float | None
         return None
     if measured < low:
         verdict = "regressed"
-    elif (high is not None and measured > high) or (improved_above is not None and measured > improved_above):
+    elif high is not None and measured > high:
+        verdict = "out-of-band"
+    elif improved_above is not None and measured > improved_above:
         verdict = "improved"
     else:
         verdict = "pass"
@@ -145,5 +152,5 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
                 checks.append(c)
     verdicts = {c.verdict for c in checks}
     head = next(c for c in checks if c.metric == "acceptance_length")
-    verdict = "regressed" if "regressed" in verdicts else head.verdict
+    verdict = next((v for v in ("regressed", "out-of-band") if v in verdicts), head.verdict)
     return Judgement(index, baseline, diffs, tuple(checks), verdict)

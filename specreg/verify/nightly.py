@@ -19,7 +19,7 @@ from specreg.verify.run import _now, failed_result
 from specreg.verify.prompts import DATASETS
 from specreg.zoo import Entry, catalog
 
-FINAL = {"pass", "improved", "regressed", "no-baseline", "refused", "invalid", "error", "timeout", "crash"}
+FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "refused", "invalid", "error", "timeout", "crash"}
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from specreg.verify.nightly import directory_name
 from specreg.verify.outputs import PLOT, RESULT, bounds_text, metric_rows
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
 .regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none{background:#eee}"""
 
 

@@ -17,7 +17,8 @@ from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
 from specreg.zoo import Harness, PromptFormat
 
-EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "regressed": 1, "refused": 2, "invalid": 2, "error": 3}
+EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
+        "error": 3}
 
 
 @attrs.define
