@@ -1,0 +1,90 @@
+"""vLLM's CI test files for one release, read from its sdist on PyPI (cached), parsed with `ast`.
+
+The sdist of vllm==X ships `tests/` as of the release commit (`vllm/_version.py` names it), so
+"the gate vLLM's CI applies" is read from the file that CI runs, not from a summary of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import tarfile
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(os.environ.get("SPECREG_VLLM_SDISTS", Path.home() / ".cache" / "specreg" / "vllm-sdists"))
+
+
+def sdist(version: str) -> Path:
+    path = CACHE / f"vllm-{version}.tar.gz"
+    if not path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with urllib.request.urlopen(f"https://pypi.org/pypi/vllm/{version}/json", timeout=60) as r:
+            urls = [u for u in json.load(r)["urls"] if u["packagetype"] == "sdist"]
+        tmp = path.with_suffix(".part")
+        urllib.request.urlretrieve(urls[0]["url"], tmp)
+        tmp.rename(path)
+    return path
+
+
+@lru_cache(maxsize=None)
+def read(version: str, member: str) -> str:
+    with tarfile.open(sdist(version)) as t:
+        f = t.extractfile(f"vllm-{version}/{member}")
+        assert f is not None, member
+        return f.read().decode()
+
+
+def commit(version: str) -> str:
+    """The release commit, as the sdist's vllm/_version.py states it (without vcs-versioning's 'g')."""
+    tree = ast.parse(read(version, "vllm/_version.py"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
+                isinstance(t, ast.Name) and t.id == "commit_id" for t in ast.walk(node)):
+            return str(node.value.value).removeprefix("g")
+    raise AssertionError("no commit_id in vllm/_version.py")
+
+
+def _value(node: ast.expr, names: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(v.value) for v in node.values if isinstance(v, ast.Constant))
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # implicit string concatenation in parens
+            return _value(node.left, names) + _value(node.right, names)
+        return ast.unparse(node)
+
+
+def constants(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return out
+
+
+def calls(text: str, name: str) -> list[dict[str, Any]]:
+    """The keyword arguments of every call to `name` in a file (literals evaluated, module constants resolved)."""
+    names = constants(text)
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == name:
+            found.append({k.arg: _value(k.value, names) for k in node.keywords if k.arg})
+    return found
+
+
+def compares(text: str, function: str) -> list[str]:
+    """Every comparison inside `function`, as source text (how a gate is written)."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return [ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.Compare)]
+    raise AssertionError(f"no function {function}")
