@@ -17,6 +17,34 @@ from typing import Any, Sequence
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+def _count(minimum: int) -> Any:
+    """An argparse type: an integer >= minimum (a clear usage error, exit 2, otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum or value > 10**9:
+            raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to 1000000000, got {value}")
+        return value
+    return parse
+
+
+def _number(low: float, high: float) -> Any:
+    """An argparse type: a finite number in [low, high] (nan and inf refused)."""
+    def parse(text: str) -> float:
+        import math
+
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a finite number from {low:g} to {high:g}, got {text}")
+        return value
+    return parse
+
+
 class _Version(argparse.Action):
     """--version: specreg's version, the vLLM it targets and huggingface_hub's (computed only when asked)."""
 
@@ -109,21 +137,21 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
     ver.add_argument("--dataset", default="gsm8k", help="gsm8k | mt-bench | humaneval | speed-bench[:category] | FILE.jsonl")
     ver.add_argument("--dataset-file", metavar="FILE", help="the named dataset's rows from a local JSONL file")
-    ver.add_argument("--num-prompts", type=int, default=80)
-    ver.add_argument("--temperature", type=float, default=0.0)
-    ver.add_argument("--max-tokens", type=int, default=256)
-    ver.add_argument("--k", type=int, help="draft tokens (default: the config's)")
-    ver.add_argument("--batch-size", type=int, help="max_num_seqs (in-process)")
-    ver.add_argument("--concurrency", type=int, default=1, help="requests in flight (--server)")
-    ver.add_argument("--seed", type=int, default=42)
+    ver.add_argument("--num-prompts", type=_count(1), default=80)
+    ver.add_argument("--temperature", type=_number(0.0, 100.0), default=0.0)
+    ver.add_argument("--max-tokens", type=_count(1), default=256)
+    ver.add_argument("--k", type=_count(1), help="draft tokens (default: the config's)")
+    ver.add_argument("--batch-size", type=_count(1), help="max_num_seqs (in-process)")
+    ver.add_argument("--concurrency", type=_count(1), default=1, help="requests in flight (--server)")
+    ver.add_argument("--seed", type=_count(0), default=42)
     fmt = ver.add_mutually_exclusive_group()
     fmt.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat template (default)")
     fmt.add_argument("--raw", dest="chat", action="store_false", help="raw completion prompts")
-    ver.add_argument("--few-shot", type=int, default=0)
+    ver.add_argument("--few-shot", type=_count(0), default=0)
     think = ver.add_mutually_exclusive_group()
     think.add_argument("--thinking", dest="thinking", action="store_true", default=None)
     think.add_argument("--no-thinking", dest="thinking", action="store_false")
-    ver.add_argument("--chunks", type=int, default=10, help="prompts run in this many chunks (for the interval)")
+    ver.add_argument("--chunks", type=_count(1), default=10, help="prompts run in this many chunks (for the interval)")
     ver.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
     ver.add_argument("--tensor-parallel-size", type=int)
     ver.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
@@ -134,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
     ver.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N")
     ver.add_argument("--resume", action="store_true", help="with --all: skip entries already done")
-    ver.add_argument("--timeout", type=float, default=3600, help="with --all: seconds per entry")
+    ver.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, help="with --all: seconds per entry")
 
     rep = sub.add_parser("report", help="a static HTML page from verify results and history")
     rep.add_argument("dir", metavar="DIR", help="where verify wrote its results (searched recursively)")

@@ -37,8 +37,14 @@ def read_config(path: Path, *, source: str) -> tuple[dict[str, Any], str]:
     def no_constants(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
 
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if number in (float("inf"), float("-inf")):  # 1e400: valid JSON syntax, no real number
+            raise ValueError(f"the number {literal[:40]} is out of range (it would be read as infinity)")
+        return number
+
     try:
-        value = json.loads(text, parse_constant=no_constants)
+        value = json.loads(text, parse_constant=no_constants, parse_float=finite)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "$", source=source) from None
     except ValueError as exc:

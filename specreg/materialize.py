@@ -57,6 +57,11 @@ class Materialized:
         return self.speculator.llm_kwargs(draft=str(self.directory), verifier=verifier)
 
 
+#: what a weight index may name: weight files only. Anything else (config.json, which would replace
+#: the normalized config with the source's; a .py file; a tokenizer) is refused, never fetched or linked.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
 def _plain_name(name: Any, *, where: str, path: str) -> str:
     if not isinstance(name, str) or not _PLAIN_NAME.match(name) or ".." in name:
         raise ConfigError(
@@ -65,6 +70,15 @@ def _plain_name(name: Any, *, where: str, path: str) -> str:
             path,
             source=where,
         )
+    return name
+
+
+def _weight_name(name: Any, *, where: str, path: str) -> str:
+    name = _plain_name(name, where=where, path=path)
+    stem = name.rsplit(".", 1)[0]
+    if not name.endswith(WEIGHT_SUFFIXES) and stem != "mask_embedding":
+        raise ConfigError(f"{json.dumps(name)} is not a weight file ({', '.join(WEIGHT_SUFFIXES)}): a weight index "
+                          "names weight files only, and specreg fetches or links nothing else", path, source=where)
     return name
 
 
@@ -83,7 +97,7 @@ def shards_of(index_path: Path, *, where: str) -> list[str]:
         raise ConfigError("a weight index needs a non-empty object 'weight_map'", "$.weight_map", source=where)
     names: list[str] = []
     for tensor, name in weight_map.items():
-        _plain_name(name, where=where, path=f"$.weight_map[{json.dumps(tensor)}]")
+        _weight_name(name, where=where, path=f"$.weight_map[{json.dumps(tensor)}]")
         if name not in names:
             names.append(name)
     return names

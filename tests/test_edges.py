@@ -85,3 +85,12 @@ def test_the_python_api_gives_plain_dicts_where_users_serialize(fx):
     assert json.loads(json.dumps(spec.to_dict()))["draft_config"] == spec.draft_config_dict()
     kwargs = spec.llm_kwargs(draft="/d")
     assert type(json.loads(json.dumps(kwargs))) is dict and kwargs.env == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
+
+
+@pytest.mark.parametrize("option", [["--num-prompts", "-1"], ["--few-shot", "-2"], ["--chunks", "0"], ["--k", "-3"],
+                                    ["--max-tokens", "0"], ["--temperature", "nan"], ["--temperature", "inf"],
+                                    ["--timeout", "-5"], ["--concurrency", "0"]])
+def test_verify_range_checks_its_numeric_options(option):
+    out = run("verify", "org/x", "--server", "http://127.0.0.1:9", *option)
+    assert out.returncode == 2
+    assert f"argument {option[0]}: must be" in out.stderr.strip().splitlines()[-1]

@@ -373,3 +373,27 @@ def test_quiet_turns_the_progress_off(hub, tmp_path):
     code, seen = _materialize_on_a_terminal(hub, tmp_path, "-q")
     assert code == 0, seen
     assert "100%" not in seen
+
+
+@pytest.mark.parametrize("name", ["config.json", "modeling_evil.py", "tokenizer.json", "specreg.json"])
+def test_a_weight_index_may_name_weight_files_only(tmp_path, name):
+    """An index naming config.json would replace the normalized config with a link to the source's
+    (bringing vLLM's own mapping back); a .py file would be fetched and linked. Both are refused."""
+    src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
+    index = json.loads((src / "model.safetensors.index.json").read_text())
+    index["weight_map"]["fc.weight"] = name
+    (src / "model.safetensors.index.json").write_text(json.dumps(index))
+    if name != "config.json":
+        (src / name).write_text("planted")
+    out = tmp_path / "out"
+    with pytest.raises(specreg.ConfigError, match="is not a weight file") as err:
+        specreg.load(src).materialize(out)
+    assert err.value.path == '$.weight_map["fc.weight"]'
+    assert not out.exists()
+
+
+def test_a_number_json_reads_as_infinity_is_bad_input(tmp_path):
+    cfg = json.dumps(fixture_config("dflash")).replace('"hidden_size": 4096', '"hidden_size": 1e400')
+    (tmp_path / "config.json").write_text(cfg)
+    with pytest.raises(specreg.ConfigError, match="1e400 is out of range"):
+        specreg.load(tmp_path)
