@@ -11,7 +11,10 @@ def show_value(value: Any, limit: int = 80) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=True)
     except (TypeError, ValueError):
-        text = repr(value)
+        try:
+            text = repr(value)
+        except ValueError:  # an integer too long to print
+            text = f"an integer of about {value.bit_length() * 30103 // 100000} digits"
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text

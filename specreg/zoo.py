@@ -171,12 +171,62 @@ def _drop_none(value: Any) -> Any:
 _CONVERTER = None
 
 
+def _register_scalar_hooks(conv: Any) -> None:
+    """Strict scalars: TOML's types as they are, no coercion (`id = 5` is not "5", `tags = "x"` is not
+    a list of letters, `nan` and `inf` are not numbers)."""
+    import math
+
+    # TOML has no None: a float field also takes an integer (2 for 2.0), never a bool
+    def number(value: Any, _type: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected a number, got {show_value(value)}")
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {value}")
+        return float(value)
+
+    def integer(value: Any, _type: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {show_value(value)}")
+        if abs(value) > 10**15:
+            raise ValueError(f"the integer is out of range ({str(value)[:20]}...)")
+        return value
+
+    def string(value: Any, _type: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {show_value(value)}")
+        return value
+
+    def boolean(value: Any, _type: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {show_value(value)}")
+        return value
+
+    def strings(value: Any, _type: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"expected a list of strings, got {show_value(value)}")
+        return tuple(value)
+
+    def numbers(value: Any, _type: Any) -> tuple[float, ...]:
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list of numbers, got {show_value(value)}")
+        return tuple(number(v, float) for v in value)
+
+    conv.register_structure_hook(float, number)
+    conv.register_structure_hook(int, integer)
+    conv.register_structure_hook(str, string)
+    conv.register_structure_hook(bool, boolean)
+    conv.register_structure_hook_func(lambda t: t == tuple[str, ...], strings)
+    conv.register_structure_hook_func(lambda t: t == tuple[float, ...], numbers)
+
+
 def _converter():
     global _CONVERTER
     if _CONVERTER is None:
         import cattrs
 
-        conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+        conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True, prefer_attrib_converters=False)
+        # registered before the Entry function is generated, which inlines the hooks it finds
+        _register_scalar_hooks(conv)
         conv.register_structure_hook(
             Entry,
             cattrs.gen.make_dict_structure_fn(
@@ -184,31 +234,6 @@ def _converter():
             ),
         )
 
-        # TOML has no None: a float field also takes an integer (2 for 2.0), never a bool
-        def number(value: Any, _type: Any) -> float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"expected a number, got {show_value(value)}")
-            return float(value)
-
-        def integer(value: Any, _type: Any) -> int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"expected an integer, got {show_value(value)}")
-            return value
-
-        def string(value: Any, _type: Any) -> str:
-            if not isinstance(value, str):
-                raise ValueError(f"expected a string, got {show_value(value)}")
-            return value
-
-        def boolean(value: Any, _type: Any) -> bool:
-            if not isinstance(value, bool):
-                raise ValueError(f"expected true or false, got {show_value(value)}")
-            return value
-
-        conv.register_structure_hook(float, number)
-        conv.register_structure_hook(int, integer)
-        conv.register_structure_hook(str, string)
-        conv.register_structure_hook(bool, boolean)
         _CONVERTER = conv
     return _CONVERTER
 
@@ -252,6 +277,10 @@ def parse_entry(text: str, *, file: str) -> tuple[Entry | None, list[Problem]]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return None, [Problem("$", f"invalid TOML: {exc}")]
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        return None, [Problem("$", f"invalid TOML: {exc}")]
+    except RecursionError:
+        return None, [Problem("$", "invalid TOML: nested too deeply")]
     try:
         entry = _converter().structure(doc, Entry)
     except Exception as exc:  # cattrs' validation errors (grouped); turned into paths below

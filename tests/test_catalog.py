@@ -333,3 +333,31 @@ def test_show_names_the_catalog_entry(hub, tmp_path):
     r = run("show", REPO, env={"SPECREG_REGISTRY": str(reg)})
     assert r.returncode == 0, r.stderr
     assert "  catalog       org/draft (unpinned; 0 baselines: specreg catalog show org/draft)" in r.stdout
+
+
+@pytest.mark.parametrize(("line", "path", "words"), [
+    ('tags = "vllm-ci"', "$.tags", 'expected a list of strings, got "vllm-ci"'),
+    ("license = 5", "$.license", "expected a string, got 5"),
+    ("license = " + "9" * 5000, "$", "invalid TOML: Exceeds the limit"),
+])
+def test_catalog_values_are_taken_as_written_never_coerced(tmp_path, line, path, words):
+    from specreg.zoo import check
+
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "x.toml").write_text(
+        f'id = "org/x"\nalgorithm = "dflash"\nstatus = "unpinned"\n{line}\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n')
+    problems = [p for _f, p in check(tmp_path).problems]
+    assert any(p.path == path and words in p.message for p in problems), problems
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_non_finite_baseline_number_is_a_problem(tmp_path, value):
+    from specreg.zoo import check
+
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "x.toml").write_text(
+        'id = "org/x"\nalgorithm = "dflash"\nstatus = "unpinned"\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n\n'
+        f'[[baselines]]\nkind = "published"\nsource = "s"\n[baselines.harness]\ndataset = "gsm8k"\n'
+        f'[baselines.metrics.acceptance_length]\nvalue = {value}\n')
+    problems = [p for _f, p in check(tmp_path).problems]
+    assert any(p.path == "$.baselines[0].metrics.acceptance_length.value" and "finite" in p.message for p in problems)
