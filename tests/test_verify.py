@@ -464,3 +464,45 @@ def test_an_unservable_model_is_an_invalid_result_with_exit_2(tmp_path):
     assert r.returncode == 2
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["verdict"] == "invalid" and "not servable" in result["error"]
+
+
+# -- measurements that cannot be right are refused (issue: hostile server) --------------------------
+
+def test_counters_that_cannot_be_a_measurement_are_refused():
+    from specreg.verify.counters import CounterError, SpecCounters, check_delta
+
+    check_delta(SpecCounters(100, 300, 150, (80, 50, 20)), chunk=1)  # a real one passes
+    bad = {
+        "reset": SpecCounters(-100, 300, 150, (80, 50, 20)),
+        "accepted above draft tokens": SpecCounters(100, 300, 400, ()),
+        "a position above drafts": SpecCounters(100, 300, 150, (180, 50, 20)),
+        "positions growing": SpecCounters(100, 300, 150, (50, 80, 20)),
+    }
+    for what, delta in bad.items():
+        with pytest.raises(CounterError):
+            check_delta(delta, chunk=2)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("vllm:spec_decode_num_drafts_total +Inf\n", "finite"),
+    ("vllm:spec_decode_num_drafts_total -5\n", "finite"),
+    ('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1000000000"} 1\n', "out of range"),
+])
+def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
+    from specreg.verify.counters import CounterError, from_prometheus
+
+    with pytest.raises(CounterError, match=words):
+        from_prometheus(text)
+
+
+def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
+    from specreg.verify.stats import Statistics
+
+    entry = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"\ntemperature = 0.0')
+    entry = attrs.evolve(entry, baselines=(attrs.evolve(entry.baselines[0], metrics=attrs.evolve(
+        entry.baselines[0].metrics, per_position=__import__("specreg.zoo", fromlist=["PerPosition"]).PerPosition(
+            values=(0.6, 0.3), direction="higher", tolerance=0.1))),))
+    stats = stats_with_al(2.0)
+    stats = attrs.evolve(stats, per_position=())
+    j = judge(stats, RUN, entry)
+    assert j.verdict == "regressed" and "no per-position count for gated positions 0, 1" in j.reason

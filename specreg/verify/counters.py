@@ -24,6 +24,10 @@ class CounterError(ValueError):
     """The counters are missing or malformed."""
 
 
+#: the highest per-position index accepted (no draft has more positions: specreg's MAX_COUNT)
+MAX_POSITIONS = 4096
+
+
 @attrs.frozen
 class SpecCounters:
     drafts: int = 0
@@ -75,6 +79,8 @@ def from_prometheus(text: str) -> SpecCounters:
     for family in families:
         for sample in family.samples:
             name = sample.name[: -len("_total")] if sample.name.endswith("_total") else sample.name
+            if (name in totals or name == PER_POS) and not (0 <= sample.value < float("inf")):
+                raise CounterError(f"{sample.name} is {sample.value}: a counter is a finite number >= 0")
             if name in totals:
                 totals[name] += sample.value
                 seen.add(name)
@@ -83,6 +89,8 @@ def from_prometheus(text: str) -> SpecCounters:
                     pos = int(sample.labels["position"])
                 except (KeyError, ValueError):
                     raise CounterError(f"{PER_POS} sample without an integer position label: {sample.labels}") from None
+                if not 0 <= pos < MAX_POSITIONS:
+                    raise CounterError(f"{PER_POS} position {pos} is out of range (0-{MAX_POSITIONS - 1})")
                 by_position[pos] = by_position.get(pos, 0.0) + sample.value
     missing = [n for n in totals if n not in seen]
     if missing:
@@ -110,3 +118,25 @@ def from_vllm_metrics(metrics: Iterable[Any]) -> SpecCounters:
         raise CounterError(f"no {', '.join(missing)} in LLM.get_metrics(): build the LLM with "
                            "disable_log_stats=False and a speculative_config")
     return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], per_pos)
+
+
+def check_delta(delta: SpecCounters, *, chunk: int) -> SpecCounters:
+    """Refuse a chunk's counter delta that cannot be a measurement: a counter that went down (a
+    restarted server), more accepted tokens than draft tokens, a position counted in more drafts
+    than there were, or per-position counts that grow with the position."""
+    where = f"chunk {chunk}"
+    for field in ("drafts", "draft_tokens", "accepted"):
+        if getattr(delta, field) < 0:
+            raise CounterError(f"{where}: {PREFIX}num_{field} went down by {-getattr(delta, field)}: the server's "
+                               "counters were reset (restarted?) during the run; measure again")
+    if any(v < 0 for v in delta.per_pos):
+        raise CounterError(f"{where}: {PER_POS} went down: the server's counters were reset during the run")
+    if delta.accepted > delta.draft_tokens:
+        raise CounterError(f"{where}: {delta.accepted} accepted tokens but {delta.draft_tokens} draft tokens")
+    if any(v > delta.drafts for v in delta.per_pos):
+        raise CounterError(f"{where}: a position was accepted in more drafts ({max(delta.per_pos)}) than there were "
+                           f"({delta.drafts})")
+    if any(later > earlier for earlier, later in zip(delta.per_pos, delta.per_pos[1:])):
+        raise CounterError(f"{where}: per-position counts grow with the position ({list(delta.per_pos)}); position i "
+                           "counts drafts with at least i + 1 accepted tokens, which cannot grow")
+    return delta

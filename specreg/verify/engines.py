@@ -34,11 +34,13 @@ def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
 def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks: int,
             run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None]) -> list[SpecCounters]:
     """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure."""
+    from specreg.verify.counters import check_delta
+
     deltas, done = [], 0
-    for part in chunks(items, n_chunks):
+    for i, part in enumerate(chunks(items, n_chunks)):
         before = counters()
         run_chunk(part)
-        deltas.append(counters() - before)
+        deltas.append(check_delta(counters() - before, chunk=i + 1))
         done += len(part)
         progress(f"{done}/{len(items)} prompts")
     return deltas

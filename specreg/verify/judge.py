@@ -143,14 +143,27 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
             c = _check(name, measured, metric, temperature)
             if c:
                 checks.append(c)
+    missing = []
     if m.per_position is not None:
-        for i, (measured, ref) in enumerate(zip(stats.per_position, m.per_position.values)):
-            c = _check(f"per_position[{i}]", measured,
-                       Metric(value=ref, direction=m.per_position.direction, tolerance=m.per_position.tolerance),
-                       temperature)
+        for i, ref in enumerate(m.per_position.values):
+            metric = Metric(value=ref, direction=m.per_position.direction, tolerance=m.per_position.tolerance)
+            if i >= len(stats.per_position):
+                # never skipped: vLLM's CI fails a gated position it cannot read ("Missing per-position
+                # acceptance rate"), and so does specreg
+                c = _check(f"per_position[{i}]", 0.0, metric, temperature)
+                if c:
+                    checks.append(attrs.evolve(c, verdict="missing"))
+                    missing.append(i)
+                continue
+            c = _check(f"per_position[{i}]", stats.per_position[i], metric, temperature)
             if c:
                 checks.append(c)
     verdicts = {c.verdict for c in checks}
     head = next(c for c in checks if c.metric == "acceptance_length")
     verdict = next((v for v in ("regressed", "out-of-band") if v in verdicts), head.verdict)
-    return Judgement(index, baseline, diffs, tuple(checks), verdict)
+    reason = None
+    if missing:
+        verdict = "regressed"
+        reason = (f"the run reported no per-position count for gated position{'s' * (len(missing) > 1)} "
+                  f"{', '.join(map(str, missing))} (is vllm:spec_decode_num_accepted_tokens_per_pos exposed?)")
+    return Judgement(index, baseline, diffs, tuple(checks), verdict, reason)
