@@ -506,3 +506,53 @@ def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
     stats = attrs.evolve(stats, per_position=())
     j = judge(stats, RUN, entry)
     assert j.verdict == "regressed" and "no per-position count for gated positions 0, 1" in j.reason
+
+
+def test_a_password_in_the_server_url_is_never_recorded(tmp_path):
+    from specreg.verify.run import Options, redact, verify
+
+    assert redact("http://user:s3cret@127.0.0.1:9/x") == "http://user:***@127.0.0.1:9/x"
+    assert redact("http://127.0.0.1:9") == "http://127.0.0.1:9"
+    out = tmp_path / "out"
+    result = verify("org/x", Options(server="http://user:s3cret@127.0.0.1:9", dataset_file=str(_prompts_file(tmp_path))),
+                    out=out, history=None, progress=lambda _m: None)
+    text = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert "s3cret" not in text and "s3cret" not in json.dumps(result)
+
+
+def _prompts_file(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("\n".join(json.dumps({"question": f"q{i}", "answer": "a"}) for i in range(4)))
+    return path
+
+
+def test_the_report_escapes_what_result_files_say(tmp_path):
+    from html.parser import HTMLParser
+
+    from specreg.verify.report import build
+
+    results = tmp_path / "results" / "x"
+    results.mkdir(parents=True)
+    hostile = "org/x' onmouseover='alert(1)"
+    (results / "result.json").write_text(json.dumps({
+        "model": hostile, "started": "<script>alert(2)</script>", "engine": "e", "verdict": "pass' onclick='x",
+        "statistics": None, "judgement": None, "baseline": None, "harness": {}, "environment": {}, "notes": []}))
+    index = build(tmp_path / "results", tmp_path / "site")
+    attrs_seen, scripts = [], []
+
+    class Parser(HTMLParser):
+        in_script = False
+
+        def handle_starttag(self, tag, attributes):
+            self.in_script = tag == "script"
+            attrs_seen.extend(name for name, _ in attributes)
+
+        def handle_data(self, data):
+            if self.in_script:
+                scripts.append(data)
+
+    for page in (tmp_path / "site").rglob("*.html"):
+        Parser().feed(page.read_text())
+    assert "onmouseover" not in attrs_seen and "onclick" not in attrs_seen
+    assert not any("alert" in s for s in scripts)  # only the page's own image check runs
+    assert index.exists()

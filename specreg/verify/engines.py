@@ -50,10 +50,21 @@ class ServerEngine:
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0):
         import httpx
 
+        from specreg.verify.run import redact
+
         self.url = url.rstrip("/")
+        self.shown = redact(self.url)  # what messages and results may say (no password)
+        from urllib.parse import urlsplit
+
+        self._secret = urlsplit(self.url).password
         self.client = httpx.Client(timeout=timeout)
         self.idle_wait = idle_wait
         self.model = model or self._served_model()
+
+    def _clean(self, exc: BaseException) -> str:
+        """An error's text without the URL's password (httpx messages quote the URL)."""
+        text = str(exc).replace(self.url, self.shown)
+        return text.replace(self._secret, "***") if self._secret else text
 
     def _get(self, path: str) -> Any:
         import httpx
@@ -63,19 +74,19 @@ class ServerEngine:
             r.raise_for_status()
             return r
         except httpx.HTTPError as exc:
-            raise EngineError(f"{self.url}{path}: {type(exc).__name__}: {exc}") from None
+            raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
 
     def _served_model(self) -> str:
         data = self._get("/v1/models").json().get("data") or []
         if not data:
-            raise EngineError(f"{self.url}/v1/models lists no model")
+            raise EngineError(f"{self.shown}/v1/models lists no model")
         return data[0]["id"]
 
     def counters(self) -> SpecCounters:
         try:
             return from_prometheus(self._get("/metrics").text)
         except CounterError as exc:
-            raise EngineError(f"{self.url}/metrics: {exc}") from None
+            raise EngineError(f"{self.shown}/metrics: {self._clean(exc)}") from None
 
     def version(self) -> str | None:
         try:
@@ -88,7 +99,7 @@ class ServerEngine:
         time.sleep(self.idle_wait)
         moved = self.counters() - first
         if moved.moved:
-            raise EngineError(f"the spec-decode counters of {self.url} moved while idle ({moved.to_dict()}): another "
+            raise EngineError(f"the spec-decode counters of {self.shown} moved while idle ({moved.to_dict()}): another "
                               "client is using the server, so the deltas would not be this run's")
 
     def _one(self, item: Any, sampling: dict[str, Any]) -> None:
@@ -102,7 +113,7 @@ class ServerEngine:
             r = self.client.post(self.url + path, json=body)
             r.raise_for_status()
         except httpx.HTTPError as exc:
-            raise EngineError(f"{self.url}{path}: {type(exc).__name__}: {exc}") from None
+            raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
 
     def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
             seed: int | None, thinking: bool | None, progress: Callable[[str], None]) -> list[SpecCounters]:

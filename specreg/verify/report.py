@@ -85,7 +85,8 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None) -> Path
         verdict = r["verdict"] if r else "none"
         al = (r.get("statistics") or {}).get("acceptance_length") if r else None
         base = ((r or {}).get("baseline") or {}).get("acceptance_length") or {}
-        link = f"models/{directory_name(model)}.html"
+        link = _url(f"models/{directory_name(model)}.html")
+        verdict = html.escape(str(verdict))  # from a result file: untrusted
         rows.append(
             f"<tr class='{verdict}' data-model='{html.escape(model)}'><td><a href='{link}'>{html.escape(model)}</a></td>"
             f"<td>{html.escape(entry.algorithm if entry else '-')}</td>"
@@ -118,8 +119,8 @@ def _run_html(r: dict[str, Any]) -> str:
             row = f"<tr><td>{label}</td><td>{value:.3f}{ci_text if name == 'acceptance_length' else ''}</td>"
             c = checks.get(name)
             if c:
-                table.append(f"{row}<td>{esc(c['baseline'])}</td><td>{bounds_text(c)}</td>"
-                             f"<td class='{c['verdict']}'>{c['verdict']}</td></tr>")
+                table.append(f"{row}<td>{esc(str(c['baseline']))}</td><td>{esc(bounds_text(c))}</td>"
+                             f"<td class='{esc(str(c['verdict']))}'>{esc(str(c['verdict']))}</td></tr>")
             else:
                 table.append(f"{row}<td>-</td><td>-</td><td>-</td></tr>")
         out.append("<table class='checks'><thead><tr><th>metric</th><th>measured</th><th>baseline</th><th>bounds</th>"
@@ -138,19 +139,27 @@ def _run_html(r: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _url(path: str) -> str:
+    """A relative link, percent-encoded and then escaped for an attribute."""
+    from urllib.parse import quote
+
+    return html.escape(quote(path, safe="/."))
+
+
 def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tuple[str, float]]) -> None:
     name = directory_name(model)
     parts = [f"<h1>{html.escape(model)}</h1><p><a href='../index.html'>all models</a></p>"]
     if r is None:
         parts.append("<p>Not measured yet.</p>")
     else:
-        parts.append(f"<p>Latest verdict: <b class='{r['verdict']}'>{r['verdict']}</b> ({html.escape(r.get('started') or '')})</p>")
+        v = html.escape(str(r["verdict"]))
+        parts.append(f"<p>Latest verdict: <b class='{v}'>{v}</b> ({html.escape(str(r.get('started') or ''))})</p>")
         parts.append(_run_html(r))
         plot = Path(r["_dir"]) / PLOT
         if plot.exists():
             shutil.copyfile(plot, site / "models" / f"{name}-per-position.png")
-            parts.append(f"<img alt='per-position acceptance' src='{name}-per-position.png'>")
+            parts.append(f"<img alt='per-position acceptance' src='{_url(name + '-per-position.png')}'>")
     if trend:
         _trend_png(site / "models" / f"{name}-trend.png", model, trend)
-        parts.append(f"<img alt='acceptance length over runs' src='{name}-trend.png'>")
+        parts.append(f"<img alt='acceptance length over runs' src='{_url(name + '-trend.png')}'>")
     (site / "models" / f"{name}.html").write_text(_page(model, "".join(parts)))

@@ -49,8 +49,22 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def redact(url: str) -> str:
+    """A URL as it may be recorded and published: a password in it is replaced by ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unparsable URL)"
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def _engine_name(opts: Options) -> str:
-    return "server " + opts.server if opts.server else "vllm in-process"
+    return "server " + redact(opts.server) if opts.server else "vllm in-process"
 
 
 def failed_result(model: str, started: str, engine: str, verdict: str, error: str, *,
