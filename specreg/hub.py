@@ -152,10 +152,39 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
             raise errors.HubError(f"could not fetch {filename} of {repo_id}{where}: {what}", source=source,
                                   transient=True, cache_fallback=True) from None
         return
+    _check_answer(meta, repo_id, filename, source)
     if meta.size is not None and meta.size > max_bytes:
         raise errors.HubError(
             f"{filename} of {repo_id}{where} is {meta.size} bytes, over the {max_bytes}-byte limit for a "
             "config file: not downloaded", source=source)
+
+
+_ETAG = re.compile(r'^(W/)?"?[A-Za-z0-9._+=-]{1,128}"?$')
+
+
+def _check_answer(meta: object, repo_id: str, filename: str, source: str) -> None:
+    """The Hub's metadata names where huggingface_hub writes the file (blobs/<etag>, snapshots/<commit>):
+    an ETag or commit that is a path ("/abs", "../../x") would put it outside the cache. Refused."""
+    etag = getattr(meta, "etag", None)
+    commit = getattr(meta, "commit_hash", None)
+    if etag is not None and (not _ETAG.match(etag) or ".." in etag):
+        raise errors.HubError(f"the Hub answered an ETag {etag[:80]!r} for {filename} of {repo_id}, which is not a "
+                              "content hash (a path would place the file outside the cache): refused", source=source)
+    if commit is not None and not _COMMIT.match(commit):
+        raise errors.HubError(f"the Hub answered a commit {commit[:80]!r} for {filename} of {repo_id}, which is not a "
+                              "40-hex commit: refused", source=source)
+
+
+def _inside_cache(path: Path, repo_id: str, filename: str, source: str) -> Path:
+    """A downloaded file must lie inside the Hugging Face cache (resolved: snapshots link to blobs)."""
+    import huggingface_hub
+
+    root = Path(cache_dir() or huggingface_hub.constants.HF_HUB_CACHE).expanduser().resolve()
+    real = path.resolve()
+    if root != real and root not in real.parents:
+        raise errors.HubError(f"{filename} of {repo_id} came back at {real}, outside the Hugging Face cache ({root}): "
+                              "refused; nothing is linked or copied from there", source=source)
+    return path
 
 
 def progress_bars(show: bool) -> None:
@@ -239,4 +268,4 @@ def fetch_file(
             f"the connection failed ({type(exc).__name__})"
         raise errors.HubError(f"could not fetch {filename} of {repo_id}{where}: {what}", source=source,
                               transient=True) from None
-    return Path(path)
+    return _inside_cache(Path(path), repo_id, filename, source)

@@ -92,14 +92,23 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def verifier_facts(verifier: str, *, source: str) -> VerifierFacts:
-    """The verifier's config.json (a Hub id, a local directory or a config file): what the checks need."""
+def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> VerifierFacts:
+    """The verifier's config.json (a Hub id, a local directory or a config file): what the checks need.
+
+    hub_only: the name came from a Hub config (someone else's file), so it may only name a Hub repo:
+    a remote config never makes specreg read a local path (`/dev/stdin`, `/etc/...`)."""
     from specreg.loader import read_config
 
+    from specreg.normalization import is_repo_id
+
+    if hub_only and not is_repo_id(verifier):
+        raise ConfigError(f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "
+                          "reads no local path a remote file names. Pass the verifier yourself (--verifier)",
+                          "$.speculators_config.verifier.name_or_path", source=source)
     local = Path(verifier).expanduser()
-    if not local.exists() and verifier.startswith((".", "/", "~")):
+    if not hub_only and not local.exists() and verifier.startswith((".", "/", "~")):
         raise ConfigError("no such file or directory", "verifier", source=verifier)
-    if local.exists():
+    if not hub_only and local.exists():
         path = local / hub.CONFIG_NAME if local.is_dir() else local
         config, _ = read_config(path, source=str(path))
     else:
@@ -431,7 +440,8 @@ def preflight(
         name = verifier or spec.verifier
         if not name:
             raise SpecregError("the config names no verifier; pass one (--verifier ORG/NAME)", source=source)
-        facts = verifier_facts(name, source=source or name)
+        from_hub = verifier is None and spec.origin is not None and spec.origin.repo_id is not None
+        facts = verifier_facts(name, source=source or name, hub_only=from_hub)
         found += verifier_findings(spec, facts, tensor_parallel_size=tensor_parallel_size,
                                    draft_tensor_parallel_size=draft_tensor_parallel_size)
     summary = None

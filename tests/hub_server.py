@@ -30,6 +30,8 @@ class FakeHub:
         self.transfers: list[tuple[str, str, str | None, int]] = []
         #: queued faults: [path suffix, method or None, action] (see fault())
         self.faults: list[list] = []
+        #: headers that replace the real ones on every file answer (a hostile Hub: ETag, X-Repo-Commit)
+        self.override: dict[str, str] = {}
         #: only this token opens gated repos (None: any Authorization header does)
         self.gated_token: str | None = None
         self._lock = threading.Lock()
@@ -148,7 +150,7 @@ class FakeHub:
             return self._error(h, 404, "EntryNotFound", body, {"X-Repo-Commit": commit})
         data = files[filename]
         etag = '"' + hashlib.sha256(data).hexdigest() + '"'
-        headers = {"X-Repo-Commit": commit, "ETag": etag, "Content-Type": "application/octet-stream"}
+        headers = {"X-Repo-Commit": commit, "ETag": etag, "Content-Type": "application/octet-stream", **self.override}
         wanted = h.headers.get("Range")
         status, part = 200, data
         if wanted and wanted.startswith("bytes="):

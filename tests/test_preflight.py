@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import specreg
+from conftest import fixture_config
 import tiny
 from specreg.findings import CODES
 from specreg.preflight import preflight
@@ -213,3 +214,24 @@ def test_hub_check_flags_a_broken_pair(hub):
     r = run("check", "org/draft", "--verifier", "org/verifier")
     assert r.returncode == 1
     assert "weights-vocab-map-missing" in r.stdout
+
+
+@pytest.mark.parametrize("named", ["/dev/stdin", "/etc/hostname", "../../etc", "~/.ssh/config"])
+def test_a_hub_config_never_makes_specreg_read_a_local_path(hub, named):
+    cfg = fixture_config("dflash")
+    cfg["speculators_config"]["verifier"]["name_or_path"] = named
+    hub.add("org/hostile", {"config.json": json.dumps(cfg).encode()})
+    with pytest.raises(specreg.ConfigError, match="reads no local path a remote file names") as err:
+        specreg.load("org/hostile", check_verifier=True, check_weights=False)
+    assert err.value.path == "$.speculators_config.verifier.name_or_path"
+
+
+def test_a_hub_config_naming_a_relative_name_that_exists_locally_still_reads_the_hub(hub, tmp_path, monkeypatch):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "config.json").write_text('{"planted": true}')
+    monkeypatch.chdir(tmp_path)
+    cfg = fixture_config("dflash")
+    cfg["speculators_config"]["verifier"]["name_or_path"] = "etc"
+    hub.add("org/hostile", {"config.json": json.dumps(cfg).encode()})
+    with pytest.raises(specreg.SpecregError, match="no repository etc on the Hub"):
+        specreg.load("org/hostile", check_verifier=True, check_weights=False)

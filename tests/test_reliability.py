@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import specreg
-from conftest import DATA
+from conftest import DATA, fixture_config
 
 REPO = "org/draft"
 CONFIG = (DATA / "speculators" / "dflash.json").read_bytes()
@@ -236,3 +236,23 @@ def test_a_hub_failure_while_materializing_leaves_the_directory_untouched(hub, t
         spec.materialize(tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert not [p for p in (tmp_path / "hf-cache").rglob("snapshots/*/model.safetensors")]
+
+
+@pytest.mark.parametrize(("header", "value", "words"), [
+    ("ETag", '"/tmp/specreg-etag-escape"', "not a content hash"),
+    ("ETag", '"../../specreg-etag-escape"', "not a content hash"),
+    ("X-Repo-Commit", "../..", "not a 40-hex commit"),
+])
+def test_a_hub_answer_that_would_place_a_file_outside_the_cache_is_refused(hub, tmp_path, header, value, words):
+    import subprocess
+    import sys
+
+    hub.add("org/hostile", {"config.json": json.dumps(fixture_config("dflash")).encode()})
+    hub.override = {header: value}
+    out = subprocess.run([sys.executable, "-m", "specreg", "show", "org/hostile"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not os.path.exists("/tmp/specreg-etag-escape")
+    cache = tmp_path / "hf-cache"
+    assert not (cache.parent / "specreg-etag-escape").exists()
