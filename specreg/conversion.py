@@ -17,7 +17,7 @@ import attrs
 
 from specreg import native
 from specreg.errors import SpecregError
-from specreg.materialize import MANIFEST, _check_target, check_weight_mode, weight_sources, write_directory
+from specreg.materialize import MANIFEST, check_weight_mode, refuse_source_as_target, weight_sources, write_locked
 from specreg.speculator import thaw
 
 
@@ -68,7 +68,7 @@ def convert(
         converted.config["speculators_config"]["verifier"]["architectures"] = list(
             verifier_facts(name, source=name).architectures)
     target = Path(directory).expanduser().absolute()
-    previous = _check_target(target, force)
+    refuse_source_as_target(spec, target)
     sources = weight_sources(spec, target, weights, say, required=False)  # a config alone converts too
     if weights != "none" and not sources:
         say("no weight files found beside the config: wrote the config alone")
@@ -83,6 +83,6 @@ def convert(
     if not manifest["verifier"]:
         manifest["warnings"] = ["no verifier: speculators_config.verifier.name_or_path is null; vLLM's automatic "
                                 "path refuses such a config. Convert again with a verifier (--verifier / verifier=)."]
-    write_directory(target, converted.config, sources, weights, manifest, previous, say)
+    write_locked(target, force, converted.config, sources, weights, manifest, say)
     return ConvertedDirectory(directory=target, format=spec.format, files=tuple(manifest["files"]),
                               verifier=manifest["verifier"] or None)

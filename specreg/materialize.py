@@ -151,7 +151,7 @@ def _check_target(directory: Path, force: bool) -> list[str]:
         raise SpecregError(f"{directory} exists and is not a directory")
     if not directory.exists():
         return []
-    entries = sorted(p.name for p in directory.iterdir())
+    entries = sorted(p.name for p in directory.iterdir() if p.name != atomic.LOCK_NAME)
     if entries and not force:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise SpecregError(f"{directory} is not empty ({shown}); choose an empty directory or pass --force")
@@ -304,7 +304,7 @@ def materialize(
         )
     say = progress or (lambda _msg: None)
     target = Path(directory).expanduser().absolute()
-    previous = _check_target(target, force)
+    refuse_source_as_target(spec, target)
     # Gather every input before writing anything: a failed download leaves DIR untouched.
     sources = weight_sources(spec, target, weights, say)
     config, changes = plain_path_config(spec)
@@ -321,5 +321,28 @@ def materialize(
         "files": ["config.json", *sources, MANIFEST],
         "findings": [f.to_dict() for f in spec.findings],
     }
-    write_directory(target, config, sources, weights, manifest, previous, say)
+    write_locked(target, force, config, sources, weights, manifest, say)
     return Materialized(directory=target, speculator=spec, files=tuple(manifest["files"]), weights=weights)
+
+
+def refuse_source_as_target(spec: "Speculator", target: Path) -> None:
+    """The directory written is never the one the draft was read from (its config.json is the source)."""
+    origin = spec.origin
+    if origin is not None and origin.repo_id is None and origin.path:
+        if os.path.realpath(Path(origin.path).parent) == os.path.realpath(target):
+            raise SpecregError(f"{target} is the draft's own directory; write into another one",
+                               source=origin.source)
+
+
+def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dict[str, Path], weights: str,
+                 manifest: dict[str, Any], say: Callable[[str], None]) -> None:
+    """Check and write DIR under its lock: concurrent writers (processes or threads) take turns, so DIR
+    always holds one whole draft; a refused or failed first write removes the DIR it created."""
+    with atomic.locked(target) as created:
+        try:
+            previous = _check_target(target, force)
+            write_directory(target, config, sources, weights, manifest, previous, say)
+        except BaseException:
+            if created:
+                shutil.rmtree(target, ignore_errors=True)
+            raise

@@ -256,3 +256,81 @@ def test_a_hub_answer_that_would_place_a_file_outside_the_cache_is_refused(hub, 
     assert not os.path.exists("/tmp/specreg-etag-escape")
     cache = tmp_path / "hf-cache"
     assert not (cache.parent / "specreg-etag-escape").exists()
+
+
+# -- concurrent writers of one directory --------------------------------------------------------------
+
+def _sources(tmp_path, n):
+    """n distinct local drafts (different block sizes, so each writes a different config)."""
+    from weights import write_draft
+
+    out = []
+    for i in range(n):
+        cfg = fixture_config("dflash")
+        cfg["block_size"] = 16 + i
+        cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 15 + i
+        out.append(write_draft(tmp_path / f"src{i}", cfg))
+    return out
+
+
+def _one_whole_draft(directory):
+    """DIR holds exactly one draft: config.json and specreg.json from the same source, no temp files."""
+    import hashlib
+
+    names = sorted(p.name for p in directory.iterdir())
+    assert not [n for n in names if "specreg-tmp" in n], names
+    manifest = json.loads((directory / "specreg.json").read_text())
+    source_config = json.loads(open(manifest["source"]["path"]).read())
+    written = json.loads((directory / "config.json").read_text())
+    assert written["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
+    assert manifest["speculative_config"]["num_speculative_tokens"] == source_config["block_size"] - 1
+    assert hashlib.sha256(open(manifest["source"]["path"], "rb").read()).hexdigest() == manifest["source"]["sha256"]
+    assert sorted(manifest["files"]) == sorted(n for n in names)
+
+
+def test_eight_threads_writing_one_dir_leave_one_whole_draft_every_time(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = _sources(tmp_path, 8)
+    specs = [specreg.load(s) for s in sources]
+    for trial in range(10):
+        target = tmp_path / f"out{trial}"
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda s: _attempt(lambda: s.materialize(target, weights="none", force=True)),
+                                    specs))
+        assert all(r is None for r in results), results  # with --force every writer succeeds, in turn
+        _one_whole_draft(target)
+
+
+def _attempt(call):
+    try:
+        call()
+        return None
+    except Exception as exc:  # noqa: BLE001 - reported by the assertion
+        return repr(exc)
+
+
+def test_eight_processes_writing_one_empty_dir_leave_one_whole_draft(tmp_path):
+    import subprocess
+    import sys
+
+    sources = _sources(tmp_path, 8)
+    for trial in range(5):
+        target = tmp_path / f"out{trial}"
+        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(s), str(target), "--config-only"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for s in sources]
+        codes = [p.wait(timeout=120) for p in procs]
+        assert codes.count(0) == 1 and codes.count(2) == 7, codes  # one writes; the rest find it not empty
+        _one_whole_draft(target)
+
+
+def test_materializing_a_draft_into_its_own_directory_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    (src,) = _sources(tmp_path, 1)
+    before = (src / "config.json").read_bytes()
+    out = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(src), "--config-only",
+                          "--force"], capture_output=True, text=True)
+    assert out.returncode == 2 and "is the draft's own directory" in out.stderr
+    assert (src / "config.json").read_bytes() == before
