@@ -18,6 +18,7 @@ named here (and those a previous materialization listed in ``specreg.json``) are
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -339,10 +340,16 @@ def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dic
     """Check and write DIR under its lock: concurrent writers (processes or threads) take turns, so DIR
     always holds one whole draft; a refused or failed first write removes the DIR it created."""
     with atomic.locked(target) as created:
+        started = False
         try:
             previous = _check_target(target, force)
+            started = created and not previous and not any(target.iterdir())
             write_directory(target, config, sources, weights, manifest, previous, say)
         except BaseException:
-            if created:
+            if started:
+                # this call created DIR and held its lock from the first file on: only its files are there
                 shutil.rmtree(target, ignore_errors=True)
+            elif created:
+                with contextlib.suppress(OSError):
+                    target.rmdir()  # refused before writing: removed only while still empty
             raise
