@@ -27,6 +27,12 @@ def hub(tmp_path, monkeypatch):
         yield server
 
 
+#: native files with no speculators-format twin: causal everywhere, layouts vLLM cannot serve, Eagle-3
+#: layers vLLM's speculators mapping refuses (convert refuses each; tests/test_native.py)
+NO_TWIN = frozenset({"deepspec_dspark_qwen3_8b_causal.json", "specforge_qwen3_8b_domino.json",
+                     "specforge_qwen3_8b_peagle.json", "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json"})
+
+
 def fixture_config(name: str) -> dict:
     """A fresh copy of a fixture config (speculators/NAME.json)."""
     return json.loads((DATA / "speculators" / f"{name}.json").read_text())

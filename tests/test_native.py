@@ -9,15 +9,12 @@ import sys
 import pytest
 
 import specreg
-from conftest import DATA, codes, finding, fixture_config
+from conftest import DATA, NO_TWIN, codes, finding, fixture_config
 from specreg import native
 from weights import write_draft
 
 NATIVE = DATA / "native"
 FILES = sorted(p.name for p in NATIVE.glob("*.json"))
-#: no speculators-format twin: causal everywhere, layouts vLLM cannot serve, Eagle-3 layers vLLM's mapping refuses
-NO_TWIN = {"deepspec_dspark_qwen3_8b_causal.json", "specforge_qwen3_8b_domino.json", "specforge_qwen3_8b_peagle.json",
-           "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json"}
 CONVERTIBLE = [f for f in FILES if f not in NO_TWIN]
 VERIFIER = "Qwen/Qwen3-8B"
 

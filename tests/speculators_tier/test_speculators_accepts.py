@@ -10,12 +10,12 @@ draft must come out with the same method, draft length, attention plan and layer
 import pytest
 
 import specreg
-from conftest import DATA
+from conftest import DATA, NO_TWIN
 
 pytestmark = pytest.mark.speculators
 
 NATIVE = DATA / "native"
-CONVERTIBLE = sorted(p.name for p in NATIVE.glob("*.json") if p.name != "deepspec_dspark_qwen3_8b_causal.json")
+CONVERTIBLE = sorted(p.name for p in NATIVE.glob("*.json") if p.name not in NO_TWIN)
 
 
 @pytest.fixture(scope="module")
