@@ -59,9 +59,11 @@ def register() -> None:
             _once("untested", f"specreg plugin: vLLM {version} is outside the tested range "
                   f"{TESTED[0]}-0.33; leaving vLLM's speculators mapping as it is", logging.WARNING)
             return
+        from vllm.engine.arg_utils import EngineArgs
         from vllm.transformers_utils.configs.speculators import algos, base
 
         install(algos, base.SpeculatorsConfig, version)
+        watch_native_drafts(EngineArgs, version)
     except Exception as exc:  # noqa: BLE001 - the plugin must never stop vLLM from starting
         _once("failed", f"specreg plugin not installed ({type(exc).__name__}: {exc}); vLLM maps speculators "
               "configs itself", logging.WARNING)
@@ -82,6 +84,70 @@ def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
     if build is not None and not getattr(build.__func__, _MARK, False):
         config_class.build_vllm_speculative_config = classmethod(_builder(build.__func__, str(version)))
     return wrapped
+
+
+def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
+    """Native drafts (z-lab DFlash, DeepSpec DSpark, SpecForge EAGLE-3 given with --speculative-config)
+    never reach the speculators mapping: vLLM reads them directly and they are left to it. After
+    `EngineArgs.create_speculative_config` this compares what vLLM built with specreg's plan of the
+    same file and, where they differ, logs what to run instead. It changes nothing."""
+    original = engine_args_class.__dict__.get("create_speculative_config")
+    if original is None or getattr(original, _MARK, False):
+        return
+
+    def create_speculative_config(self: Any, target_model_config: Any, target_parallel_config: Any) -> Any:
+        sc = original(self, target_model_config, target_parallel_config)
+        try:
+            _compare_native(sc, str(version))
+        except Exception as exc:  # noqa: BLE001 - a diagnosis only: vLLM goes on either way
+            _once(f"native:{exc}", f"specreg could not check the native draft ({type(exc).__name__}: {exc})",
+                  logging.WARNING)
+        return sc
+
+    create_speculative_config.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(create_speculative_config, _MARK, True)
+    engine_args_class.create_speculative_config = create_speculative_config
+
+
+def _compare_native(sc: Any, version: str) -> None:
+    """Log (once) how vLLM's reading of a native draft differs from how it was trained."""
+    draft = getattr(sc, "draft_model_config", None) if sc is not None else None
+    if draft is None or not getattr(sc, "model", None):
+        return
+    import specreg
+    from specreg.capabilities import parse_version
+    from specreg.dflash_family import vllm_layer_causal
+    from specreg.plan import Context
+
+    spec = specreg.load(sc.model, vllm=version, verifier=None)
+    if spec.format in ("speculators", "materialized"):
+        return  # the mapping (wrapped above) or specreg's own directory
+    hf = draft.hf_config.to_dict() if hasattr(draft.hf_config, "to_dict") else dict(vars(draft.hf_config))
+    # errors, and what the native conversion knows vLLM reads differently (ModelOpt's ids one layer early)
+    problems = [f"{f.code}: {f.message}" for f in spec.findings
+                if f.severity == "error" or f.code == "served-layer-ids-mismatch"]
+    vllm_arch = (getattr(draft, "architectures", None) or [None])[0]
+    planned = spec.draft_config.get("architectures", [None])[0]
+    if vllm_arch and planned and _registry_class(vllm_arch) != _registry_class(planned):
+        problems.append(f"vLLM loads {vllm_arch} as {'.'.join(_registry_class(vllm_arch) or ('?',))}, "
+                        f"the draft was trained as {'.'.join(_registry_class(planned) or (planned,))}")
+    if spec.method in ("dflash", "dspark") and isinstance(hf.get("num_hidden_layers"), int):
+        ctx = Context(vllm=parse_version(version), source=None, envelope=None)
+        served = vllm_layer_causal(ctx, spec.method == "dspark", hf, hf["num_hidden_layers"])
+        trained = [a.causal for a in spec.attention]
+        if served != trained:
+            problems.append(f"vLLM serves the layers' masks as {served}, the draft was trained with {trained}")
+    if problems:
+        _once(f"native:{sc.model}", f"specreg: vLLM {version} does not serve the native draft {sc.model} as it was "
+              f"trained ({'; '.join(problems)}). Run `specreg serve {sc.model}` and serve the directory it prints.",
+              logging.WARNING)
+
+
+def _registry_class(arch: str) -> tuple[str, str] | None:
+    from vllm.model_executor.models import ModelRegistry
+
+    entry = ModelRegistry.models.get(arch)
+    return (entry.module_name, entry.class_name) if entry is not None else None
 
 
 def uninstall(algos: Any, config_class: Any) -> None:

@@ -190,3 +190,42 @@ def test_the_v2_runner_rule_is_vllms(tmp_path, name):
     assert refused == spec.needs_v2_model_runner, (out.stdout[-1500:], out.stderr[-1500:])
     assert refused == ("needs-v2-model-runner" in {f.code for f in spec.findings})
     assert spec.serve_env == ({"VLLM_USE_V2_MODEL_RUNNER": "1"} if refused else {})
+
+
+NATIVE_ENGINE = """
+import json, sys
+from vllm.engine.arg_utils import EngineArgs
+args = EngineArgs(model=sys.argv[1], max_model_len=4096, skip_tokenizer_init=True,
+                  speculative_config=json.loads(sys.argv[2]))
+try:
+    args.create_engine_config()
+except Exception as exc:  # later checks of this CPU machine may refuse the engine; the log came first
+    print("ENGINE", type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize(("name", "method", "differs"), [
+    # ModelOpt's eagle_config ids count a layer's output; vLLM reads them one layer early
+    ("modelopt_eagle3_llama4_maverick.json", "eagle3", True),
+    # served as trained (for method dspark vLLM itself loads DSparkDraftModel as Qwen3DSparkModel): no line
+    ("deepspec_dspark_qwen3_8b.json", "dspark", False),
+    ("zlab_dflash_nested_schema.json", "dflash", False),
+])
+def test_a_native_draft_vllm_serves_differently_gets_one_line_saying_what_to_run(tmp_path, name, method, differs):
+    import shutil
+
+    from test_vllm_configs import DATA as data
+
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    shutil.copy(data / "native" / name, draft / "config.json")
+    spec = specreg.load(draft, verifier="Qwen/Qwen3-8B")
+    build(tmp_path, spec)  # a plain local verifier config in tmp_path/target
+    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1"}
+    sc = json.dumps({"model": str(draft), "method": method, "num_speculative_tokens": spec.num_speculative_tokens})
+    out = subprocess.run([sys.executable, "-c", NATIVE_ENGINE, str(tmp_path / "target"), sc], capture_output=True,
+                         text=True, timeout=300, env=env)
+    said = (out.stdout + out.stderr).count(f"does not serve the native draft {draft} as it was trained")
+    assert said == (1 if differs else 0), (out.stdout[-2000:], out.stderr[-2000:])
+    if differs:
+        assert f"Run `specreg serve {draft}`" in out.stdout + out.stderr
