@@ -187,11 +187,14 @@ def write_rows(path: Path, n=30, category=None):
     return path
 
 
-def test_a_named_dataset_from_a_local_file_keeps_its_identity(tmp_path):
+def test_a_named_dataset_from_a_local_file_is_recorded_by_its_content(tmp_path):
+    import hashlib
+
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     p = load_prompts("gsm8k", dataset_file=str(rows), num_prompts=5, chat=True, few_shot=2)
-    assert (p.dataset, p.split, p.revision, p.source) == ("gsm8k", "test", "740312add88f781978c0658806c59bc2815b9866",
-                                                          str(rows))
+    # the file is what ran: never recorded at the Hub dataset's pinned revision or split
+    assert (p.dataset, p.split, p.revision) == ("gsm8k", None, None)
+    assert p.source == f"{rows} (sha256 {hashlib.sha256(rows.read_bytes()).hexdigest()})"
     assert len(p.items) == 5 and len(p.items[0]) == 5  # 2 few-shot pairs + the question
     assert p.items[0][0] == {"role": "user", "content": "What is 0 + 0?"}
     raw = load_prompts(str(rows), num_prompts=3, chat=False, few_shot=1)
@@ -268,7 +271,12 @@ def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup
     assert s["counters"] == {"drafts": 2000, "draft_tokens": 6000, "accepted": 3600, "per_pos": [1600, 1200, 800]}
     assert s["chunks"] == 10 and s["al_interval"] == pytest.approx([2.8, 2.8])
     assert result["verdict"] == "pass" and result["environment"]["vllm_version"] == "0.33.0"
-    assert result["harness"]["dataset"] == "gsm8k" and result["dataset_source"] == str(rows)
+    assert result["harness"]["dataset"] == "gsm8k"
+    import hashlib
+
+    # a local file is recorded by its content, not at the named dataset's revision
+    assert result["dataset_source"] == f"{rows} (sha256 {hashlib.sha256(rows.read_bytes()).hexdigest()})"
+    assert result["harness"]["k"] == 3  # from the server's own counters: 6000 draft tokens / 2000 drafts
     assert len(chat_requests) == 20 and chat_requests[0]["temperature"] == 0.0
     summary = (out / "summary.md").read_text()
     assert summary.startswith("## org/draft: **pass**") and "| acceptance_length | 2.800" in summary
@@ -301,7 +309,8 @@ def test_raw_prompts_and_thinking_are_sent_as_asked(setup):
     assert paths == {"/v1/completions"}
     assert body["prompt"].startswith("Question: What is 0 + 0?") and body["chat_template_kwargs"] == {"enable_thinking": False}
     result = json.loads((out / "result.json").read_text())
-    assert result["harness"]["prompt"] == {"chat_template": False, "few_shot": 2, "thinking": False}
+    # /v1/completions has no chat template: thinking is recorded only where it is sent
+    assert result["harness"]["prompt"] == {"chat_template": False, "few_shot": 2}
     assert any("num_prompts" in d for d in result["judgement"]["differences"])
     assert "max_tokens" in result["judgement"]["not_recorded_by_baseline"]
 

@@ -84,7 +84,10 @@ def _rows(name: str, dataset_file: str | None, category: str | None) -> tuple[li
             ds = datasets.load_dataset("json", data_files=str(path), split="train")
         except Exception as exc:  # datasets wraps parse errors in its own types
             raise SpecregError(f"{path}: not a JSONL dataset: {type(exc).__name__}: {exc}") from None
-        source = str(path)
+        import hashlib
+
+        source = f"{path} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()})"  # what ran, not the Hub's
+        spec = None  # a local file is recorded by its content, never at the named dataset's revision
     else:
         try:
             ds = datasets.load_dataset(spec.hf_id, spec.config, split=spec.split, revision=spec.revision)

@@ -45,6 +45,16 @@ class Options:
     served_model: str | None = None
 
 
+def _k_from_counters(stats: Any) -> int | None:
+    """The draft length the engine really used: its draft tokens per draft (vLLM's own
+    `draft_tokens_per_step`), when that is a whole number."""
+    c = stats.counters
+    if not c.drafts:
+        return None
+    k = c.draft_tokens / c.drafts
+    return round(k) if abs(k - round(k)) < 1e-9 else None
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -125,7 +135,9 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                               "dataset_revision": prompts.revision or "unpinned"}
     harness = Harness(dataset=prompts.dataset, subset=prompts.subset, split=prompts.split,
                       num_prompts=len(prompts.items),
-                      prompt=PromptFormat(chat_template=prompts.chat, few_shot=prompts.few_shot, thinking=opts.thinking),
+                      # thinking is recorded only where it is sent: raw completions carry no chat template kwargs
+                      prompt=PromptFormat(chat_template=prompts.chat, few_shot=prompts.few_shot,
+                                          thinking=opts.thinking if prompts.chat else None),
                       temperature=opts.temperature, max_tokens=opts.max_tokens, k=k, batch_size=opts.batch_size,
                       concurrency=str(opts.concurrency) if opts.server else None, seed=opts.seed, gpu=environment["gpu"],
                       tensor_parallel_size=opts.tensor_parallel_size, runs=1)
@@ -150,6 +162,12 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                             temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
                             thinking=opts.thinking, progress=progress)
         stats = compute(deltas)
+        measured_k = _k_from_counters(stats)
+        if measured_k is not None and measured_k != harness.k:
+            if harness.k is not None:
+                notes.append(f"k: the server drafted {measured_k} tokens per step (its counters), not the "
+                             f"{harness.k} the config or --k named; {measured_k} is recorded")
+            harness = attrs.evolve(harness, k=measured_k)
     except (EngineError, ValueError) as exc:
         result = failed_result(model, started, result["engine"], "error", str(exc), harness=_plain(harness),
                                environment=environment, notes=notes, dataset_source=prompts.source,
