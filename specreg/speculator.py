@@ -154,12 +154,10 @@ class Speculator:
 
     @property
     def needs_v2_model_runner(self) -> bool:
-        """Whether vLLM serves this draft as trained only on its V2 model runner: mixed sliding/full
-        DFlash-family layers (`_resolve_layer_attention` raises on V1; V1 lists "mixed sliding/full dflash
-        drafts" as unsupported), DFlash2's candidate head (the V1 proposer never calls it) and DSpark
-        (implemented by the V2 runner only)."""
-        mixed = {a.kind for a in self.attention} == {"full", "sliding"}
-        return self.method == "dspark" or (self.method == "dflash" and (mixed or self.algorithm == "dflash2"))
+        """Whether vLLM serves this draft as trained only on its V2 model runner. The algorithm module
+        decides it from vLLM's code and says why in a `needs-v2-model-runner` finding (mixed
+        sliding/full layers, DFlash2's candidate head, DSpark): this reads that finding."""
+        return any(f.code == "needs-v2-model-runner" for f in self.findings)
 
     @property
     def serve_env(self) -> dict[str, str]:
