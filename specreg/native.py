@@ -159,7 +159,8 @@ def _layer_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: copy.deepcopy(v) for k, v in config.items() if k not in _NOT_LAYER_CONFIG}
 
 
-def _envelope(algorithm: str, tokens: int, verifier: str | None) -> dict[str, Any]:
+def speculators_envelope(algorithm: str, tokens: int | None, verifier: str | None) -> dict[str, Any]:
+    """The `speculators_config` of a speculators-format twin: one greedy proposal of `tokens`."""
     spec: dict[str, Any] = {
         "algorithm": algorithm,
         "default_proposal_method": "greedy",
@@ -266,7 +267,7 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
         "sample_from_anchor": anchor,
         "sliding_window_non_causal": non_causal,
         "target_hidden_size": None,
-        "speculators_config": _envelope(algorithm, tokens, verifier),
+        "speculators_config": speculators_envelope(algorithm, tokens, verifier),
     }
     paths = {
         "$.aux_hidden_state_layer_ids": ids_path,
@@ -329,7 +330,7 @@ def _eagle3(config: Mapping[str, Any], verifier: str | None, source: str | None)
         "draft_vocab_size": config.get("draft_vocab_size", layer.get("vocab_size")),
         "eagle_aux_hidden_state_layer_ids": ids,
         "target_hidden_size": config.get("target_hidden_size"),
-        "speculators_config": _envelope("eagle3", EAGLE3_DEFAULT_TOKENS, verifier),
+        "speculators_config": speculators_envelope("eagle3", EAGLE3_DEFAULT_TOKENS, verifier),
     }
     paths["$.eagle_aux_hidden_state_layer_ids"] = ids_path or "$.eagle_aux_hidden_state_layer_ids"
     paths["$.draft_vocab_size"] = "$.draft_vocab_size" if "draft_vocab_size" in config else "$.vocab_size"

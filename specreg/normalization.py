@@ -176,7 +176,7 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
         attention, draft, extra = _causal_everywhere(spec, converted.causal_everywhere, provenance, draft)
         findings += extra
     labels = {"zlab": "z-lab DFlash", "zlab-dflash2": "z-lab DFlash2", "deepspec": "DeepSpec DSpark",
-              "eagle3-native": "native EAGLE-3", "materialized": "materialized (vLLM-ready)"}
+              "eagle3-native": "native EAGLE-3"}
     if converted.format == "materialized":
         findings.append(Finding.of("native-format", "read back as the directory specreg materialized: the plan is "
                                    "what vLLM will serve from it (specreg.json gives the length and the verifier)"))
@@ -200,7 +200,7 @@ def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dic
 
     from specreg.capabilities import parse_version
     from specreg.dflash_family import mask_flag, vllm_layer_causal, why_unservable
-    from specreg.plan import _set_path
+    from specreg.plan import set_path
 
     attention = tuple(attrs.evolve(a, causal=True) for a in spec.attention)
     for a in attention:
@@ -214,7 +214,7 @@ def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dic
     draft.get("dflash_config", {}).pop("causal", None)
     flag = mask_flag(ctx, dspark, trained, draft)
     if flag is not None:
-        _set_path(outputs, flag[0], flag[1])
+        set_path(outputs, flag[0], flag[1])
         provenance[flag[0]] = Provenance("derived", (path,), "every layer was trained causal")
     findings = []
     if vllm_layer_causal(ctx, dspark, draft, len(trained)) != trained:

@@ -44,7 +44,8 @@ class Context:
         return f"vLLM {short(self.vllm)}"
 
 
-def _set_path(root: dict[str, Any], dotted: str, value: Any) -> None:
+def set_path(root: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `root[a][b][c] = value` for "a.b.c", creating the objects on the way."""
     parts = dotted.split(".")
     node = root
     for p in parts[:-1]:
@@ -65,7 +66,7 @@ class Plan:
     # -- values ----------------------------------------------------------------------------------
     def _put(self, field: str, value: Any, prov: Provenance) -> None:
         if field.startswith(("draft_config.", "speculative_config.")):
-            _set_path(self.outputs, field, value)
+            set_path(self.outputs, field, value)
         elif field == "num_speculative_tokens":
             self.num_speculative_tokens = value
         else:

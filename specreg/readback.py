@@ -15,7 +15,7 @@ import copy
 from typing import Any, Mapping
 
 from specreg.errors import ConfigError
-from specreg.native import Converted
+from specreg.native import Converted, speculators_envelope
 
 FORMAT = "materialized"
 MANIFEST_WRITER = "specreg"
@@ -58,12 +58,7 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
         "transformer_layer_config": layer,
         "draft_vocab_size": config.get("draft_vocab_size"),
         "target_hidden_size": config.get("target_hidden_size"),
-        "speculators_config": {
-            "algorithm": algorithm,
-            "default_proposal_method": "greedy",
-            "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": tokens}],
-            "verifier": {"name_or_path": manifest.get("verifier"), "architectures": []},
-        },
+        "speculators_config": speculators_envelope(algorithm, tokens, manifest.get("verifier")),
     }
     paths = {"$.speculators_config.proposal_methods[0].speculative_tokens": "specreg.json:$.speculative_config",
              "$.speculators_config.verifier.name_or_path": "specreg.json:$.verifier"}

@@ -170,7 +170,7 @@ def _plan(config_dict: dict, version: str) -> Any:
     try:
         spec = specreg.normalize(copy.deepcopy(config_dict), vllm=version)
         # logged at first use: vLLM configures its log handlers after the plugins have loaded
-        _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {_version()} for "
+        _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {specreg.__version__} for "
               f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off")
         return spec
     except Exception as exc:  # noqa: BLE001 - bad input or a specreg bug: vLLM's mapping decides
@@ -229,15 +229,6 @@ def _builder(original: Callable, version: str) -> Callable:
     build.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(build, _MARK, True)
     return build
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("specreg")
-    except PackageNotFoundError:
-        return "(source tree)"
 
 
 def _once(key: str, message: str, level: int = logging.INFO) -> None:
