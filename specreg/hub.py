@@ -147,10 +147,9 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
                                   source=source, transient=True, cache_fallback=True) from None
         return  # 401/403/404 and the like: the download maps them to specreg's typed errors
     except Exception as exc:  # noqa: BLE001 - a connection failure: retried like a 5xx
-        if isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "h11", "h2")):
-            what = "timed out" if "Timeout" in type(exc).__name__ else f"the connection failed ({type(exc).__name__})"
-            raise errors.HubError(f"could not fetch {filename} of {repo_id}{where}: {what}", source=source,
-                                  transient=True, cache_fallback=True) from None
+        failure = _connection_failure(exc, f"{filename} of {repo_id}{where}", source)
+        if failure is not None:
+            raise failure from None
         return
     _check_answer(meta, repo_id, filename, source)
     if meta.size is not None and meta.size > max_bytes:
@@ -261,11 +260,18 @@ def fetch_file(
                               source=source, transient=status in TRANSIENT and not retried,
                               cache_fallback=status in TRANSIENT) from None
     except Exception as exc:
-        # Connection failures mid-transfer come from the HTTP client (httpx) or the OS.
-        if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
+        failure = _connection_failure(exc, f"{filename} of {repo_id}{where}", source)
+        if failure is None:
             raise
-        what = "timed out" if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError) else \
-            f"the connection failed ({type(exc).__name__})"
-        raise errors.HubError(f"could not fetch {filename} of {repo_id}{where}: {what}", source=source,
-                              transient=True) from None
+        raise failure from None
     return _inside_cache(Path(path), repo_id, filename, source)
+
+
+def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.HubError | None":
+    """A transient HubError (a cached copy may stand in) for a connection failure (they come from the
+    HTTP client, httpx, or the OS), or None when `exc` is something else."""
+    if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
+        return None
+    how = ("timed out" if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError)
+           else f"the connection failed ({type(exc).__name__})")
+    return errors.HubError(f"could not fetch {what}: {how}", source=source, transient=True)
