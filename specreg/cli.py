@@ -248,10 +248,15 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if spec.errors else EXIT_OK
 
 
+def serve_argv(kwargs: dict[str, Any], flags: Sequence[str] = ()) -> list[str]:
+    """`vllm serve` for `llm_kwargs`-shaped arguments, then any further vLLM flags."""
+    return ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"]),
+            *flags]
+
+
 def serve_command(spec, kwargs: dict[str, Any]) -> str:
-    """The `vllm serve` line for `llm_kwargs`-shaped arguments."""
-    argv = ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"])]
-    return serve_line(spec.serve_env, argv)
+    """The `vllm serve` line for `llm_kwargs`-shaped arguments, with the environment it needs."""
+    return serve_line(spec.serve_env, serve_argv(kwargs))
 
 
 def _servable(spec, args: argparse.Namespace) -> str:
@@ -301,7 +306,7 @@ def _serve(args: argparse.Namespace) -> int:
         if reason:
             print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
         kwargs = done.llm_kwargs(verifier=verifier)
-    argv = ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"]), *flags]
+    argv = serve_argv(kwargs, flags)
     if args.json:
         print(json.dumps({"env": spec.serve_env, "argv": argv}, indent=2))
     else:
