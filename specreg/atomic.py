@@ -35,9 +35,6 @@ def write_bytes(target: Path, data: bytes) -> None:
     replace(target, lambda tmp: tmp.write_bytes(data))
 
 
-LOCK_NAME = ".specreg.lock"  # never written: kept out of listings should another tool leave one
-
-
 @contextlib.contextmanager
 def locked(directory: Path) -> Iterator[bool]:
     """Hold `directory`'s write lock across processes and threads: an flock on the directory itself

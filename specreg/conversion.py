@@ -69,7 +69,7 @@ def convert(
             verifier_facts(name, source=name).architectures)
     target = Path(directory).expanduser().absolute()
     refuse_source_as_target(spec, target)
-    sources = weight_sources(spec, target, weights, say, required=False)  # a config alone converts too
+    sources = weight_sources(spec, weights, say, required=False)  # a config alone converts too
     if weights != "none" and not sources:
         say("no weight files found beside the config: wrote the config alone")
     manifest = {

@@ -152,19 +152,25 @@ def _check_target(directory: Path, force: bool) -> list[str]:
         raise SpecregError(f"{directory} exists and is not a directory")
     if not directory.exists():
         return []
-    entries = sorted(p.name for p in directory.iterdir() if p.name != atomic.LOCK_NAME)
+    entries = sorted(p.name for p in directory.iterdir())
     if entries and not force:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise SpecregError(f"{directory} is not empty ({shown}); choose an empty directory or pass --force")
-    previous: list[str] = []
+    doc = _read_manifest(directory) or {}
+    files = doc.get("files") if isinstance(doc.get("files"), list) else []
+    return [n for n in files if isinstance(n, str) and _PLAIN_NAME.match(n)]
+
+
+def _read_manifest(directory: Path) -> dict[str, Any] | None:
+    """The specreg.json in `directory` as a JSON object, or None (missing, a link, unreadable, not an object)."""
     manifest = directory / MANIFEST
-    if manifest.is_file() and not manifest.is_symlink():
-        try:
-            doc = json.loads(manifest.read_text())
-            previous = [n for n in doc.get("files", []) if isinstance(n, str) and _PLAIN_NAME.match(n)]
-        except (ValueError, OSError, AttributeError):
-            previous = []
-    return previous
+    if not manifest.is_file() or manifest.is_symlink():
+        return None
+    try:
+        doc = json.loads(manifest.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def cache_root() -> Path:
@@ -184,11 +190,8 @@ def default_directory(spec: "Speculator") -> Path:
 def same_draft(directory: str | os.PathLike[str], spec: "Speculator") -> bool:
     """Whether `directory` holds what specreg materialized from this same source content for this
     same vLLM version (re-running `serve --dir` then refreshes specreg's own files)."""
-    try:
-        manifest = json.loads((Path(directory).expanduser() / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    source = manifest.get("source") if isinstance(manifest, dict) else None
+    manifest = _read_manifest(Path(directory).expanduser()) or {}
+    source = manifest.get("source")
     return (isinstance(source, dict) and spec.origin is not None and bool(spec.origin.sha256)
             and source.get("sha256") == spec.origin.sha256 and manifest.get("vllm_version") == spec.vllm_version
             and manifest.get("written_by") == "specreg")
@@ -231,11 +234,11 @@ def check_weight_mode(weights: str) -> None:
         raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
 
 
-def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable[[str], None], *,
+def weight_sources(spec: "Speculator", weights: str, say: Callable[[str], None], *,
                    required: bool = True) -> dict[str, Path]:
     """The draft's weight files (name -> path; fetched into the HF cache for a Hub draft), or {} for
-    weights="none", or when there are none and they are not `required`. Refuses the draft's own
-    directory as the target."""
+    weights="none", or when there are none and they are not `required`. (Writing into the draft's own
+    directory is refused before this, by `refuse_source_as_target`.)"""
     if weights == "none":
         return {}
     origin = spec.origin
@@ -245,10 +248,7 @@ def weight_sources(spec: "Speculator", target: Path, weights: str, say: Callable
     if origin.repo_id:
         sources = _hub_weights(spec, say)
     else:
-        source_dir = Path(origin.path).parent
-        if os.path.realpath(source_dir) == os.path.realpath(target):
-            raise SpecregError(f"{target} is the draft's own directory; write into another one")
-        sources = _local_weights(source_dir)
+        sources = _local_weights(Path(origin.path).parent)
     if not sources and not required:
         return {}
     if not sources:
@@ -307,7 +307,7 @@ def materialize(
     target = Path(directory).expanduser().absolute()
     refuse_source_as_target(spec, target)
     # Gather every input before writing anything: a failed download leaves DIR untouched.
-    sources = weight_sources(spec, target, weights, say)
+    sources = weight_sources(spec, weights, say)
     config, changes = plain_path_config(spec)
     manifest = {
         "written_by": "specreg",
