@@ -33,6 +33,16 @@ NO_TWIN = frozenset({"deepspec_dspark_qwen3_8b_causal.json", "specforge_qwen3_8b
                      "specforge_qwen3_8b_peagle.json", "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json"})
 
 
+def run_specreg(*args: str, env: dict | None = None, cwd=None, timeout: float = 120):
+    """`python -m specreg ARGS` in a fresh process: the CLI as a user runs it (stdout/stderr captured)."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
 def fixture_config(name: str) -> dict:
     """A fresh copy of a fixture config (speculators/NAME.json)."""
     return json.loads((DATA / "speculators" / f"{name}.json").read_text())

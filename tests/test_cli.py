@@ -8,12 +8,12 @@ import sys
 import pytest
 
 import specreg
-from conftest import DATA, fixture_config
+from conftest import DATA, fixture_config, run_specreg
 from weights import write_draft
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return run_specreg(*args, cwd=cwd, timeout=60)
 
 
 @pytest.fixture

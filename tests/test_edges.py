@@ -7,12 +7,11 @@ import sys
 import pytest
 
 import specreg
-from conftest import DATA, fixture_config
+from conftest import DATA, fixture_config, run_specreg
 from weights import write_draft
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=120)
+run = run_specreg
 
 
 def test_a_future_vllm_target_gets_a_warning_finding(fx):

@@ -8,15 +8,14 @@ import sys
 import pytest
 
 import specreg
-from conftest import DATA, fixture_config
+from conftest import DATA, fixture_config, run_specreg
 from weights import safetensors_bytes, tensors, write_draft
 
 REPO = "RedHatAI/Qwen3-8B-speculator.dflash"
 
 
 def run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return run_specreg(*args, env=env, timeout=60)
 
 
 @pytest.fixture

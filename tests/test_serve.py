@@ -2,21 +2,15 @@
 
 import json
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 import specreg
-from conftest import fixture_config
+from conftest import fixture_config, run_specreg
 from weights import write_draft
 
 
-def run(*args, env=None):
-    import os
-
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+run = run_specreg
 
 
 @pytest.fixture
