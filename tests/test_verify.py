@@ -505,7 +505,6 @@ def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
 
 
 def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
-
     entry = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"\ntemperature = 0.0')
     entry = attrs.evolve(entry, baselines=(attrs.evolve(entry.baselines[0], metrics=attrs.evolve(
         entry.baselines[0].metrics, per_position=__import__("specreg.zoo", fromlist=["PerPosition"]).PerPosition(
