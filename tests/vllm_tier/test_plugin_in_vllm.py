@@ -140,7 +140,7 @@ def verifier_in_hf_cache(cache, spec) -> None:
 
 
 @pytest.mark.parametrize("switch", ["on", "off"])
-def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, switch):
+def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, plugin, switch):
     """`EngineArgs(model=DRAFT).create_engine_config()`, as `vllm serve DRAFT` runs it (vLLM loads
     the plugin itself), completes on this CPU machine; the draft's masks come from vLLM's resolver."""
     src = write_draft(tmp_path / "src", case_config("dflash"))
@@ -159,7 +159,15 @@ def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, 
         assert got == want
         assert (out.stdout + out.stderr).count("specreg plugin: this dflash draft is planned by specreg") == 1
     else:
-        assert got["causal"] == [True] * 5 != want["causal"]  # vLLM's mapping: causal = not sliding_window_non_causal
+        # what vLLM's own mapping serves, computed by vLLM in this process with the plugin taken out
+        from specreg import vllm_plugin
+
+        vllm_plugin.uninstall(*plugin)
+        try:
+            own = auto(tmp_path, src, spec)
+        finally:
+            vllm_plugin.install(*plugin, spec.vllm_version)
+        assert got["causal"] == own["causal"] != want["causal"]
 
 
 V1_CASES = {
