@@ -151,6 +151,20 @@ def _parser() -> argparse.ArgumentParser:
     think = ver.add_mutually_exclusive_group()
     think.add_argument("--thinking", dest="thinking", action="store_true", default=None)
     think.add_argument("--no-thinking", dest="thinking", action="store_false")
+    ver.add_argument("--shots-split", metavar="SPLIT", help="take the few-shot examples from this split (vLLM's GSM8K: train)")
+    ver.add_argument("--shots-file", metavar="FILE", help="the few-shot split's rows from a local JSONL file")
+    ver.add_argument("--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'")
+    ver.add_argument("--stop", action="append", metavar="TEXT", help="a stop string (repeatable)")
+    ver.add_argument("--max-model-len", type=_count(1), metavar="N", help="the engine's max_model_len (default: the entry's [serving])")
+    ver.add_argument("--mode", choices=("batched", "prompt-at-a-time"), default="batched",
+                     help="all prompts batched, or one generate per prompt")
+    ver.add_argument("--statistic", choices=("pooled", "mean-per-prompt"), default=None,
+                     help="AL over the whole run, or the mean of each prompt's AL (default: mean-per-prompt with "
+                          "--mode prompt-at-a-time, else pooled)")
+    ver.add_argument("--draft-sample-method", metavar="M", help="speculative_config.draft_sample_method (in-process)")
+    cache = ver.add_mutually_exclusive_group()
+    cache.add_argument("--prefix-caching", dest="prefix_caching", action="store_true", default=None)
+    cache.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false")
     ver.add_argument("--chunks", type=_count(1), default=10, help="prompts run in this many chunks (for the interval)")
     ver.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
     ver.add_argument("--tensor-parallel-size", type=int)
@@ -167,6 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="a static HTML page from verify results and history")
     rep.add_argument("dir", metavar="DIR", help="where verify wrote its results (searched recursively)")
     rep.add_argument("--out", required=True, metavar="SITE")
+    rep.add_argument("--history-out", metavar="DB", help="write the merged history of every history.sqlite under DIR here")
     rep.add_argument("--registry", metavar="DIR")
 
     from specreg import catalog_cli
@@ -457,6 +472,23 @@ def _convert(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def verify_options(args: argparse.Namespace):
+    """`specreg verify`'s parsed flags as the run's Options (the nightly's harness flags included)."""
+    from specreg.verify.run import Options
+
+    return Options(server=args.server, dataset=args.dataset, dataset_file=args.dataset_file,
+                   num_prompts=args.num_prompts, temperature=args.temperature, max_tokens=args.max_tokens, k=args.k,
+                   batch_size=args.batch_size, concurrency=args.concurrency, seed=args.seed, chat=args.chat,
+                   few_shot=args.few_shot, thinking=args.thinking, chunks=args.chunks, gpu=args.gpu,
+                   tensor_parallel_size=args.tensor_parallel_size, strict_harness=args.strict_harness,
+                   update_baseline=args.update_baseline, registry=args.registry, served_model=args.served_model,
+                   stop=tuple(args.stop) if args.stop else None, shots_split=args.shots_split,
+                   shots_file=args.shots_file, template=args.template, max_model_len=args.max_model_len,
+                   mode=args.mode, statistic=args.statistic or
+                   ("mean-per-prompt" if args.mode == "prompt-at-a-time" else "pooled"),
+                   draft_sample_method=args.draft_sample_method, prefix_caching=args.prefix_caching)
+
+
 def _verify(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -465,7 +497,7 @@ def _verify(args: argparse.Namespace) -> int:
     missing = [m for m in ("datasets", "matplotlib", "prometheus_client", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
         raise SpecregErrorLine(f"verify needs {', '.join(missing)}: pip install 'specreg[verify]'")
-    from specreg.verify.run import EXIT, Options, verify
+    from specreg.verify.run import EXIT, verify
 
     if args.all:
         from specreg.verify import nightly
@@ -477,6 +509,8 @@ def _verify(args: argparse.Namespace) -> int:
             passthrough += ["--server", args.server]
         if args.dataset_file:
             passthrough += ["--dataset-file", args.dataset_file]
+        if args.shots_file:
+            passthrough += ["--shots-file", args.shots_file]
         if args.gpu:
             passthrough += ["--gpu", args.gpu]
         try:
@@ -491,12 +525,7 @@ def _verify(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS if bad else EXIT_OK
     if not args.model:
         raise SpecregErrorLine("give a MODEL, or --all")
-    opts = Options(server=args.server, dataset=args.dataset, dataset_file=args.dataset_file,
-                   num_prompts=args.num_prompts, temperature=args.temperature, max_tokens=args.max_tokens, k=args.k,
-                   batch_size=args.batch_size, concurrency=args.concurrency, seed=args.seed, chat=args.chat,
-                   few_shot=args.few_shot, thinking=args.thinking, chunks=args.chunks, gpu=args.gpu,
-                   tensor_parallel_size=args.tensor_parallel_size, strict_harness=args.strict_harness,
-                   update_baseline=args.update_baseline, registry=args.registry, served_model=args.served_model)
+    opts = verify_options(args)
     out = Path(args.out) if args.out else None
     history = Path(args.history) if args.history else (out.parent / "history.sqlite" if out else None)
     result = verify(args.model, opts, out=out, history=history, progress=_progress)
@@ -532,7 +561,11 @@ def _report(args: argparse.Namespace) -> int:
 
     if not Path(args.dir).is_dir():
         raise SpecregErrorLine(f"{args.dir}: no such results directory (the --out of `specreg verify`)")
-    index = build(Path(args.dir), Path(args.out), registry=args.registry)
+    warnings: list[str] = []
+    index = build(Path(args.dir), Path(args.out), registry=args.registry,
+                  history_out=Path(args.history_out) if args.history_out else None, warnings=warnings)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {index}")
     return EXIT_OK
 

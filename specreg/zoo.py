@@ -26,6 +26,9 @@ from specreg.errors import Problem, SpecregError, show_value
 Status = Literal["unpinned", "pinned", "verified"]
 Format = Literal["speculators", "zlab", "zlab-dflash2", "deepspec", "eagle3-native", "materialized", "native"]
 Direction = Literal["two-sided", "higher"]
+Mode = Literal["batched", "prompt-at-a-time"]
+#: pooled: 1 + accepted / drafts over the whole run; mean-per-prompt: the mean of each prompt's own AL
+Statistic = Literal["pooled", "mean-per-prompt"]
 BaselineKind = Literal["published", "measured"]
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -57,6 +60,10 @@ class PromptFormat:
     chat_template: Optional[bool] = None
     few_shot: Optional[int] = None
     thinking: Optional[bool] = None
+    #: the split the few-shot examples come from (vLLM's GSM8K harness: "train"); default the questions' split
+    shots_split: Optional[str] = None
+    #: a format string applied to each row's fields (e.g. vLLM's "{question}\nPlease reason step by step, ...")
+    template: Optional[str] = None
 
 
 @attrs.frozen
@@ -78,6 +85,16 @@ class Harness:
     gpu: Optional[str] = None
     tensor_parallel_size: Optional[int] = None
     runs: Optional[int] = None
+    #: stop strings of every request (vLLM's GSM8K harness: "Question", "Assistant:", "<|separator|>")
+    stop: Optional[tuple[str, ...]] = None
+    #: the engine's max_model_len (default: the entry's [serving])
+    max_model_len: Optional[int] = None
+    #: all prompts in one batch, or one `generate` per prompt (vLLM's DFlash reference test)
+    mode: Optional[Mode] = None
+    statistic: Optional[Statistic] = None
+    #: engine options the source sets: speculative_config.draft_sample_method, enable_prefix_caching
+    draft_sample_method: Optional[str] = None
+    prefix_caching: Optional[bool] = None
     notes: Optional[str] = None
 
 
@@ -343,7 +360,7 @@ def _baseline_problems(b: Baseline, at: str) -> list[Problem]:
     if b.source_commit is not None and not _SHORT_COMMIT.match(b.source_commit):
         out.append(Problem(f"{at}.source_commit", f"{json.dumps(b.source_commit)} is not a commit (7-40 hex)"))
     h = b.harness
-    for field in ("num_prompts", "max_tokens", "k", "batch_size", "tensor_parallel_size", "runs"):
+    for field in ("num_prompts", "max_tokens", "k", "batch_size", "tensor_parallel_size", "runs", "max_model_len"):
         v = getattr(h, field)
         if v is not None and v < 1:
             out.append(Problem(f"{at}.harness.{field}", f"must be >= 1, got {v}"))

@@ -312,7 +312,7 @@ def test_list_table_filters_and_json():
     doc = json.loads(r.stdout)
     assert {e["verifier"]["id"] for e in doc} == {"Qwen/Qwen3-8B"}
     zlab = next(e for e in doc if e["id"] == "z-lab/Qwen3-8B-DFlash-b16")
-    assert [b["harness"].get("dataset") for b in zlab["baselines"]] == ["mt-bench", "humaneval", "gsm8k", "gsm8k"]
+    assert [b["harness"].get("dataset") for b in zlab["baselines"]] == ["mt-bench-h4", "humaneval", "gsm8k", "gsm8k"]
     assert zlab["baselines"][3]["metrics"]["acceptance_length"] == {"floor": 3.5}
 
 

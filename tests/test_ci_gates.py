@@ -66,3 +66,43 @@ def test_specregs_verdict_is_cis_at_one_percent_around_every_bound(entry_id):
 def test_the_nm_testing_dflash_entry_gates_the_four_positions_ci_lists():
     (b,) = catalog().get("nm-testing/dflash-qwen3-8b-speculators").baselines
     assert b.metrics.per_position.values == (0.795, 0.611, 0.429, 0.282)
+
+
+# vLLM v0.33.0's acceptance_rates tests, each floor written here from its file:
+# - dspark/test_dspark.py: `metric >= reference * REGRESSION_TOLERANCE` (0.95) for AL and acceptance rate;
+# - dflash/test_dflash.py: the reference test's mean per-prompt AL `>= expected * 0.95` (utils.py), with
+#   expected 4.24 (MT-Bench), 6.50 (HumanEval), 6.54 * 0.975 (GSM8K); the batched test `>= 3.5`;
+# - xpress/test_xpress.py (assert_draft_model_correctness): AL `>= 6.71`, acceptance rate `>= 0.387`.
+FLOORS = {
+    ("deepseek-ai/dspark_qwen3_4b_block7", 0): {"acceptance_length": 3.994 * 0.95, "draft_acceptance_rate": 0.428 * 0.95},
+    ("deepseek-ai/dspark_gemma4_12b_block7", 0): {"acceptance_length": 5.0 * 0.95, "draft_acceptance_rate": 0.58 * 0.95},
+    ("z-lab/Qwen3-8B-DFlash-b16", 0): {"acceptance_length": 4.24 * 0.95},
+    ("z-lab/Qwen3-8B-DFlash-b16", 1): {"acceptance_length": 6.50 * 0.95},
+    ("z-lab/Qwen3-8B-DFlash-b16", 2): {"acceptance_length": 6.54 * 0.975 * 0.95},
+    ("z-lab/Qwen3-8B-DFlash-b16", 3): {"acceptance_length": 3.5},
+    ("UIUC-SSAIL/Qwen3-8B-XPress-b16", 0): {"acceptance_length": 6.71, "draft_acceptance_rate": 0.387},
+}
+
+
+def test_every_acceptance_rates_baseline_has_its_ci_floor_here():
+    cited = {(e.id, i) for e in catalog() for i, b in enumerate(e.baselines) if "acceptance_rates/" in b.source}
+    assert cited == set(FLOORS)
+
+
+@pytest.mark.parametrize("key", sorted(FLOORS), ids=lambda k: f"{k[0]}[{k[1]}]")
+def test_acceptance_rates_floors_are_cis_at_one_percent(key):
+    entry_id, index = key
+    entry = catalog().get(entry_id)
+    b = entry.baselines[index]
+    assert b.source_commit == "4ba787ec9" and "v0.33.0 " in b.source
+    floors = FLOORS[key]
+    for metric in floors:
+        for f in (0.99, 1.01):
+            values = {m: fl * (f if m == metric else 1.01) for m, fl in floors.items()}
+            al = values.get("acceptance_length", 0)
+            s = Statistics(counters=SpecCounters(drafts=1000, draft_tokens=7000, accepted=int((al - 1) * 1000)),
+                           chunks=1, acceptance_length=al, per_position=(),
+                           draft_acceptance_rate=values.get("draft_acceptance_rate", 1.0), al_interval=None)
+            got = judge(s, b.harness, entry)
+            assert got.baseline is b, (key, got.baseline_index)
+            assert (got.verdict not in ("regressed", "out-of-band")) == (f > 1), (key, metric, f, got.verdict)

@@ -195,10 +195,32 @@ def test_a_named_dataset_from_a_local_file_is_recorded_by_its_content(tmp_path):
     # the file is what ran: never recorded at the Hub dataset's pinned revision or split
     assert (p.dataset, p.split, p.revision) == ("gsm8k", None, None)
     assert p.source == f"{rows} (sha256 {hashlib.sha256(rows.read_bytes()).hexdigest()})"
-    assert len(p.items) == 5 and len(p.items[0]) == 5  # 2 few-shot pairs + the question
-    assert p.items[0][0] == {"role": "user", "content": "What is 0 + 0?"}
+    # CI's chat form (use_chat_completions): the whole few-shot text is one user message
+    assert len(p.items) == 5 and len(p.items[0]) == 1
+    assert p.items[0][0] == {"role": "user", "content": "Question: What is 0 + 0?\nAnswer: 0\n\nQuestion: What is 1 + 1?"
+                                                        "\nAnswer: 2\n\nQuestion: What is 2 + 2?\nAnswer:"}
     raw = load_prompts(str(rows), num_prompts=3, chat=False, few_shot=1)
     assert raw.dataset == "gsm8k.jsonl" and raw.items[0].startswith("Question: What is 0 + 0?\nAnswer: 0\n\n")
+
+
+def test_few_shot_examples_from_another_split_and_templates(tmp_path):
+    from specreg.errors import SpecregError
+
+    test_rows = write_rows(tmp_path / "test.jsonl", n=4)
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"question": f"Shot {i}?", "answer": f"#### {i}"}) + "\n" for i in range(6)))
+    p = load_prompts("gsm8k", dataset_file=str(test_rows), shots_file=str(train), shots_split="train",
+                     few_shot=2, chat=False)
+    # every question is asked (none spent as an example), each after the train split's first two rows
+    assert len(p.items) == 4 and p.shots_split == "train"
+    assert p.items[3] == "Question: Shot 0?\nAnswer: #### 0\n\nQuestion: Shot 1?\nAnswer: #### 1\n\nQuestion: What is 3 + 3?\nAnswer:"
+    assert "shots " in p.source and "sha256" in p.source.split("shots ")[1]
+    with pytest.raises(SpecregError, match="--shots-file"):
+        load_prompts("gsm8k", dataset_file=str(test_rows), shots_split="train", few_shot=2)
+    t = load_prompts("gsm8k", dataset_file=str(test_rows), template="{question}\nPlease reason step by step.")
+    assert t.items[1] == [{"role": "user", "content": "What is 1 + 1?\nPlease reason step by step."}]
+    with pytest.raises(SpecregError, match="template"):
+        load_prompts("gsm8k", dataset_file=str(test_rows), template="{prompt}")
 
 
 def test_dataset_category_and_bad_input(tmp_path):
@@ -307,12 +329,65 @@ def test_raw_prompts_and_thinking_are_sent_as_asked(setup):
         paths = {p for p, _ in server.requests}
         body = server.requests[0][1]
     assert paths == {"/v1/completions"}
-    assert body["prompt"].startswith("Question: What is 0 + 0?") and body["chat_template_kwargs"] == {"enable_thinking": False}
+    # raw completions have no chat template: the kwarg is not sent, and not recorded
+    assert body["prompt"].startswith("Question: What is 0 + 0?") and "chat_template_kwargs" not in body
     result = json.loads((out / "result.json").read_text())
     # /v1/completions has no chat template: thinking is recorded only where it is sent
     assert result["harness"]["prompt"] == {"chat_template": False, "few_shot": 2}
     assert any("num_prompts" in d for d in result["judgement"]["differences"])
     assert "max_tokens" in result["judgement"]["not_recorded_by_baseline"]
+
+
+def test_vllm_ci_harness_is_sent_as_the_baseline_states_it(setup, tmp_path):
+    """The GSM8K harness of vLLM's CI, by flags: train-split shots, stop strings, raw completions;
+    prompt-at-a-time runs one chunk per prompt and reports the mean per-prompt AL."""
+    reg, rows, out = setup
+    train = write_rows(tmp_path / "train.jsonl", n=6)
+    with OpenAIServer() as server:
+        r = run(*verify_args(server, reg, rows, out, "--raw", "--few-shot", "5", "--shots-split", "train",
+                             "--shots-file", str(train), "--num-prompts", "6", "--mode", "prompt-at-a-time",
+                             "--stop", "Question", "--stop", "Assistant:", "--stop", "<|separator|>"))
+        assert r.returncode in (0, 1), r.stderr
+        bodies = [b for p, b in server.requests if p == "/v1/completions"]
+    assert len(bodies) == 6 and all(b["stop"] == ["Question", "Assistant:", "<|separator|>"] for b in bodies)
+    assert bodies[0]["prompt"].startswith("Question: What is 0 + 0?\nAnswer: 0\n\n")
+    assert bodies[0]["prompt"].endswith("Question: What is 0 + 0?\nAnswer:")  # test row 0, after 5 train rows
+    result = json.loads((out / "result.json").read_text())
+    h = result["harness"]
+    assert (h["mode"], h["statistic"], h["stop"]) == ("prompt-at-a-time", "mean-per-prompt",
+                                                      ["Question", "Assistant:", "<|separator|>"])
+    assert h["prompt"] == {"chat_template": False, "few_shot": 5, "shots_split": "train"}
+    assert result["statistics"]["chunks"] == 6 and result["statistics"]["statistic"] == "mean-per-prompt"
+
+
+def test_mean_per_prompt_statistic_and_detectable_change():
+    from specreg.verify.counters import SpecCounters
+    from specreg.verify.stats import compute
+
+    prompts = [SpecCounters(drafts=10, draft_tokens=30, accepted=20, per_pos=[8, 7, 5]),
+               SpecCounters(drafts=90, draft_tokens=270, accepted=90, per_pos=[50, 30, 10]),
+               SpecCounters(drafts=0, draft_tokens=0, accepted=0, per_pos=[0, 0, 0])]
+    pooled, mean = compute(prompts), compute(prompts, "mean-per-prompt")
+    assert pooled.acceptance_length == pytest.approx(1 + 110 / 100)
+    # each prompt's own AL (3.0, 2.0, and 1 for a prompt without drafts, as vLLM's compute_acceptance_len)
+    assert mean.acceptance_length == pytest.approx(2.0) and mean.chunks == 3
+    lo, hi = mean.al_interval
+    assert mean.detectable_change == pytest.approx((hi - lo) / 2) == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+
+
+def test_a_verdict_closer_to_its_bound_than_the_run_resolves_says_within_noise():
+    from specreg.verify.counters import SpecCounters
+    from specreg.verify.judge import judge
+    from specreg.verify.stats import compute
+
+    e = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"')
+    noisy = compute([SpecCounters(drafts=10, draft_tokens=30, accepted=a, per_pos=[a, 0, 0]) for a in (7, 10, 13)],
+                    "mean-per-prompt")  # AL 2.0 +- 0.745: the floor 1.8 lies inside the noise
+    j = judge(noisy, Harness(dataset="gsm8k"), e)
+    assert j.verdict == "pass" and j.checks[0].within_noise and "within noise" in j.reason
+    steady = compute([SpecCounters(drafts=10, draft_tokens=30, accepted=10, per_pos=[10, 0, 0])] * 3)
+    j = judge(steady, Harness(dataset="gsm8k"), e)
+    assert j.verdict == "pass" and not j.checks[0].within_noise and j.reason is None
 
 
 def test_counters_moving_while_idle_refuse_the_run(setup):

@@ -116,11 +116,14 @@ class ServerEngine:
             raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
 
     def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
-            seed: int | None, thinking: bool | None, progress: Callable[[str], None]) -> list[SpecCounters]:
+            seed: int | None, thinking: bool | None, progress: Callable[[str], None],
+            stop: Sequence[str] | None = None) -> list[SpecCounters]:
         self.check_idle()
         sampling: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
         if seed is not None:
             sampling["seed"] = seed
+        if stop:
+            sampling["stop"] = list(stop)
         if thinking is not None:
             sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
@@ -131,21 +134,12 @@ class ServerEngine:
 class InProcessEngine:
     """vLLM in this process (CUDA needed). Typed against vLLM's public API only."""
 
-    def __init__(self, llm_kwargs: dict[str, Any], *, batch_size: int | None, seed: int | None,
-                 tensor_parallel_size: int | None = None, max_model_len: int | None = None):
+    def __init__(self, kwargs: dict[str, Any]):
+        """`kwargs`: the `vllm.LLM` arguments (`engine_kwargs` builds them)."""
         try:
             from vllm import LLM
         except ImportError:
             raise EngineError("the in-process engine needs vLLM (pip install vllm) and a GPU; or use --server URL") from None
-        kwargs = dict(llm_kwargs, disable_log_stats=False)
-        if batch_size:
-            kwargs["max_num_seqs"] = batch_size
-        if seed is not None:
-            kwargs["seed"] = seed
-        if tensor_parallel_size:
-            kwargs["tensor_parallel_size"] = tensor_parallel_size
-        if max_model_len:
-            kwargs["max_model_len"] = max_model_len
         try:
             self.llm: "LLM" = LLM(**kwargs)
         except Exception as exc:  # CUDA, memory, model loading: the engine failed, not the input
@@ -160,10 +154,11 @@ class InProcessEngine:
         return vllm.__version__
 
     def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
-            seed: int | None, thinking: bool | None, progress: Callable[[str], None]) -> list[SpecCounters]:
+            seed: int | None, thinking: bool | None, progress: Callable[[str], None],
+            stop: Sequence[str] | None = None) -> list[SpecCounters]:
         from vllm import SamplingParams
 
-        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
+        params = SamplingParams(**sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop))
         extra = {"chat_template_kwargs": {"enable_thinking": thinking}} if thinking is not None else {}
 
         def run_chunk(part: Sequence[Any]) -> None:
@@ -176,6 +171,37 @@ class InProcessEngine:
                 raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
 
         return measure(self.counters, items, n_chunks, run_chunk, progress)
+
+
+def engine_kwargs(llm_kwargs: dict[str, Any], *, batch_size: int | None = None, seed: int | None = None,
+                  tensor_parallel_size: int | None = None, max_model_len: int | None = None,
+                  draft_sample_method: str | None = None, prefix_caching: bool | None = None) -> dict[str, Any]:
+    """The `vllm.LLM(**kwargs)` of a run: the draft's own kwargs (specreg's plan) plus the harness's
+    engine options; counters on (`disable_log_stats=False`, as vLLM's CI tests set it)."""
+    kwargs = dict(llm_kwargs, disable_log_stats=False)
+    if batch_size:
+        kwargs["max_num_seqs"] = batch_size
+    if seed is not None:
+        kwargs["seed"] = seed
+    if tensor_parallel_size:
+        kwargs["tensor_parallel_size"] = tensor_parallel_size
+    if max_model_len:
+        kwargs["max_model_len"] = max_model_len
+    if draft_sample_method:
+        kwargs["speculative_config"] = dict(kwargs.get("speculative_config") or {},
+                                            draft_sample_method=draft_sample_method)
+    if prefix_caching is not None:
+        kwargs["enable_prefix_caching"] = prefix_caching
+    return kwargs
+
+
+def sampling_kwargs(*, temperature: float, max_tokens: int, seed: int | None = None,
+                    stop: Sequence[str] | None = None) -> dict[str, Any]:
+    """The `vllm.SamplingParams(**kwargs)` of every request of a run."""
+    out: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+    if stop:
+        out["stop"] = list(stop)
+    return out
 
 
 def gpu_info() -> tuple[str | None, str | None]:
@@ -193,4 +219,17 @@ def gpu_info() -> tuple[str | None, str | None]:
     if not out:
         return None, None
     name, _, driver = out[0].partition(",")
-    return f"{len(out)}x{name.strip()}", driver.strip() or None
+    return f"{len(out)}x{gpu_name(name)}", driver.strip() or None
+
+
+def gpu_name(name: str) -> str:
+    """nvidia-smi's product name in the catalog's form: "NVIDIA H100 80GB HBM3" -> "H100",
+    "NVIDIA A100-SXM4-80GB" -> "A100", "NVIDIA GeForce RTX 4090" -> "RTX4090"."""
+    import re
+
+    words = [w for w in name.replace("-", " ").split() if w.upper() not in ("NVIDIA", "GEFORCE", "TESLA")]
+    if not words:
+        return name.strip()
+    if words[0].upper() in ("RTX", "GTX", "QUADRO") and len(words) > 1:
+        return (words[0] + words[1]).upper()
+    return re.sub(r"[^A-Za-z0-9]", "", words[0]).upper() or name.strip()

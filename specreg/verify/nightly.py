@@ -17,9 +17,10 @@ from typing import Callable, Sequence
 from specreg.verify import outputs
 from specreg.verify.run import _now, failed_result
 from specreg.verify.prompts import DATASETS
-from specreg.zoo import Entry, catalog
+from specreg.zoo import Baseline, Entry, catalog
 
-FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "refused", "invalid", "error", "timeout", "crash"}
+FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "secondary", "not-runnable", "refused", "invalid",
+         "error", "timeout", "crash"}
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -38,24 +39,49 @@ def directory_name(entry_id: str) -> str:
     return entry_id.replace("/", "--")
 
 
-def harness_args(entry: Entry) -> list[str]:
-    """Arguments reproducing the harness of the entry's first baseline on a dataset verify knows."""
+def runnable_baseline(entry: Entry) -> Baseline | None:
+    """The baseline a nightly reproduces: the first primary (not `secondary`) one with an acceptance
+    length on a dataset verify can load; None when the entry has none (reported, not run)."""
     for b in entry.baselines:
-        h = b.harness
-        if h.dataset not in DATASETS:
-            continue
-        args = ["--dataset", h.dataset + (f":{h.subset}" if h.subset else "")]
-        for flag, value in (("--num-prompts", h.num_prompts), ("--temperature", h.temperature),
-                            ("--max-tokens", h.max_tokens), ("--k", h.k), ("--batch-size", h.batch_size),
-                            ("--seed", h.seed), ("--few-shot", h.prompt.few_shot)):
-            if value is not None:
-                args += [flag, str(value)]
-        if h.prompt.chat_template is False:
-            args.append("--raw")
-        if h.prompt.thinking is not None:
-            args.append("--thinking" if h.prompt.thinking else "--no-thinking")
-        return args
-    return []
+        if not b.secondary and b.harness.dataset in DATASETS and b.metrics.acceptance_length is not None:
+            return b
+    return None
+
+
+def _why_not_runnable(entry: Entry) -> str:
+    primary = [b for b in entry.baselines if not b.secondary]
+    if not primary:
+        return "only secondary baselines (reported beside a run, never a gate): nothing to reproduce"
+    datasets = sorted({str(b.harness.dataset) for b in primary})
+    return (f"no primary baseline on a dataset verify can load (the baselines use {', '.join(datasets)}; "
+            f"verify knows {', '.join(sorted(DATASETS))})")
+
+
+def harness_args(entry: Entry) -> list[str]:
+    """Arguments reproducing the harness of the entry's runnable baseline: every field it states."""
+    b = runnable_baseline(entry)
+    if b is None:
+        return []
+    h = b.harness
+    args = ["--dataset", h.dataset + (f":{h.subset}" if h.subset else "")]
+    for flag, value in (("--num-prompts", h.num_prompts), ("--temperature", h.temperature),
+                        ("--max-tokens", h.max_tokens), ("--k", h.k), ("--batch-size", h.batch_size),
+                        ("--seed", h.seed), ("--few-shot", h.prompt.few_shot),
+                        ("--shots-split", h.prompt.shots_split), ("--template", h.prompt.template),
+                        ("--max-model-len", h.max_model_len), ("--tensor-parallel-size", h.tensor_parallel_size),
+                        ("--mode", h.mode), ("--statistic", h.statistic),
+                        ("--draft-sample-method", h.draft_sample_method)):
+        if value is not None:
+            args += [flag, str(value)]
+    for text in h.stop or ():
+        args += ["--stop", text]
+    if h.prompt.chat_template is False:
+        args.append("--raw")
+    if h.prompt.thinking is not None:
+        args.append("--thinking" if h.prompt.thinking else "--no-thinking")
+    if h.prefix_caching is not None:
+        args.append("--prefix-caching" if h.prefix_caching else "--no-prefix-caching")
+    return args
 
 
 def _done(out: Path) -> bool:
@@ -92,6 +118,12 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
             progress(f"[{n}/{len(mine)}] {entry.id}: done before ({verdicts[entry.id]}), skipped")
             continue
         progress(f"[{n}/{len(mine)}] {entry.id}")
+        if runnable_baseline(entry) is None:
+            outputs.write_all(out, failed_result(entry.id, _now(), "none", "not-runnable", "",
+                                                 judgement={"reason": _why_not_runnable(entry)}), history)
+            verdicts[entry.id] = "not-runnable"
+            progress("    not-runnable")
+            continue
         env = dict(os.environ)
         if registry:
             env["SPECREG_REGISTRY"] = str(registry)

@@ -3,8 +3,10 @@ row in the SQLite history (DIR/../history.sqlite by default, shared by every run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -113,6 +115,9 @@ def plot_png(path: Path, r: dict[str, Any]) -> None:
         plt.close(fig)
 
 
+#: seconds a run waits for another writer of the history before it gives up on its row (the run is kept)
+HISTORY_WAIT = 10.0
+
 HISTORY_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, dataset TEXT, started TEXT NOT NULL,
     verdict TEXT NOT NULL, acceptance_length REAL, draft_acceptance_rate REAL, vllm_version TEXT, gpu TEXT,
@@ -121,7 +126,7 @@ HISTORY_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
 
 def append_history(db: Path, r: dict[str, Any]) -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(db, timeout=60) as conn:
+    with contextlib.closing(sqlite3.connect(db, timeout=HISTORY_WAIT)) as conn, conn:
         conn.execute(HISTORY_SCHEMA)
         s = r.get("statistics") or {}
         conn.execute(
@@ -142,5 +147,10 @@ def write_all(out: Path, r: dict[str, Any], history: Path | None) -> list[str]:
         plot_png(out / PLOT, r)
         written.append(PLOT)
     if history is not None:
-        append_history(history, r)
+        try:
+            append_history(history, r)
+        except (sqlite3.Error, OSError) as exc:
+            # the run's own files are written already: a broken or busy history never loses it
+            print(f"warning: {history}: the run was not added to the history ({type(exc).__name__}: {exc}); "
+                  f"its result is in {out / RESULT}", file=sys.stderr)
     return written

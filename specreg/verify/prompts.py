@@ -29,6 +29,8 @@ class DatasetSpec:
 DATASETS = {
     "gsm8k": DatasetSpec("openai/gsm8k", "main", "test", "740312add88f781978c0658806c59bc2815b9866"),
     "mt-bench": DatasetSpec("philschmid/mt-bench", None, "train", None, category_field="category"),
+    # the MT-Bench prompts vLLM's DFlash reference test reads (tests/v1/e2e/spec_decode/acceptance_rates/utils.py)
+    "mt-bench-h4": DatasetSpec("HuggingFaceH4/mt_bench_prompts", None, "train", None, category_field="category"),
     "humaneval": DatasetSpec("openai/openai_humaneval", None, "test", "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544"),
     "speed-bench": DatasetSpec("nvidia/SPEED-Bench", "qualitative", "test", None, category_field="category"),
 }
@@ -47,6 +49,8 @@ class Prompts:
     items: tuple[Any, ...]  # str (raw) or a list of chat messages
     chat: bool
     few_shot: int
+    shots_split: str | None = None
+    template: str | None = None
 
 
 def _text(row: dict[str, Any], where: str) -> str:
@@ -70,10 +74,13 @@ def _answer(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _rows(name: str, dataset_file: str | None, category: str | None) -> tuple[list[dict], DatasetSpec | None, str]:
+def _rows(name: str, dataset_file: str | None, category: str | None,
+          split: str | None = None) -> tuple[list[dict], DatasetSpec | None, str]:
     import datasets
 
     spec = DATASETS.get(name)
+    if spec is not None and split is not None:
+        spec = attrs.evolve(spec, split=split)
     local = dataset_file or (name if spec is None else None)
     if local is not None:
         path = Path(local).expanduser()
@@ -104,33 +111,54 @@ def _rows(name: str, dataset_file: str | None, category: str | None) -> tuple[li
     return rows, spec, source
 
 
+def _apply(template: str | None, row: dict[str, Any], where: str) -> str:
+    if template is None:
+        return _text(row, where)
+    try:
+        return template.format(**row)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise SpecregError(f"{where}: the prompt template {template!r} does not fit a row "
+                           f"({type(exc).__name__}: {exc}; fields {sorted(row)[:8]})") from None
+
+
 def load_prompts(dataset: str, *, dataset_file: str | None = None, num_prompts: int | None = None,
-                 chat: bool = True, few_shot: int = 0) -> Prompts:
-    """`dataset` is a named dataset (optionally `name:category`) or a JSONL file."""
+                 chat: bool = True, few_shot: int = 0, shots_split: str | None = None,
+                 shots_file: str | None = None, template: str | None = None) -> Prompts:
+    """`dataset` is a named dataset (optionally `name:category`) or a JSONL file.
+
+    Few-shot prompts are vLLM's GSM8K format (tests/evals/gsm8k/gsm8k_eval.py `_build_gsm8k_prompts`):
+    "Question: ...\nAnswer: ...\n\n" per example, then "Question: ...\nAnswer:"; in chat form that
+    whole text is one user message, as CI's `use_chat_completions` sends it. The examples are the
+    first rows of `shots_split` (CI: "train") or, without it, of the questions' own split (then
+    skipped as questions); `shots_file` gives those rows locally."""
     if dataset in DATASETS or os.path.exists(dataset):
         name, category = dataset, ""
     else:
         name, _, category = dataset.partition(":")
     rows, spec, source = _rows(name, dataset_file, category or None)
-    shots = rows[:few_shot]
-    rows = rows[few_shot:]
+    if few_shot and (shots_split or shots_file):
+        if shots_file is None and dataset_file is not None:
+            raise SpecregError(f"{dataset}: the few-shot examples come from the {shots_split!r} split; without "
+                               "network pass its rows with --shots-file FILE.jsonl")
+        shot_rows, _spec, shot_source = _rows(name, shots_file, None, split=shots_split)
+        shots = shot_rows[:few_shot]
+        if shot_source != "hub":
+            source += f"; shots {shot_source}"
+    else:
+        shots = rows[:few_shot]
+        rows = rows[few_shot:]
+    if len(shots) < few_shot:
+        raise SpecregError(f"{dataset}: {few_shot} few-shot examples asked for, {len(shots)} rows to take them from")
     if num_prompts is not None:
         rows = rows[:num_prompts]
     if not rows:
         raise SpecregError(f"{dataset}: no prompts left (after {few_shot} few-shot examples)")
+    context = "".join(f"Question: {_text(s, dataset)}\nAnswer: {_answer(s) or ''}\n\n" for s in shots)
     items: list[Any] = []
     for row in rows:
-        question = _text(row, dataset)
-        if chat:
-            messages: list[dict[str, str]] = []
-            for shot in shots:
-                messages.append({"role": "user", "content": _text(shot, dataset)})
-                messages.append({"role": "assistant", "content": _answer(shot) or ""})
-            messages.append({"role": "user", "content": question})
-            items.append(messages)
-        else:
-            context = "".join(f"Question: {_text(s, dataset)}\nAnswer: {_answer(s) or ''}\n\n" for s in shots)
-            items.append(f"{context}Question: {question}\nAnswer:" if shots else question)
+        question = _apply(template, row, dataset)
+        text = f"{context}Question: {question}\nAnswer:" if shots else question
+        items.append([{"role": "user", "content": text}] if chat else text)
     return Prompts(
         dataset=name if spec or dataset_file else str(Path(name).name),
         subset=category or None,
@@ -140,4 +168,6 @@ def load_prompts(dataset: str, *, dataset_file: str | None = None, num_prompts: 
         items=tuple(items),
         chat=chat,
         few_shot=few_shot,
+        shots_split=shots_split if few_shot else None,
+        template=template,
     )

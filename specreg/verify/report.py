@@ -1,12 +1,17 @@
 """`specreg report DIR --out SITE`: a static HTML page from the results and history of verify
 runs: the catalog with each model's latest verdict, and a page per model with its trend and its
-per-position plot."""
+per-position plot.
+
+Every `history.sqlite` under DIR is read and merged (a nightly's shards each write one, and the
+previous nights' merged history can be placed there too), so the trend spans shards and nights;
+`--history-out FILE` writes the merged history for the next night. Result files and histories are
+untrusted: a bad one is skipped with a warning on the page; files in SITE are replaced, never written
+through a link planted there."""
 
 from __future__ import annotations
 
 import html
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,30 +21,79 @@ from specreg.verify.outputs import PLOT, RESULT, bounds_text, metric_rows
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
-.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none{background:#eee}"""
+.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none,.secondary,.not-runnable{background:#eee}.warning{color:#a60}"""
 
 
-def _results(results_dir: Path) -> list[dict[str, Any]]:
+HISTORY = "history.sqlite"
+
+
+def _results(results_dir: Path, warnings: list[str]) -> list[dict[str, Any]]:
     found = []
     for path in sorted(results_dir.rglob(RESULT)):
         try:
-            r = json.loads(path.read_text())
-        except ValueError:
+            if path.is_symlink() or not path.is_file():
+                raise ValueError("not a regular file")
+            r = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(r, dict) or not isinstance(r.get("model"), str) or not isinstance(r.get("verdict"), str):
+                raise ValueError("not a verify result (an object with model and verdict)")
+            if not isinstance(r.get("harness") or {}, dict) or not isinstance(r.get("statistics") or {}, dict):
+                raise ValueError("harness or statistics is not an object")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            warnings.append(f"skipped {path.relative_to(results_dir)}: {exc}")
             continue
         r["_dir"] = path.parent
         found.append(r)
     return found
 
 
-def _history(results_dir: Path) -> list[tuple[str, str, float | None, str]]:
-    db = results_dir / "history.sqlite"
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
+def _history_rows(db: Path, warnings: list[str], where: str) -> list[tuple]:
+    """The runs of one history file, or none with a warning (corrupt, locked, not a history)."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2)
         try:
-            return list(conn.execute("SELECT model, started, acceptance_length, verdict FROM runs ORDER BY started"))
-        except sqlite3.OperationalError:
-            return []
+            return list(conn.execute("SELECT model, dataset, started, verdict, acceptance_length, "
+                                     "draft_acceptance_rate, vllm_version, gpu, result FROM runs"))
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        warnings.append(f"history {where} not read: {type(exc).__name__}: {exc}")
+        return []
+
+
+def merged_history(results_dir: Path, warnings: list[str]) -> list[tuple]:
+    """Every run of every history.sqlite under `results_dir`, each once (shards and earlier nights)."""
+    seen, rows = set(), []
+    for db in sorted(results_dir.rglob(HISTORY)):
+        if db.is_symlink() or not db.is_file():
+            continue
+        for row in _history_rows(db, warnings, str(db.relative_to(results_dir))):
+            key = (row[0], row[2], row[8])
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+    return sorted(rows, key=lambda row: str(row[2]))
+
+
+def write_history(path: Path, rows: list[tuple]) -> None:
+    """The merged history as one SQLite file (replaced whole: a reader never sees half of it)."""
+    from specreg import atomic
+    from specreg.verify.outputs import HISTORY_SCHEMA
+
+    def make(tmp: Path) -> None:
+        with sqlite3.connect(tmp) as conn:
+            conn.execute(HISTORY_SCHEMA)
+            conn.executemany("INSERT INTO runs (model, dataset, started, verdict, acceptance_length, "
+                             "draft_acceptance_rate, vllm_version, gpu, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.close()
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.replace(path, make)
+
+
+def _write(path: Path, data: bytes | str) -> None:
+    from specreg import atomic
+
+    atomic.write_bytes(path, data.encode() if isinstance(data, str) else data)
 
 
 def _trend_png(path: Path, model: str, points: list[tuple[str, float]]) -> None:
@@ -55,8 +109,12 @@ def _trend_png(path: Path, model: str, points: list[tuple[str, float]]) -> None:
     ax.set_ylabel("acceptance length")
     ax.set_title(model, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    from specreg import atomic
+
+    try:
+        atomic.replace(path, lambda tmp: fig.savefig(tmp, format="png"))
+    finally:
+        plt.close(fig)
 
 
 def _page(title: str, body: str) -> str:
@@ -66,16 +124,28 @@ def _page(title: str, body: str) -> str:
             "i.complete?m():(i.onload=m,i.onerror=m)}</script></body></html>")
 
 
-def build(results_dir: Path, site: Path, *, registry: str | None = None) -> Path:
+def _directory(path: Path) -> None:
+    """A real directory at `path`: a link planted there is removed, not followed."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def build(results_dir: Path, site: Path, *, registry: str | None = None, history_out: Path | None = None,
+          warnings: list[str] | None = None) -> Path:
     from specreg.zoo import catalog
 
-    results = _results(results_dir)
-    history = _history(results_dir)
+    warnings = [] if warnings is None else warnings
+    results = _results(results_dir, warnings)
+    runs = merged_history(results_dir, warnings)
+    if history_out is not None:
+        write_history(history_out, runs)
+    history = [(row[0], str(row[2]), row[4], row[3]) for row in runs]
     latest: dict[str, dict[str, Any]] = {}
-    for r in sorted(results, key=lambda r: r.get("started") or ""):
+    for r in sorted(results, key=lambda r: str(r.get("started") or "")):
         latest[r["model"]] = r
-    site.mkdir(parents=True, exist_ok=True)
-    (site / "models").mkdir(exist_ok=True)
+    _directory(site)
+    _directory(site / "models")
     rows = []
     entries = list(catalog(registry))
     known = {e.id for e in entries}
@@ -98,8 +168,9 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None) -> Path
     table = ("<table id='catalog'><thead><tr><th>model</th><th>algorithm</th><th>verifier</th><th>latest verdict</th>"
              "<th>AL measured</th><th>AL baseline</th><th>when</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     index = site / "index.html"
-    index.write_text(_page("specreg: speculator verification", f"<h1>Speculator verification</h1>"
-                           f"<p>{len(latest)} models measured, {len(entries)} in the catalog.</p>{table}"))
+    notes = "".join(f"<p class='warning'>{html.escape(w)}</p>" for w in warnings)
+    _write(index, _page("specreg: speculator verification", f"<h1>Speculator verification</h1>"
+                        f"<p>{len(latest)} models measured, {len(entries)} in the catalog.</p>{notes}{table}"))
     return index
 
 
@@ -156,10 +227,10 @@ def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tu
         parts.append(f"<p>Latest verdict: <b class='{v}'>{v}</b> ({html.escape(str(r.get('started') or ''))})</p>")
         parts.append(_run_html(r))
         plot = Path(r["_dir"]) / PLOT
-        if plot.exists():
-            shutil.copyfile(plot, site / "models" / f"{name}-per-position.png")
+        if plot.is_file() and not plot.is_symlink():
+            _write(site / "models" / f"{name}-per-position.png", plot.read_bytes())
             parts.append(f"<img alt='per-position acceptance' src='{_url(name + '-per-position.png')}'>")
-    if trend:
+    if len(trend) >= 2:  # one point is not a trend
         _trend_png(site / "models" / f"{name}-trend.png", model, trend)
         parts.append(f"<img alt='acceptance length over runs' src='{_url(name + '-trend.png')}'>")
-    (site / "models" / f"{name}.html").write_text(_page(model, "".join(parts)))
+    _write(site / "models" / f"{name}.html", _page(model, "".join(parts)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import platform
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,13 +13,13 @@ import attrs
 
 from specreg.errors import HubError, SpecregError
 from specreg.verify import outputs
-from specreg.verify.engines import EngineError, InProcessEngine, ServerEngine, gpu_info
+from specreg.verify.engines import EngineError, InProcessEngine, ServerEngine, engine_kwargs, gpu_info
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
 from specreg.zoo import Harness, PromptFormat
 
-EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
+EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
         "error": 3}
 
 
@@ -43,6 +45,15 @@ class Options:
     update_baseline: bool = False
     registry: str | None = None
     served_model: str | None = None
+    stop: tuple[str, ...] | None = None
+    shots_split: str | None = None
+    shots_file: str | None = None
+    template: str | None = None
+    max_model_len: int | None = None
+    mode: str = "batched"  # or "prompt-at-a-time"
+    statistic: str = "pooled"  # or "mean-per-prompt"
+    draft_sample_method: str | None = None
+    prefix_caching: bool | None = None
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -113,6 +124,23 @@ def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
         return result
 
 
+def run_prompts(opts: Options):
+    """The prompts of a run, as its Options ask for them."""
+    return load_prompts(opts.dataset, dataset_file=opts.dataset_file, num_prompts=opts.num_prompts, chat=opts.chat,
+                        few_shot=opts.few_shot, shots_split=opts.shots_split, shots_file=opts.shots_file,
+                        template=opts.template)
+
+
+def engine_options(opts: Options, entry: Any) -> dict[str, Any]:
+    """The engine options of a run (see engines.engine_kwargs): the harness's, with the entry's
+    [serving] (max_model_len, tensor parallel size) where the command line does not say."""
+    serving = entry.serving if entry else None
+    return {"batch_size": opts.batch_size, "seed": opts.seed,
+            "tensor_parallel_size": opts.tensor_parallel_size or (serving.tensor_parallel_size if serving else None),
+            "max_model_len": opts.max_model_len or (serving.max_model_len if serving else None),
+            "draft_sample_method": opts.draft_sample_method, "prefix_caching": opts.prefix_caching}
+
+
 def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
             progress: Callable[[str], None], started: str) -> dict[str, Any]:
     import specreg
@@ -126,8 +154,11 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
             raise
         notes.append(f"config not loaded ({exc.message}); the server's own configuration was measured")
     k = opts.k or (spec.num_speculative_tokens if spec else None) or (entry.serving.k if entry else None)
-    prompts = load_prompts(opts.dataset, dataset_file=opts.dataset_file, num_prompts=opts.num_prompts,
-                           chat=opts.chat, few_shot=opts.few_shot)
+    prompts = run_prompts(opts)
+    options = engine_options(opts, entry)
+    max_model_len, tp = options["max_model_len"], options["tensor_parallel_size"]
+    one_at_a_time = opts.mode == "prompt-at-a-time"
+    n_chunks, concurrency = (len(prompts.items), 1) if one_at_a_time else (opts.chunks, opts.concurrency)
     gpu, driver = gpu_info()
     environment: dict[str, Any] = {"gpu": opts.gpu or gpu, "driver": driver, "python": platform.python_version(),
                                    "specreg": specreg.__version__, "vllm_version": None}
@@ -137,10 +168,14 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                       num_prompts=len(prompts.items),
                       # thinking is recorded only where it is sent: raw completions carry no chat template kwargs
                       prompt=PromptFormat(chat_template=prompts.chat, few_shot=prompts.few_shot,
-                                          thinking=opts.thinking if prompts.chat else None),
+                                          thinking=opts.thinking if prompts.chat else None,
+                                          shots_split=prompts.shots_split, template=prompts.template),
                       temperature=opts.temperature, max_tokens=opts.max_tokens, k=k, batch_size=opts.batch_size,
-                      concurrency=str(opts.concurrency) if opts.server else None, seed=opts.seed, gpu=environment["gpu"],
-                      tensor_parallel_size=opts.tensor_parallel_size, runs=1)
+                      concurrency=str(concurrency) if opts.server else None, seed=opts.seed, gpu=environment["gpu"],
+                      tensor_parallel_size=tp, runs=1, stop=tuple(opts.stop) if opts.stop else None,
+                      max_model_len=max_model_len, mode=opts.mode, statistic=opts.statistic,
+                      draft_sample_method=opts.draft_sample_method, prefix_caching=opts.prefix_caching)
+    workdir = None
     try:
         if opts.server:
             engine: Any = ServerEngine(opts.server, model=opts.served_model)
@@ -148,20 +183,29 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
             if spec is None or not spec.servable:
                 raise SpecregError(f"{model}: not servable as trained by the targeted vLLM", source=model)
             draft_dir = None
-            if spec.materialize_reason and out is not None:
-                draft_dir = str(spec.materialize(out / "draft", force=True, progress=progress).directory)
+            if spec.materialize_reason:
+                # outside --out: results are published, and a materialized draft holds links into the HF cache
+                workdir = tempfile.mkdtemp(prefix="specreg-verify-")
+                draft_dir = str(spec.materialize(Path(workdir) / "draft", progress=progress).directory)
             kwargs = spec.llm_kwargs(draft=draft_dir, verifier=None if spec.verifier else
                                      (entry.verifier.id if entry else None))
             if opts.k:
                 kwargs["speculative_config"]["num_speculative_tokens"] = opts.k
-            engine = InProcessEngine(kwargs, batch_size=opts.batch_size, seed=opts.seed,
-                                     tensor_parallel_size=opts.tensor_parallel_size)
+            engine = InProcessEngine(engine_kwargs(kwargs, **options))
         environment["vllm_version"] = engine.version()
         harness = attrs.evolve(harness, vllm_version=environment["vllm_version"])
-        deltas = engine.run(prompts.items, n_chunks=opts.chunks, concurrency=opts.concurrency,
+        if opts.server:
+            set_at_launch = {name: value for name, value in (
+                ("max_model_len", max_model_len), ("tensor_parallel_size", tp), ("max_num_seqs", opts.batch_size),
+                ("draft_sample_method", opts.draft_sample_method), ("enable_prefix_caching", opts.prefix_caching))
+                if value is not None}
+            if set_at_launch:
+                notes.append("engine options a server takes at launch, not per request (recorded as the harness, "
+                             "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items()))
+        deltas = engine.run(prompts.items, n_chunks=n_chunks, concurrency=concurrency,
                             temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
-                            thinking=opts.thinking, progress=progress)
-        stats = compute(deltas)
+                            thinking=opts.thinking if prompts.chat else None, progress=progress, stop=opts.stop)
+        stats = compute(deltas, opts.statistic)
         measured_k = _k_from_counters(stats)
         if measured_k is not None and measured_k != harness.k:
             if harness.k is not None:
@@ -175,6 +219,9 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         if out is not None:
             outputs.write_all(out, result, history)
         return result
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
     judgement = judge(stats, harness, entry, strict=opts.strict_harness)
     baseline = judgement.baseline
     result.update(

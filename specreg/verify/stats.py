@@ -1,8 +1,14 @@
 """Acceptance statistics from counter deltas, with a confidence interval from per-chunk deltas.
 
 AL = 1 + accepted / drafts (the bonus token included); per-position rate p_i = per_pos[i] /
-drafts (they sum to AL - 1); draft acceptance rate = accepted / draft_tokens. The interval is a
-t-interval over the chunks' own acceptance lengths (prompts run in chunks).
+drafts (they sum to AL - 1); draft acceptance rate = accepted / draft_tokens.
+
+Two statistics, as the sources define them: "pooled" is one AL over the whole run (vLLM's
+batched CI tests read the engine's counters once); "mean-per-prompt" is the mean of each prompt's
+own AL, run one prompt at a time (vLLM's DFlash reference test, `run_acceptance_length_eval`; a
+prompt without drafts counts as 1, as its `compute_acceptance_len` returns). The interval is a
+95% t-interval over the chunks' (or prompts') own ALs; its half-width is the smallest change of AL
+the run can tell from noise at 95% confidence (`detectable_change`).
 """
 
 from __future__ import annotations
@@ -34,26 +40,37 @@ class Statistics:
     draft_acceptance_rate: float
     #: 95% interval of the acceptance length over chunks; None with fewer than 2 usable chunks
     al_interval: tuple[float, float] | None
+    statistic: str = "pooled"
+
+    @property
+    def detectable_change(self) -> float | None:
+        """The smallest AL change this run could detect at 95% confidence (the interval's half-width)."""
+        return None if self.al_interval is None else (self.al_interval[1] - self.al_interval[0]) / 2
 
     def to_dict(self) -> dict[str, Any]:
-        return {"counters": self.counters.to_dict(), "chunks": self.chunks,
+        return {"counters": self.counters.to_dict(), "chunks": self.chunks, "statistic": self.statistic,
                 "acceptance_length": self.acceptance_length, "per_position": list(self.per_position),
                 "draft_acceptance_rate": self.draft_acceptance_rate,
-                "al_interval": list(self.al_interval) if self.al_interval else None}
+                "al_interval": list(self.al_interval) if self.al_interval else None,
+                "detectable_change": self.detectable_change}
 
 
 def acceptance_length(c: SpecCounters) -> float:
     return 1.0 + c.accepted / c.drafts
 
 
-def compute(chunks: Sequence[SpecCounters]) -> Statistics:
-    """Statistics over the chunks' counter deltas (raises ValueError when no draft was made)."""
+def compute(chunks: Sequence[SpecCounters], statistic: str = "pooled") -> Statistics:
+    """Statistics over the chunks' counter deltas (raises ValueError when no draft was made).
+    With "mean-per-prompt" each chunk is one prompt."""
     total = SpecCounters()
     for c in chunks:
         total = total + c
     if total.drafts <= 0:
         raise ValueError("no drafts were counted: speculative decoding did not run")
-    per_chunk = [acceptance_length(c) for c in chunks if c.drafts > 0]
+    if statistic == "mean-per-prompt":
+        per_chunk = [acceptance_length(c) if c.drafts > 0 else 1.0 for c in chunks]
+    else:
+        per_chunk = [acceptance_length(c) for c in chunks if c.drafts > 0]
     interval = None
     if len(per_chunk) >= 2:
         mean = statistics.fmean(per_chunk)
@@ -62,8 +79,9 @@ def compute(chunks: Sequence[SpecCounters]) -> Statistics:
     return Statistics(
         counters=total,
         chunks=len(chunks),
-        acceptance_length=acceptance_length(total),
+        acceptance_length=statistics.fmean(per_chunk) if statistic == "mean-per-prompt" else acceptance_length(total),
         per_position=tuple(p / total.drafts for p in total.per_pos),
         draft_acceptance_rate=total.accepted / total.draft_tokens if total.draft_tokens else 0.0,
         al_interval=interval,
+        statistic=statistic,
     )

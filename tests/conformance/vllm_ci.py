@@ -88,3 +88,50 @@ def compares(text: str, function: str) -> list[str]:
         if isinstance(node, ast.FunctionDef) and node.name == function:
             return [ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.Compare)]
     raise AssertionError(f"no function {function}")
+
+
+def dataclass_defaults(text: str, name: str) -> dict[str, Any]:
+    """The field defaults of a dataclass in a file (`field: T = value`)."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return {n.target.id: ast.literal_eval(n.value) for n in node.body
+                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None}
+    raise AssertionError(f"no class {name}")
+
+
+def instances(text: str, cls: str) -> dict[str, dict[str, Any]]:
+    """Module-level `NAME = cls(...)` instances: NAME -> the dataclass defaults overlaid with the call's keywords."""
+    names, defaults = constants(text), dataclass_defaults(text, cls)
+    out = {}
+    for node in ast.parse(text).body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == cls):
+            out[node.targets[0].id] = {**defaults, **{k.arg: _value(k.value, names) for k in node.value.keywords}}
+    return out
+
+
+def function_defaults(text: str, name: str) -> dict[str, Any]:
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            args = node.args.args[len(node.args.args) - len(node.args.defaults):]
+            return {a.arg: ast.literal_eval(d) for a, d in zip(args, node.args.defaults)}
+    raise AssertionError(f"no function {name}")
+
+
+def functions(text: str, *names: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Execute the named top-level functions of a file in `namespace` (which supplies what they use)."""
+    tree = ast.parse(text)
+    body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    assert {n.name for n in body} == set(names), names
+    exec(compile(ast.Module(body=body, type_ignores=[]), "<vllm ci>", "exec"), namespace)
+    return namespace
+
+
+def keyword_dicts(text: str, function: str, name: str) -> list[dict[str, Any]]:
+    """The literal keys of every `name = {...}` dict built inside `function` (e.g. runner_config)."""
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return [{ast.literal_eval(k): ast.unparse(v) for k, v in zip(n.value.keys, n.value.values) if k is not None}
+                    for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict)
+                    and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+    raise AssertionError(f"no function {function}")

@@ -1,0 +1,113 @@
+"""The nightly workflow's own commands, run on a loopback vLLM server across two nights: a shard with
+a regressed entry keeps its results, entries without a runnable baseline are reported as such, and the
+second night's report merges every shard's history with the first night's and shows the AL trend.
+
+The shell of each step is read from .github/workflows/nightly.yml (only the venv/pip set-up lines are
+left out, and `.venv/bin/specreg` is this interpreter's specreg); what the GitHub actions do between
+steps (artifact download into results/results-shard-N, the history cache) is done here by copying."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from openai_server import OpenAIServer
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+ENTRY = """id = "org/{name}"
+algorithm = "eagle3"
+status = "unpinned"
+
+[verifier]
+id = "org/verifier"
+
+[[baselines]]
+kind = "published"
+source = "a test"
+
+[baselines.harness]
+dataset = "{dataset}"
+num_prompts = 10
+temperature = 0.0
+k = 3
+
+[baselines.metrics.acceptance_length]
+value = {al}
+direction = "two-sided"
+tolerance = 0.05
+"""
+
+
+def steps(job: str) -> dict[str, str]:
+    wf = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "nightly.yml").read_text())
+    return {s.get("name", s.get("uses", "")): s for s in wf["jobs"][job]["steps"]}
+
+
+def shell(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    lines = [line for line in script.splitlines() if "venv" not in line or "bin/specreg" in line]
+    text = "\n".join(lines).replace(".venv/bin/specreg", f"{sys.executable} -m specreg")
+    return subprocess.run(["bash", "-e", "-c", text], cwd=cwd, env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    for name, dataset, al in (("a", "gsm8k", 2.8), ("b", "gsm8k", 3.6), ("c", "vllm-test-prompts", 2.8)):
+        (reg / "org" / f"{name}.toml").write_text(ENTRY.format(name=name, dataset=dataset, al=al))
+    rows = tmp_path / "gsm8k.jsonl"
+    rows.write_text("".join(json.dumps({"question": f"q{i}", "answer": str(i)}) + "\n" for i in range(12)))
+    verify_step = steps("verify")["Verify this shard"]["run"]
+    report_step = next(s for n, s in steps("report").items() if n.startswith("Build the report"))["run"]
+    shards = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "nightly.yml").read_text())["jobs"]["verify"][
+        "strategy"]["matrix"]["shard"]
+    env = {"SPECREG_REGISTRY": str(reg), "HF_HUB_OFFLINE": "1"}
+    history_cache = tmp_path / "cache-history"
+    with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
+        for night in (1, 2):
+            runner, reporter = tmp_path / f"night{night}-runner", tmp_path / f"night{night}-report"
+            runner.mkdir()
+            codes = {}
+            for shard in shards:
+                cmd = (verify_step.replace("${{ matrix.shard }}", str(shard))
+                       + f" --server {server.url} --dataset-file {rows}")
+                codes[shard] = shell(cmd, runner, env).returncode
+            # b regresses (its shard fails) and its results are kept; c cannot be run and says so
+            results = {d.parent.name: json.loads(d.read_text())["verdict"] for d in runner.glob("results/*/*/result.json")}
+            assert results == {"org--a": "pass", "org--b": "regressed", "org--c": "not-runnable"}
+            assert sorted(codes.values()) == [0, 0, 0, 1]
+            assert not any(p.is_symlink() for p in runner.rglob("*"))  # nothing for upload-artifact to follow
+            # download-artifact: results/results-shard-N; the history cache restored into history/
+            for shard in shards:
+                shutil.copytree(runner / "results" / f"shard-{shard}", reporter / "results" / f"results-shard-{shard}")
+            if history_cache.exists():
+                shutil.copytree(history_cache, reporter / "history")
+            r = shell(report_step, reporter, env)
+            assert r.returncode == 0, r.stderr
+            shutil.rmtree(history_cache, ignore_errors=True)
+            shutil.copytree(reporter / "history", history_cache)  # the cache save step
+            with sqlite3.connect(reporter / "history" / "history.sqlite") as db:
+                per_model = dict(db.execute("SELECT model, count(*) FROM runs GROUP BY model"))
+            assert per_model == {"org/a": night, "org/b": night, "org/c": night}
+            site = reporter / "site" / "models"
+            for model in ("org--a", "org--b"):
+                assert (site / f"{model}-trend.png").exists() is (night == 2), (night, model)
+            page = (site / "org--c.html").read_text()
+            assert "not-runnable" in page and "no primary baseline on a dataset verify can load" in page
+
+
+def test_the_workflow_keeps_results_when_a_shard_fails():
+    verify = steps("verify")
+    save = next(s for n, s in verify.items() if n.startswith("Save this shard"))
+    assert save["uses"].startswith("actions/cache/save") and save["if"] == "always()"
+    assert verify["Upload results"]["if"] == "always()"
+    keep = next(s for n, s in steps("report").items() if n.startswith("Keep the merged history"))
+    assert keep["uses"].startswith("actions/cache/save") and keep["if"] == "always()"
