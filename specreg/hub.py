@@ -78,17 +78,106 @@ def _commit_from_path(path: str) -> str | None:
     return None
 
 
+def deadline() -> float:
+    """Seconds one config or metadata fetch may take in all, retries included: SPECREG_HUB_DEADLINE
+    (default 60). huggingface_hub's own timeouts bound each read, not a server that drips a byte
+    every few seconds or a stream that never ends."""
+    try:
+        value = float(os.environ.get("SPECREG_HUB_DEADLINE", "60"))
+    except ValueError:
+        return 60.0
+    return value if value > 0 and value == value else 60.0
+
+
+def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | None):
+    """Run a fetch under the total deadline and, while it streams, the byte cap (the growing
+    `.incomplete` blob in the cache is watched, so a server lying about the size is stopped too).
+    Past either bound the caller gets a HubError at once; the abandoned download runs on in a daemon
+    thread until the process exits (Python cannot stop a thread), and never reaches the cache."""
+    import threading
+    import time
+
+    limit = deadline()
+    started = time.time()
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="specreg-hub-fetch", daemon=True)
+    worker.start()
+    blobs = _blobs_dir(repo_id) if max_bytes is not None else None
+    end = time.monotonic() + limit
+    while worker.is_alive():
+        worker.join(0.1)
+        if blobs is not None and worker.is_alive():
+            grown = _incomplete_bytes(blobs, started)
+            if grown > max_bytes:
+                raise errors.HubError(f"{what} streamed {grown} bytes, over the {max_bytes}-byte limit for a config "
+                                      "file (whatever its headers said): stopped", source=source)
+        if worker.is_alive() and time.monotonic() > end:
+            raise errors.HubError(f"{what}: no complete answer within {limit:g} s (SPECREG_HUB_DEADLINE): gave up",
+                                  source=source, transient=True, cache_fallback=True)
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]
+
+
+def _blobs_dir(repo_id: str) -> Path | None:
+    try:
+        import huggingface_hub
+        from huggingface_hub.file_download import repo_folder_name
+
+        root = Path(cache_dir() or huggingface_hub.constants.HF_HUB_CACHE).expanduser()
+        return root / repo_folder_name(repo_id=repo_id, repo_type="model") / "blobs"
+    except Exception:  # noqa: BLE001 - an invalid id is reported by the download itself
+        return None
+
+
+def _incomplete_bytes(blobs: Path, since: float) -> int:
+    """The largest partial download in `blobs` begun by this fetch (modified since it started)."""
+    biggest = 0
+    try:
+        for part in blobs.glob("*.incomplete"):
+            st = part.stat()
+            if st.st_mtime >= since - 1:
+                biggest = max(biggest, st.st_size)
+    except OSError:
+        pass
+    return biggest
+
+
 def fetch_config(repo_id: str, revision: str | None = None, *, source: str | None = None,
                  max_bytes: int | None = None) -> Fetched:
     """Download (or find in the cache) `config.json` of `repo_id` at `revision`.
 
     Transient failures (429, 5xx, dropped connections, timeouts) are retried with backoff; when
     they persist and the cache holds a copy for that revision, the copy is used and `stale` says
-    why. A file larger than `max_bytes` (by the Hub's metadata) is refused before it is downloaded.
+    why. A file larger than `max_bytes` (by the Hub's metadata, and again while it streams) is
+    refused; the whole fetch, retries included, ends within `deadline()` seconds.
     """
+    source = source or repo_id
+    where = f" at revision {revision!r}" if revision else ""
+    what = f"{CONFIG_NAME} of {repo_id}{where}"
+    try:
+        return _bounded(lambda: _fetch_config(repo_id, revision, source, max_bytes), what=what, source=source,
+                        repo_id=repo_id, max_bytes=max_bytes)
+    except errors.HubError as exc:
+        if not exc.cache_fallback:
+            raise
+        cached = _cached(repo_id, CONFIG_NAME, revision)
+        if cached is None:
+            raise
+        return Fetched(path=cached, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(cached)),
+                       stale=f"{exc.message}; using the cached copy")
+
+
+def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: int | None) -> Fetched:
     import time
 
-    source = source or repo_id
     retries, backoff = _retries()
     # looked up first: a failed download may already have moved the cached ref to the new commit
     cached_before = _cached(repo_id, CONFIG_NAME, revision)

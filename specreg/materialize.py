@@ -156,9 +156,49 @@ def _check_target(directory: Path, force: bool) -> list[str]:
     if entries and not force:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise SpecregError(f"{directory} is not empty ({shown}); choose an empty directory or pass --force")
-    doc = _read_manifest(directory) or {}
+    doc = trusted_manifest(directory) or {}
     files = doc.get("files") if isinstance(doc.get("files"), list) else []
     return [n for n in files if isinstance(n, str) and _PLAIN_NAME.match(n)]
+
+
+#: the manifest field that proves specreg wrote it here: HMAC-SHA256 of the rest under a key kept in
+#: specreg's cache (0600), so a planted specreg.json cannot make --force delete files specreg did not write
+SIGNATURE = "signature"
+
+
+def _manifest_key() -> bytes:
+    path = cache_root() / "manifest.key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = os.urandom(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return path.read_bytes()  # another writer made it first
+    with os.fdopen(fd, "wb") as f:
+        f.write(key)
+    return key
+
+
+def _signature(doc: dict[str, Any]) -> str:
+    import hashlib
+    import hmac
+
+    body = json.dumps({k: v for k, v in doc.items() if k != SIGNATURE}, sort_keys=True).encode()
+    return hmac.new(_manifest_key(), body, hashlib.sha256).hexdigest()
+
+
+def trusted_manifest(directory: Path) -> dict[str, Any] | None:
+    """The specreg.json in `directory` if specreg wrote it with this machine's key, else None."""
+    import hmac
+
+    doc = _read_manifest(directory)
+    if doc is None or not isinstance(doc.get(SIGNATURE), str):
+        return None
+    return doc if hmac.compare_digest(doc[SIGNATURE], _signature(doc)) else None
 
 
 def _read_manifest(directory: Path) -> dict[str, Any] | None:
@@ -190,7 +230,7 @@ def default_directory(spec: "Speculator") -> Path:
 def same_draft(directory: str | os.PathLike[str], spec: "Speculator") -> bool:
     """Whether `directory` holds what specreg materialized from this same source content for this
     same vLLM version (re-running `serve --dir` then refreshes specreg's own files)."""
-    manifest = _read_manifest(Path(directory).expanduser()) or {}
+    manifest = trusted_manifest(Path(directory).expanduser()) or {}
     source = manifest.get("source")
     return (isinstance(source, dict) and spec.origin is not None and bool(spec.origin.sha256)
             and source.get("sha256") == spec.origin.sha256 and manifest.get("vllm_version") == spec.vllm_version
@@ -266,22 +306,50 @@ def weight_sources(spec: "Speculator", weights: str, say: Callable[[str], None],
 
 def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Path], weights: str,
                     manifest: dict[str, Any], previous: list[str], say: Callable[[str], None]) -> None:
-    """Write config.json, the weights (linked or copied) and the manifest into `target`, each by an
-    atomic rename; then remove files a previous manifest listed that this one does not."""
+    """Write config.json, the weights (linked or copied) and the signed manifest into `target`; then
+    remove files the previous (trusted) manifest listed that this one does not. Entries about to be
+    replaced are set aside first and put back if any write fails, so a failure leaves DIR as it was."""
+    import uuid
+
     target.mkdir(parents=True, exist_ok=True)
-    atomic.write_bytes(target / "config.json", _json_bytes(config))
-    for i, (name, src) in enumerate(sources.items(), 1):
-        real = Path(os.path.realpath(src))
-        if weights == "link":
-            atomic.replace(target / name, lambda tmp, real=real: os.symlink(real, tmp))
-        else:
-            say(f"copying {name} ({i}/{len(sources)})")
-            atomic.replace(target / name, lambda tmp, real=real: shutil.copyfile(real, tmp))
+    names = ["config.json", *sources, MANIFEST]
+    tag = uuid.uuid4().hex[:8]
+    kept: dict[str, Path] = {}
+    try:
+        for name in names:
+            old = target / name
+            if old.is_symlink() or old.exists():
+                if old.is_dir() and not old.is_symlink():
+                    raise SpecregError(f"{old} is a directory; refusing to replace it")
+                aside = target / f".{name}.specreg-old-{tag}"
+                os.rename(old, aside)
+                kept[name] = aside
+        atomic.write_bytes(target / "config.json", _json_bytes(config))
+        for i, (name, src) in enumerate(sources.items(), 1):
+            real = Path(os.path.realpath(src))
+            if weights == "link":
+                atomic.replace(target / name, lambda tmp, real=real: os.symlink(real, tmp))
+            else:
+                say(f"copying {name} ({i}/{len(sources)})")
+                atomic.replace(target / name, lambda tmp, real=real: shutil.copyfile(real, tmp))
+        signed = dict(manifest)
+        signed[SIGNATURE] = _signature(manifest)
+        atomic.write_bytes(target / MANIFEST, _json_bytes(signed))
+    except BaseException:
+        for name in names:
+            new = target / name
+            if name in kept or new.is_symlink() or new.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    new.unlink()
+        for name, aside in kept.items():
+            os.replace(aside, target / name)
+        raise
+    for aside in kept.values():
+        aside.unlink()
     for stale in set(previous) - set(manifest["files"]):
         path = target / stale
         if path.is_symlink() or path.is_file():
             path.unlink()
-    atomic.write_bytes(target / MANIFEST, _json_bytes(manifest))
 
 
 def materialize(

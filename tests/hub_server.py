@@ -75,8 +75,9 @@ class FakeHub:
         """Queue faults for the next requests whose path ends with `suffix` (and, if given, use
         `method`), one action per request, in order: an HTTP status (429, 500, 503, ...);
         ("cut", n): announce the whole body, send n bytes, drop the connection; ("slow", s): wait s
-        seconds, then answer normally; "forever:<status>" or "forever:cut:<n>": that, for every such
-        request until `faults` is cleared."""
+        seconds, then answer normally; ("drip", s): send the body one byte every s seconds;
+        ("flood", n): answer a GET with an n-byte body whatever the file is (a HEAD stays truthful);
+        "forever:<status>" or "forever:cut:<n>": that, for every such request until `faults` is cleared."""
         with self._lock:
             for action in actions:
                 self.faults.append([suffix, method, action])
@@ -161,6 +162,28 @@ class FakeHub:
                 return self._error(h, 416, "RangeNotSatisfiable", body)
             status, part = 206, data[start:end + 1]
             headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+        if isinstance(fault, tuple) and fault[0] in ("drip", "flood") and body:
+            import time
+
+            size = fault[1] if fault[0] == "flood" else len(part)
+            h.send_response(status)
+            for k, v in headers.items():
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(size))
+            h.end_headers()
+            sent = 0
+            try:
+                while sent < size:
+                    chunk = part[sent:sent + 1] if fault[0] == "drip" else b" " * min(65536, size - sent)
+                    h.wfile.write(chunk)
+                    h.wfile.flush()
+                    sent += len(chunk)
+                    if fault[0] == "drip":
+                        time.sleep(fault[1])
+            except OSError:
+                pass  # the client gave up
+            h.close_connection = True
+            return
         if isinstance(fault, tuple) and fault[0] == "cut" and body:
             h.send_response(status)
             for k, v in headers.items():

@@ -396,3 +396,44 @@ def test_a_number_json_reads_as_infinity_is_bad_input(tmp_path):
     (tmp_path / "config.json").write_text(cfg)
     with pytest.raises(specreg.ConfigError, match="1e400 is out of range"):
         specreg.load(tmp_path)
+
+
+def test_force_trusts_only_a_manifest_specreg_signed(dflash_dir, tmp_path):
+    """A planted specreg.json (unsigned, or signed with another key) cannot make --force delete a file
+    specreg did not write: only the names written now are replaced."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    (out / "specreg.json").write_text(json.dumps({"written_by": "specreg", "files": ["precious.txt", "config.json"],
+                                                  "signature": "0" * 64}))
+    specreg.load(dflash_dir).materialize(out, weights="none", force=True)
+    assert (out / "precious.txt").read_text() == "keep me"
+    doc = json.loads((out / "specreg.json").read_text())
+    assert len(doc["signature"]) == 64 and "precious.txt" not in doc["files"]
+    # the signed manifest is honoured: a later --force removes what specreg copied earlier
+    specreg.load(dflash_dir).materialize(out, weights="copy", force=True)
+    assert (out / "model.safetensors").is_file()
+    specreg.load(dflash_dir).materialize(out, weights="none", force=True)
+    assert not (out / "model.safetensors").exists() and (out / "precious.txt").exists()
+
+
+def test_a_force_that_fails_half_way_leaves_the_directory_as_it_was(tmp_path, monkeypatch):
+    import specreg.materialize as m
+
+    src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
+    out = tmp_path / "out"
+    specreg.load(src).materialize(out, weights="copy")
+    (out / "notes.txt").write_text("mine")
+    before = snapshot(out)
+    real_copy, calls = m.shutil.copyfile, []
+
+    def fail_on_the_second_shard(a, b):
+        calls.append(a)
+        if len(calls) == 3:  # index, shard 1, then the disk fills
+            raise OSError(28, "No space left on device")
+        return real_copy(a, b)
+
+    monkeypatch.setattr(m.shutil, "copyfile", fail_on_the_second_shard)
+    with pytest.raises(OSError, match="No space left"):
+        specreg.load(src).materialize(out, weights="copy", force=True)
+    assert snapshot(out) == before  # the old config, weights and manifest, and nothing else

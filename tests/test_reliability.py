@@ -334,3 +334,36 @@ def test_materializing_a_draft_into_its_own_directory_is_refused(tmp_path):
                           "--force"], capture_output=True, text=True)
     assert out.returncode == 2 and "is the draft's own directory" in out.stderr
     assert (src / "config.json").read_bytes() == before
+
+
+# -- every wait bounded ------------------------------------------------------------------------------
+
+def test_the_default_deadline_ends_a_hostile_fetch_within_two_minutes(monkeypatch):
+    from specreg import hub as hubmod
+
+    monkeypatch.delenv("SPECREG_HUB_DEADLINE", raising=False)
+    assert hubmod.deadline() == 60.0  # retries included; the drip and hang tests below use 3 s
+    monkeypatch.setenv("SPECREG_HUB_DEADLINE", "nan")
+    assert hubmod.deadline() == 60.0
+
+
+@pytest.mark.parametrize("fault, words", [
+    (("drip", 3.0), "no complete answer within 3 s"),  # a config dripped one byte every 3 s
+    (("slow", 600.0), "no complete answer within 3 s"),  # a server that never answers
+    (("flood", 64 * 1024 * 1024), "over the 4194304-byte limit"),  # HEAD says 1 KB, the GET streams 64 MB
+])
+def test_a_dripping_hanging_or_flooding_config_is_given_up_within_the_deadline(hub, tmp_path, fault, words):
+    import time
+
+    from conftest import run_specreg
+
+    hub.add(REPO, {"config.json": CONFIG})
+    hub.fault("config.json", fault, method="GET")
+    start = time.monotonic()
+    r = run_specreg("show", REPO, env={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path / "hf-cache"),
+                                       "SPECREG_HUB_DEADLINE": "3", "SPECREG_HUB_RETRIES": "0",
+                                       "HF_HUB_DOWNLOAD_TIMEOUT": "30"}, timeout=60)
+    elapsed = time.monotonic() - start
+    assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert elapsed < 15, elapsed
+    assert snapshot_files(tmp_path) == []  # nothing half-written reached the cache

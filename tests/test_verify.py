@@ -638,3 +638,22 @@ def test_the_report_escapes_what_result_files_say(tmp_path):
     assert "onmouseover" not in attrs_seen and "onclick" not in attrs_seen
     assert not any("alert" in s for s in scripts)  # only the page's own image check runs
     assert index.exists()
+
+
+def test_gpu_names_take_the_catalogs_form():
+    from specreg.verify.engines import gpu_name
+
+    assert [gpu_name(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090",
+                                  "NVIDIA B200", "Tesla T4", "NVIDIA H100 PCIe")] == \
+        ["H100", "A100", "RTX4090", "B200", "T4", "H100"]
+
+
+def test_a_secondary_baseline_is_shown_never_a_gate():
+    text = ENTRY.replace('source = "a test"', 'source = "a paper"\nsecondary = true')
+    entry, problems = zoo.parse_entry(text, file="registry/org/draft.toml")
+    assert not problems
+    j = judge(stats_with_al(1.2), Harness(dataset="gsm8k"), entry)
+    assert j.verdict == "secondary" and "not gated" in j.reason and "regressed" in j.reason
+    from specreg.verify.run import EXIT
+
+    assert EXIT["secondary"] == 0 and EXIT["not-runnable"] == 0
