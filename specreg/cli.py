@@ -176,7 +176,7 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
     ver.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N")
     ver.add_argument("--resume", action="store_true", help="with --all: skip entries already done")
-    ver.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, help="with --all: seconds per entry")
+    ver.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, help="seconds a run may take (with --all: per entry; a run past it is recorded as timeout)")
 
     rep = sub.add_parser("report", help="a static HTML page from verify results and history")
     rep.add_argument("dir", metavar="DIR", help="where verify wrote its results (searched recursively)")
@@ -486,7 +486,8 @@ def verify_options(args: argparse.Namespace):
                    shots_file=args.shots_file, template=args.template, max_model_len=args.max_model_len,
                    mode=args.mode, statistic=args.statistic or
                    ("mean-per-prompt" if args.mode == "prompt-at-a-time" else "pooled"),
-                   draft_sample_method=args.draft_sample_method, prefix_caching=args.prefix_caching)
+                   draft_sample_method=args.draft_sample_method, prefix_caching=args.prefix_caching,
+                   timeout=args.timeout)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -513,6 +514,7 @@ def _verify(args: argparse.Namespace) -> int:
             passthrough += ["--shots-file", args.shots_file]
         if args.gpu:
             passthrough += ["--gpu", args.gpu]
+        passthrough += ["--timeout", f"{args.timeout:g}"]  # the entry's own deadline: it records its result
         try:
             nightly.parse_shard(args.shard)
         except ValueError as exc:

@@ -28,6 +28,11 @@ class OpenAIServer:
         self.fail_status: int | None = None
         self.delay = 0.0
         self.noisy = False  # counters move on their own (another client)
+        #: hostile answers: /metrics padded to this many bytes, or sent one byte per `metrics_drip` s;
+        #: /v1/models answered with these bytes
+        self.metrics_flood: int | None = None
+        self.metrics_drip: float | None = None
+        self.models_body: bytes | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +50,10 @@ class OpenAIServer:
                 self.wfile.write(data)
 
             def do_GET(self):
+                if self.path == "/v1/models" and server.models_body is not None:
+                    return self._send(200, server.models_body)
+                if self.path == "/metrics" and (server.metrics_flood or server.metrics_drip):
+                    return self._hostile_metrics()
                 if self.path == "/v1/models":
                     return self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
                 if self.path == "/version":
@@ -54,6 +63,30 @@ class OpenAIServer:
                         server._count(0)
                     return self._send(200, server.metrics().encode(), "text/plain; version=0.0.4")
                 return self._send(404, {"error": "not found"})
+
+            def _hostile_metrics(self):
+                text = server.metrics().encode()
+                size = server.metrics_flood or len(text)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                try:
+                    if server.metrics_drip:
+                        for i in range(size):
+                            self.wfile.write(text[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(server.metrics_drip)
+                    else:
+                        self.wfile.write(text)
+                        sent = len(text)
+                        while sent < size:
+                            chunk = b"#" * min(1 << 20, size - sent - 1) + b"\n"
+                            self.wfile.write(chunk)
+                            sent += len(chunk)
+                except OSError:
+                    pass
+                self.close_connection = True
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)

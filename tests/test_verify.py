@@ -485,13 +485,13 @@ def test_all_isolates_crashes_and_timeouts_and_resumes(tmp_path):
                 f"{{'model': {entry.id!r}, 'verdict': 'pass'}})")
         return [sys.executable, "-c", code]
 
-    verdicts = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make)
+    verdicts = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make, grace=0.5)
     assert verdicts == {"org/crash": "crash", "org/ok": "pass", "org/slow": "timeout"}
     crash = json.loads((tmp_path / "night" / "org--crash" / "result.json").read_text())
     assert "SIGKILL" in crash["error"]
     assert (tmp_path / "night" / "org--slow" / "junit.xml").exists()
     calls.clear()
-    again = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make, resume=True)
+    again = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make, resume=True, grace=0.5)
     assert calls == [] and again == verdicts
 
 
@@ -657,3 +657,24 @@ def test_a_secondary_baseline_is_shown_never_a_gate():
     from specreg.verify.run import EXIT
 
     assert EXIT["secondary"] == 0 and EXIT["not-runnable"] == 0
+
+
+@pytest.mark.parametrize("hostile, verdict, words", [
+    ({"metrics_flood": 64 * 1024 * 1024}, "error", "the answer passed 33554432 bytes"),
+    ({"metrics_drip": 0.5}, "timeout", "--timeout"),
+    ({"models_body": b'{"data": [{"name": 5}]}'}, "error", "the first model has no id"),
+    ({"models_body": b"not json"}, "error", "not JSON"),
+])
+def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile, verdict, words):
+    import time
+
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        for name, value in hostile.items():
+            setattr(server, name, value)
+        start = time.monotonic()
+        r = run(*verify_args(server, reg, rows, out, "--timeout", "5"), timeout=60)
+        elapsed = time.monotonic() - start
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == verdict and words in result["error"], result["error"]
+    assert r.returncode == 3 and elapsed < 20, (r.returncode, elapsed)

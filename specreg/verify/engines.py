@@ -25,6 +25,17 @@ class EngineError(SpecregError):
     """The engine failed (unreachable server, HTTP errors, missing counters, vLLM crashed)."""
 
 
+class RunTimeout(EngineError):
+    """The run passed its --timeout."""
+
+
+#: bounds on what a server may send back: /metrics, /v1/models and /version are small documents
+SMALL_ANSWER_BYTES = 32 * 1024 * 1024
+SMALL_ANSWER_SECONDS = 30.0
+#: a completion's own answer (we read nothing from it but must not hold an endless stream)
+COMPLETION_BYTES = 64 * 1024 * 1024
+
+
 def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
     n_chunks = max(1, min(n_chunks, len(items)))
     size = -(-len(items) // n_chunks)
@@ -32,12 +43,16 @@ def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
 
 
 def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks: int,
-            run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None]) -> list[SpecCounters]:
-    """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure."""
+            run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None],
+            deadline: float | None = None) -> list[SpecCounters]:
+    """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure.
+    `deadline` (time.monotonic()) is checked before each chunk."""
     from specreg.verify.counters import check_delta
 
     deltas, done = [], 0
     for i, part in enumerate(chunks(items, n_chunks)):
+        if deadline is not None and time.monotonic() > deadline:
+            raise RunTimeout(f"the run passed its --timeout after {done}/{len(items)} prompts")
         before = counters()
         run_chunk(part)
         deltas.append(check_delta(counters() - before, chunk=i + 1))
@@ -47,7 +62,12 @@ def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks
 
 
 class ServerEngine:
-    def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0):
+    """A vLLM server over HTTP. Every answer is bounded: its size (32 MiB for /metrics and the
+    like), its total time (30 s for those, the run's remaining --timeout for completions), whatever
+    pace the server sends at."""
+
+    def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0,
+                 deadline: float | None = None):
         import httpx
 
         from specreg.verify.run import redact
@@ -57,42 +77,83 @@ class ServerEngine:
         from urllib.parse import urlsplit
 
         self._secret = urlsplit(self.url).password
+        self.timeout = timeout
+        self.deadline = deadline
         self.client = httpx.Client(timeout=timeout)
         self.idle_wait = idle_wait
         self.model = model or self._served_model()
+
+    def _remaining(self, limit: float) -> float:
+        if self.deadline is None:
+            return limit
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise RunTimeout(f"the run passed its --timeout (talking to {self.shown})")
+        return min(limit, left)
+
+    def _request(self, method: str, path: str, *, body: Any = None, max_bytes: int, seconds: float) -> bytes:
+        """One request whose answer must be complete within `seconds` and `max_bytes`."""
+        import httpx
+
+        limit = self._remaining(seconds)
+        end = time.monotonic() + limit
+        try:
+            with self.client.stream(method, self.url + path, json=body, timeout=limit) as r:
+                r.raise_for_status()
+                data = bytearray()
+                for chunk in r.iter_bytes():
+                    data += chunk
+                    if len(data) > max_bytes:
+                        raise EngineError(f"{self.shown}{path}: the answer passed {max_bytes} bytes: refused")
+                    if time.monotonic() > end:
+                        if self.deadline is not None and time.monotonic() >= self.deadline:
+                            raise RunTimeout(f"the run passed its --timeout ({self.shown}{path} still answering)")
+                        raise EngineError(f"{self.shown}{path}: no complete answer within {limit:g} s")
+                return bytes(data)
+        except httpx.HTTPError as exc:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise RunTimeout(f"the run passed its --timeout ({self.shown}{path})") from None
+            raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
+
+    def _json(self, path: str) -> Any:
+        import json
+
+        try:
+            return json.loads(self._request("GET", path, max_bytes=SMALL_ANSWER_BYTES, seconds=SMALL_ANSWER_SECONDS))
+        except ValueError:
+            raise EngineError(f"{self.shown}{path}: the answer is not JSON") from None
 
     def _clean(self, exc: BaseException) -> str:
         """An error's text without the URL's password (httpx messages quote the URL)."""
         text = str(exc).replace(self.url, self.shown)
         return text.replace(self._secret, "***") if self._secret else text
 
-    def _get(self, path: str) -> Any:
-        import httpx
-
-        try:
-            r = self.client.get(self.url + path)
-            r.raise_for_status()
-            return r
-        except httpx.HTTPError as exc:
-            raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
-
     def _served_model(self) -> str:
-        data = self._get("/v1/models").json().get("data") or []
-        if not data:
+        doc = self._json("/v1/models")
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, list) or not data:
             raise EngineError(f"{self.shown}/v1/models lists no model")
-        return data[0]["id"]
+        first = data[0]
+        if not isinstance(first, dict) or not isinstance(first.get("id"), str) or not first["id"]:
+            raise EngineError(f"{self.shown}/v1/models: the first model has no id ({str(first)[:80]})")
+        return first["id"]
 
     def counters(self) -> SpecCounters:
+        text = self._request("GET", "/metrics", max_bytes=SMALL_ANSWER_BYTES, seconds=SMALL_ANSWER_SECONDS)
         try:
-            return from_prometheus(self._get("/metrics").text)
+            return from_prometheus(text.decode("utf-8", errors="replace"))
         except CounterError as exc:
             raise EngineError(f"{self.shown}/metrics: {self._clean(exc)}") from None
 
     def version(self) -> str | None:
         try:
-            return self._get("/version").json().get("version")
-        except (EngineError, ValueError):
+            doc = self._json("/version")
+        except RunTimeout:
+            raise
+        except EngineError:
             return None
+        version = doc.get("version") if isinstance(doc, dict) else None
+        return version if isinstance(version, str) else None
 
     def check_idle(self) -> None:
         first = self.counters()
@@ -103,17 +164,11 @@ class ServerEngine:
                               "client is using the server, so the deltas would not be this run's")
 
     def _one(self, item: Any, sampling: dict[str, Any]) -> None:
-        import httpx
-
         if isinstance(item, str):
             path, body = "/v1/completions", {"model": self.model, "prompt": item, **sampling}
         else:
             path, body = "/v1/chat/completions", {"model": self.model, "messages": item, **sampling}
-        try:
-            r = self.client.post(self.url + path, json=body)
-            r.raise_for_status()
-        except httpx.HTTPError as exc:
-            raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
+        self._request("POST", path, body=body, max_bytes=COMPLETION_BYTES, seconds=self.timeout)
 
     def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
             seed: int | None, thinking: bool | None, progress: Callable[[str], None],
@@ -128,14 +183,17 @@ class ServerEngine:
             sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             return measure(self.counters, items, n_chunks,
-                           lambda part: list(pool.map(lambda item: self._one(item, sampling), part)), progress)
+                           lambda part: list(pool.map(lambda item: self._one(item, sampling), part)), progress,
+                           deadline=self.deadline)
 
 
 class InProcessEngine:
     """vLLM in this process (CUDA needed). Typed against vLLM's public API only."""
 
-    def __init__(self, kwargs: dict[str, Any]):
-        """`kwargs`: the `vllm.LLM` arguments (`engine_kwargs` builds them)."""
+    def __init__(self, kwargs: dict[str, Any], *, deadline: float | None = None):
+        """`kwargs`: the `vllm.LLM` arguments (`engine_kwargs` builds them). `deadline` is checked
+        between chunks (a `generate` call in progress cannot be interrupted)."""
+        self.deadline = deadline
         try:
             from vllm import LLM
         except ImportError:
@@ -170,7 +228,7 @@ class InProcessEngine:
             except Exception as exc:
                 raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
 
-        return measure(self.counters, items, n_chunks, run_chunk, progress)
+        return measure(self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline)
 
 
 def engine_kwargs(llm_kwargs: dict[str, Any], *, batch_size: int | None = None, seed: int | None = None,

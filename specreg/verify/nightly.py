@@ -23,6 +23,10 @@ FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "seconda
          "error", "timeout", "crash"}
 
 
+#: seconds an entry past its --timeout is given to record its own `timeout` result before it is killed
+GRACE = 30.0
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     m = re.fullmatch(r"(\d+)/(\d+)", text or "")
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
@@ -102,7 +106,7 @@ def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> lis
 
 def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, timeout: float = 3600,
             extra: Sequence[str] = (), registry: str | None = None,
-            make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command,
+            make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command, grace: float = GRACE,
             progress: Callable[[str], None] = lambda _m: None) -> dict[str, str]:
     """Verdict per entry id of this shard."""
     index, count = parse_shard(shard_spec)
@@ -129,7 +133,7 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
             env["SPECREG_REGISTRY"] = str(registry)
         proc = subprocess.Popen(make_command(entry, out, history, extra), env=env, start_new_session=True)
         try:
-            code = proc.wait(timeout=timeout)
+            code = proc.wait(timeout=timeout + grace)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

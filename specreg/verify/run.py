@@ -6,6 +6,7 @@ import datetime as dt
 import platform
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,14 +14,15 @@ import attrs
 
 from specreg.errors import HubError, SpecregError
 from specreg.verify import outputs
-from specreg.verify.engines import EngineError, InProcessEngine, ServerEngine, engine_kwargs, gpu_info
+from specreg.verify.engines import (EngineError, InProcessEngine, RunTimeout, ServerEngine, engine_kwargs,
+                                    gpu_info)
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
 from specreg.zoo import Harness, PromptFormat
 
 EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
-        "error": 3}
+        "error": 3, "timeout": 3, "crash": 3}
 
 
 @attrs.define
@@ -54,6 +56,8 @@ class Options:
     statistic: str = "pooled"  # or "mean-per-prompt"
     draft_sample_method: str | None = None
     prefix_caching: bool | None = None
+    #: seconds the whole run may take (None: no limit); requests to a server are bounded by what is left
+    timeout: float | None = None
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -176,9 +180,11 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                       max_model_len=max_model_len, mode=opts.mode, statistic=opts.statistic,
                       draft_sample_method=opts.draft_sample_method, prefix_caching=opts.prefix_caching)
     workdir = None
+    deadline = None if opts.timeout is None else time.monotonic() + opts.timeout
     try:
         if opts.server:
-            engine: Any = ServerEngine(opts.server, model=opts.served_model)
+            engine: Any = ServerEngine(opts.server, model=opts.served_model, deadline=deadline,
+                                       timeout=min(600.0, opts.timeout or 600.0))
         else:
             if spec is None or not spec.servable:
                 raise SpecregError(f"{model}: not servable as trained by the targeted vLLM", source=model)
@@ -191,7 +197,7 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                                      (entry.verifier.id if entry else None))
             if opts.k:
                 kwargs["speculative_config"]["num_speculative_tokens"] = opts.k
-            engine = InProcessEngine(engine_kwargs(kwargs, **options))
+            engine = InProcessEngine(engine_kwargs(kwargs, **options), deadline=deadline)
         environment["vllm_version"] = engine.version()
         harness = attrs.evolve(harness, vllm_version=environment["vllm_version"])
         if opts.server:
@@ -213,7 +219,8 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                              f"{harness.k} the config or --k named; {measured_k} is recorded")
             harness = attrs.evolve(harness, k=measured_k)
     except (EngineError, ValueError) as exc:
-        result = failed_result(model, started, result["engine"], "error", str(exc), harness=_plain(harness),
+        verdict = "timeout" if isinstance(exc, RunTimeout) else "error"
+        result = failed_result(model, started, result["engine"], verdict, str(exc), harness=_plain(harness),
                                environment=environment, notes=notes, dataset_source=prompts.source,
                                dataset_revision=result["dataset_revision"], chunk_counters=[])
         if out is not None:
