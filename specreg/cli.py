@@ -12,7 +12,7 @@ import json
 import os
 import shlex
 import sys
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -68,8 +68,15 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line naming the command and the fix (`--help` shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _OneLineParser(
         prog="specreg",
         description="Normalize speculative-decoding draft configs into vLLM-ready configuration, as trained.",
     )
@@ -586,6 +593,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1:]
+    if not argv:
+        _parser().print_help(sys.stderr)
+        return EXIT_BAD_INPUT
     args = _parser().parse_args(argv)
     args.vllm_args = extra
     if extra and args.command != "serve":

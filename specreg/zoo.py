@@ -429,6 +429,18 @@ def warnings(entry: Entry) -> list[Problem]:
     return out
 
 
+#: an entry is a page of TOML; anything larger is not read whole
+MAX_ENTRY_BYTES = 1024 * 1024
+
+
+def read_entry_text(path: Path) -> str:
+    with open(path, "rb") as f:
+        data = f.read(MAX_ENTRY_BYTES + 1)
+    if len(data) > MAX_ENTRY_BYTES:
+        raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes: not a catalog entry")
+    return data.decode("utf-8")
+
+
 def _natural_key(text: str) -> list[Any]:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part.lower()) for part in re.split(r"(\d+)", text)]
 
@@ -521,8 +533,8 @@ def read_catalog(directory: str | os.PathLike[str] | None = None) -> tuple[list[
     for path in _files(root):
         file = str(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_entry_text(path)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             found.append((file, Problem("$", f"cannot read: {exc}")))
             continue
         entry, problems_ = parse_entry(text, file=file)
@@ -552,7 +564,11 @@ def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:
     path = entry_path(root, entry_id)
     if not path.is_file():
         return None
-    entry, found = parse_entry(path.read_text(encoding="utf-8"), file=str(path))
+    try:
+        text = read_entry_text(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CatalogError([(str(path), Problem("$", f"cannot read: {exc}"))]) from None
+    entry, found = parse_entry(text, file=str(path))
     if found or entry is None:
         raise CatalogError([(str(path), p) for p in found])
     return entry

@@ -659,13 +659,13 @@ def test_a_secondary_baseline_is_shown_never_a_gate():
     assert EXIT["secondary"] == 0 and EXIT["not-runnable"] == 0
 
 
-@pytest.mark.parametrize("hostile, verdict, words", [
-    ({"metrics_flood": 64 * 1024 * 1024}, "error", "the answer passed 33554432 bytes"),
-    ({"metrics_drip": 0.5}, "timeout", "--timeout"),
-    ({"models_body": b'{"data": [{"name": 5}]}'}, "error", "the first model has no id"),
-    ({"models_body": b"not json"}, "error", "not JSON"),
+@pytest.mark.parametrize("hostile, verdict, words, code", [
+    ({"metrics_flood": 64 * 1024 * 1024}, "invalid", "the answer passed 33554432 bytes", 2),
+    ({"metrics_drip": 0.5}, "timeout", "--timeout", 3),
+    ({"models_body": b'{"data": [{"name": 5}]}'}, "invalid", "the first model has no id", 2),
+    ({"models_body": b"not json"}, "invalid", "not JSON", 2),
 ])
-def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile, verdict, words):
+def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile, verdict, words, code):
     import time
 
     reg, rows, out = setup
@@ -677,4 +677,27 @@ def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile
         elapsed = time.monotonic() - start
     result = json.loads((out / "result.json").read_text())
     assert result["verdict"] == verdict and words in result["error"], result["error"]
-    assert r.returncode == 3 and elapsed < 20, (r.returncode, elapsed)
+    assert r.returncode == code and elapsed < 20, (r.returncode, elapsed)
+
+
+def test_report_replaces_links_planted_in_the_site_and_skips_bad_results(setup, tmp_path):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        run(*verify_args(server, reg, rows, out))
+    bad = out.parent / "org--broken"
+    bad.mkdir()
+    (bad / "result.json").write_text("[1, 2")  # malformed
+    (out.parent / "history.sqlite").write_bytes(b"not a database at all" * 100)  # corrupt
+    site, victim, elsewhere = tmp_path / "site", tmp_path / "victim.html", tmp_path / "elsewhere"
+    victim.write_text("theirs")
+    elsewhere.mkdir()
+    site.mkdir()
+    (site / "index.html").symlink_to(victim)
+    (site / "models").symlink_to(elsewhere, target_is_directory=True)
+    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "theirs" and list(elsewhere.iterdir()) == []
+    assert not (site / "index.html").is_symlink() and not (site / "models").is_symlink()
+    index = (site / "index.html").read_text()
+    assert "skipped org--broken/result.json" in index and "history history.sqlite not read" in index
+    assert "warning: skipped org--broken/result.json" in r.stderr and "<td class='verdict'>pass</td>" in index

@@ -29,6 +29,11 @@ class RunTimeout(EngineError):
     """The run passed its --timeout."""
 
 
+class BadAnswer(EngineError):
+    """The server answered something that cannot be a measurement (too large, not JSON, counters that
+    are not finite, go backwards or contradict each other): bad input, recorded as `invalid`."""
+
+
 #: bounds on what a server may send back: /metrics, /v1/models and /version are small documents
 SMALL_ANSWER_BYTES = 32 * 1024 * 1024
 SMALL_ANSWER_SECONDS = 30.0
@@ -55,7 +60,10 @@ def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks
             raise RunTimeout(f"the run passed its --timeout after {done}/{len(items)} prompts")
         before = counters()
         run_chunk(part)
-        deltas.append(check_delta(counters() - before, chunk=i + 1))
+        try:
+            deltas.append(check_delta(counters() - before, chunk=i + 1))
+        except CounterError as exc:
+            raise BadAnswer(str(exc)) from None
         done += len(part)
         progress(f"{done}/{len(items)} prompts")
     return deltas
@@ -104,7 +112,7 @@ class ServerEngine:
                 for chunk in r.iter_bytes():
                     data += chunk
                     if len(data) > max_bytes:
-                        raise EngineError(f"{self.shown}{path}: the answer passed {max_bytes} bytes: refused")
+                        raise BadAnswer(f"{self.shown}{path}: the answer passed {max_bytes} bytes: refused")
                     if time.monotonic() > end:
                         if self.deadline is not None and time.monotonic() >= self.deadline:
                             raise RunTimeout(f"the run passed its --timeout ({self.shown}{path} still answering)")
@@ -121,7 +129,7 @@ class ServerEngine:
         try:
             return json.loads(self._request("GET", path, max_bytes=SMALL_ANSWER_BYTES, seconds=SMALL_ANSWER_SECONDS))
         except ValueError:
-            raise EngineError(f"{self.shown}{path}: the answer is not JSON") from None
+            raise BadAnswer(f"{self.shown}{path}: the answer is not JSON") from None
 
     def _clean(self, exc: BaseException) -> str:
         """An error's text without the URL's password (httpx messages quote the URL)."""
@@ -135,7 +143,7 @@ class ServerEngine:
             raise EngineError(f"{self.shown}/v1/models lists no model")
         first = data[0]
         if not isinstance(first, dict) or not isinstance(first.get("id"), str) or not first["id"]:
-            raise EngineError(f"{self.shown}/v1/models: the first model has no id ({str(first)[:80]})")
+            raise BadAnswer(f"{self.shown}/v1/models: the first model has no id ({str(first)[:80]})")
         return first["id"]
 
     def counters(self) -> SpecCounters:
@@ -143,7 +151,7 @@ class ServerEngine:
         try:
             return from_prometheus(text.decode("utf-8", errors="replace"))
         except CounterError as exc:
-            raise EngineError(f"{self.shown}/metrics: {self._clean(exc)}") from None
+            raise BadAnswer(f"{self.shown}/metrics: {self._clean(exc)}") from None
 
     def version(self) -> str | None:
         try:

@@ -14,7 +14,7 @@ import attrs
 
 from specreg.errors import HubError, SpecregError
 from specreg.verify import outputs
-from specreg.verify.engines import (EngineError, InProcessEngine, RunTimeout, ServerEngine, engine_kwargs,
+from specreg.verify.engines import (BadAnswer, EngineError, InProcessEngine, RunTimeout, ServerEngine, engine_kwargs,
                                     gpu_info)
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
@@ -219,7 +219,8 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                              f"{harness.k} the config or --k named; {measured_k} is recorded")
             harness = attrs.evolve(harness, k=measured_k)
     except (EngineError, ValueError) as exc:
-        verdict = "timeout" if isinstance(exc, RunTimeout) else "error"
+        # impossible counters or malformed answers are bad input (exit 2); a failing engine is exit 3
+        verdict = "timeout" if isinstance(exc, RunTimeout) else "invalid" if isinstance(exc, BadAnswer) else "error"
         result = failed_result(model, started, result["engine"], verdict, str(exc), harness=_plain(harness),
                                environment=environment, notes=notes, dataset_source=prompts.source,
                                dataset_revision=result["dataset_revision"], chunk_counters=[])
