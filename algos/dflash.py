@@ -1,7 +1,7 @@
 """DFlash: a block-diffusion draft that fills a block of mask tokens in one forward pass."""
 
 from specreg import register_speculator
-from specreg.dflash_family import Variant, normalize
+from specreg.normalization.dflash_family import Variant, normalize
 
 DFLASH = Variant(
     name="dflash",

@@ -1,8 +1,8 @@
 """DFlash2: DFlash with a grouped convolution and a low-rank candidate selector head."""
 
 from specreg import register_speculator
-from specreg.dflash_family import Variant, normalize
-from specreg.fields import COUNT, POS_INT
+from specreg.normalization.dflash_family import Variant, normalize
+from specreg.normalization.fields import COUNT, POS_INT
 
 DFLASH2 = Variant(
     name="dflash2",

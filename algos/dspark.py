@@ -1,8 +1,8 @@
 """DSpark: DFlash with a low-rank Markov logit-bias head and an optional confidence head."""
 
 from specreg import register_speculator
-from specreg.dflash_family import Variant, normalize
-from specreg.fields import BOOL, NONNEG_INT, STR
+from specreg.normalization.dflash_family import Variant, normalize
+from specreg.normalization.fields import BOOL, NONNEG_INT, STR
 
 DSPARK = Variant(
     name="dspark",

@@ -1,7 +1,7 @@
 """Eagle-3: a one-layer (or few-layer) autoregressive draft fed by three verifier hidden states."""
 
 from specreg import register_speculator
-from specreg.eagle_family import Variant, normalize
+from specreg.normalization.eagle_family import Variant, normalize
 
 EAGLE3 = Variant(
     name="eagle3",

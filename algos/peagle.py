@@ -1,8 +1,8 @@
 """P-EAGLE: Eagle-3 with parallel drafting of all k tokens from mask-token placeholders."""
 
 from specreg import register_speculator
-from specreg.eagle_family import Variant, normalize
-from specreg.fields import NONNEG_INT
+from specreg.normalization.eagle_family import Variant, normalize
+from specreg.normalization.fields import NONNEG_INT
 
 PEAGLE = Variant(
     name="peagle",

@@ -71,7 +71,7 @@ def _synthetic_catalog(root: Path, n: int) -> Path:
 
 @pytest.mark.parametrize("n", [10, 100, 1000])
 def test_catalog_check_scaling(benchmark, tmp_path, n):
-    from specreg import zoo
+    from specreg.entries import catalog as zoo
 
     root = _synthetic_catalog(tmp_path / "registry", n)
     report = zoo.check(root)

@@ -47,7 +47,7 @@ def test_planning_a_draft_when_vllm_reads_it(benchmark):
     """The work the plugin adds when vLLM maps a speculators config: specreg's plan for it."""
     from vllm.transformers_utils.configs.speculators import algos, base
 
-    from specreg import vllm_plugin
+    from specreg.vllm import plugin as vllm_plugin
 
     vllm_plugin.install(algos, base.SpeculatorsConfig, "0.33.0")
     cfg = json.loads((ROOT / "tests" / "data" / "speculators" / "dflash.json").read_text())

@@ -1,5 +1,5 @@
 import sys
 
-from specreg.cli import main
+from specreg.cli.main import main
 
 sys.exit(main())

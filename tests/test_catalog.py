@@ -11,7 +11,7 @@ import pytest
 
 import specreg
 from conftest import fixture_config
-from specreg import zoo
+from specreg.entries import catalog as zoo
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "registry"
@@ -341,7 +341,7 @@ def test_show_names_the_catalog_entry(hub, tmp_path):
     ("license = " + "9" * 5000, "$", "invalid TOML: Exceeds the limit"),
 ])
 def test_catalog_values_are_taken_as_written_never_coerced(tmp_path, line, path, words):
-    from specreg.zoo import check
+    from specreg.entries.catalog import check
 
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "x.toml").write_text(
@@ -352,7 +352,7 @@ def test_catalog_values_are_taken_as_written_never_coerced(tmp_path, line, path,
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_non_finite_baseline_number_is_a_problem(tmp_path, value):
-    from specreg.zoo import check
+    from specreg.entries.catalog import check
 
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "x.toml").write_text(

@@ -6,7 +6,7 @@ import pytest
 from pathlib import Path
 
 from specreg import docs
-from specreg.findings import CODES
+from specreg.normalization.findings import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,7 +18,7 @@ def test_generated_pages_are_up_to_date():
 
 def test_every_finding_code_used_in_the_code_is_documented():
     used = set()
-    for path in list((ROOT / "specreg").glob("*.py")) + list((ROOT / "algos").glob("*.py")):
+    for path in list((ROOT / "specreg").rglob("*.py")) + list((ROOT / "algos").glob("*.py")):
         used |= set(re.findall(r'(?:find|Finding\.of|_note)\(\s*"([a-z0-9-]+)"', path.read_text()))
     assert used, "the probe found no finding codes at all"
     assert used <= set(CODES)

@@ -124,7 +124,7 @@ def test_to_dict_has_the_documented_keys(fx):
 
 
 def test_target_version_defaults_to_the_newest_known_without_vllm(fx, monkeypatch):
-    from specreg import capabilities
+    from specreg.normalization import capabilities
 
     monkeypatch.setattr(capabilities, "installed_vllm", lambda: None)
     assert specreg.normalize(fx("dflash")).vllm_version == str(capabilities.NEWEST_KNOWN)
@@ -138,7 +138,7 @@ def test_a_bad_vllm_version_is_bad_input(fx):
 def test_every_provenance_kind_is_a_documented_one():
     from conftest import DATA
 
-    from specreg.speculator import Provenance
+    from specreg.normalization.speculator import Provenance
 
     refused = ("domino", "peagle")  # layouts specreg refuses (tests/test_native.py)
     native = [json.loads(p.read_text()) for p in (DATA / "native").glob("*.json")

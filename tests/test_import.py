@@ -31,7 +31,7 @@ def test_normalize_pulls_in_no_heavy_module():
 
 def test_the_check_detects_a_heavy_import():
     # The same probe sees a heavy module when one is imported: the test above can fail.
-    assert "huggingface_hub" in modules_after("import specreg.hub, huggingface_hub")
+    assert "huggingface_hub" in modules_after("import specreg.sources.hub, huggingface_hub")
 
 
 def test_public_names_stay_what_they_are_after_every_submodule_is_imported():

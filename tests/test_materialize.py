@@ -418,7 +418,7 @@ def test_force_trusts_only_a_manifest_specreg_signed(dflash_dir, tmp_path):
 
 
 def test_a_force_that_fails_half_way_leaves_the_directory_as_it_was(tmp_path, monkeypatch):
-    import specreg.materialize as m
+    import specreg.vllm.materialize as m
 
     src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
     out = tmp_path / "out"

@@ -10,7 +10,7 @@ import pytest
 
 import specreg
 from conftest import DATA, NO_TWIN, codes, finding, fixture_config
-from specreg import native
+from specreg.sources import native
 from weights import write_draft
 
 NATIVE = DATA / "native"

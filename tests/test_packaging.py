@@ -43,7 +43,7 @@ def test_the_wheel_holds_every_module_and_the_catalog(built):
     assert tomls and all(f"specreg/catalog_data/{p.relative_to(ROOT / 'registry').as_posix()}" in names for p in tomls)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "[vllm.general_plugins]" in text and "specreg = specreg.vllm_plugin:register" in text
+    assert "[vllm.general_plugins]" in text and "specreg = specreg.vllm.plugin:register" in text
 
 
 def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_path):
@@ -62,14 +62,14 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
         [str(bindir / "specreg"), "verify", "--help"],
         [str(bindir / "specreg"), "catalog", "list"],
         [str(bindir / "specreg"), "--version"],
-        [str(py), "-c", "import specreg.verify, specreg.vllm_plugin, specreg, sys; "
+        [str(py), "-c", "import specreg.verify, specreg.vllm.plugin, specreg, sys; "
                         "assert '/site-packages/' in specreg.__file__, specreg.__file__"],
     ]
     for argv in smoke:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
         assert out.returncode == 0, (argv, out.stdout[-1000:], out.stderr[-2000:])
     # writing commands never edit the installed package: refused before any request, nothing written
-    catalog_dir = subprocess.run([str(py), "-c", "from specreg.zoo import default_registry; print(default_registry())"],
+    catalog_dir = subprocess.run([str(py), "-c", "from specreg.entries.catalog import default_registry; print(default_registry())"],
                                  capture_output=True, text=True, env=env).stdout.strip()
     before = {p: p.read_bytes() for p in Path(catalog_dir).rglob("*.toml")}
     pin = subprocess.run([str(bindir / "specreg"), "catalog", "pin", "RedHatAI/Qwen3-8B-speculator.dflash"],

@@ -11,8 +11,8 @@ import pytest
 import specreg
 from conftest import fixture_config
 import tiny
-from specreg.findings import CODES
-from specreg.preflight import preflight
+from specreg.normalization.findings import CODES
+from specreg.vllm.preflight import preflight
 
 PREFLIGHT_CODES = {
     "verifier-layer-out-of-range", "verifier-hidden-size-mismatch", "verifier-vocab-too-small",

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 import specreg
-from specreg import registry
+from specreg.normalization import algorithms as registry
 from conftest import fixture_config
 
 FIXTURE_OF = {
@@ -75,10 +75,10 @@ def test_a_registration_needs_a_method_or_a_reason():
 
 @pytest.mark.parametrize("name", sorted(registry.BUILTIN))
 def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
-    from specreg.fields import Fields
-    from specreg.normalization import _read_envelope
-    from specreg.plan import Context
-    from specreg.capabilities import NEWEST_KNOWN
+    from specreg.normalization.fields import Fields
+    from specreg.normalization.core import _read_envelope
+    from specreg.normalization.plan import Context
+    from specreg.normalization.capabilities import NEWEST_KNOWN
 
     algo = registry.get(name)
     documented = {row.name for row in algo.fields()}
@@ -115,7 +115,7 @@ def _plugin_dist(tmp_path, entry_points: str, modules: dict):
 
 PLUGIN = """
 from specreg import register_speculator
-from specreg.plan import Plan
+from specreg.normalization.plan import Plan
 
 @register_speculator("medusa", method="medusa", vllm_min="0.10")
 def medusa(cfg, ctx):
@@ -161,7 +161,7 @@ def test_a_broken_plugin_is_reported_and_skipped(tmp_path):
     result = _run(
         """
         import specreg
-        from specreg.registry import broken_plugins
+        from specreg.normalization.algorithms import broken_plugins
         names = sorted(a.name for a in specreg.algorithms())
         print("medusa" in names, "dflash" in names)
         for b in broken_plugins():
@@ -181,7 +181,7 @@ def test_a_broken_plugin_is_reported_and_skipped(tmp_path):
 
 def test_the_cli_lists_algorithms_and_reports_broken_plugins(tmp_path):
     site = _plugin_dist(tmp_path, "broken = my_broken\n", {"my_broken": "raise RuntimeError('boom')\n"})
-    result = _run("import sys; from specreg.cli import main; sys.exit(main(['algorithms']))", tmp_path, site)
+    result = _run("import sys; from specreg.cli.main import main; sys.exit(main(['algorithms']))", tmp_path, site)
     assert result.returncode == 0
     assert "dflash2      dflash       0.29        specreg.algos.dflash2" in result.stdout
     assert "broken plugin skipped: broken = my_broken: RuntimeError: boom" in result.stderr

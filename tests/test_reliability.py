@@ -284,7 +284,7 @@ def _one_whole_draft(directory):
     written = json.loads((directory / "config.json").read_text())
     assert written["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
     # config.json and specreg.json from one writer: the config is the one the manifest's source plans
-    from specreg.materialize import plain_path_config
+    from specreg.vllm.materialize import plain_path_config
 
     assert written == json.loads(json.dumps(plain_path_config(specreg.load(manifest["source"]["path"]))[0]))
     assert manifest["speculative_config"]["num_speculative_tokens"] == source_config["block_size"] - 1
@@ -365,7 +365,7 @@ def test_materializing_a_draft_into_its_own_directory_is_refused(tmp_path):
 # -- every wait bounded ------------------------------------------------------------------------------
 
 def test_the_default_deadline_ends_a_hostile_fetch_within_two_minutes(monkeypatch):
-    from specreg import hub as hubmod
+    from specreg.sources import hub as hubmod
 
     monkeypatch.delenv("SPECREG_HUB_DEADLINE", raising=False)
     assert hubmod.deadline() == 60.0  # retries included; the drip and hang tests below use 3 s

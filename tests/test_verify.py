@@ -13,13 +13,13 @@ import attrs
 import pytest
 
 from openai_server import OpenAIServer
-from specreg import zoo
+from specreg.entries import catalog as zoo
 from specreg.verify import counters as C
 from specreg.verify import nightly
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute, t975
-from specreg.zoo import Harness, PromptFormat
+from specreg.entries.catalog import Harness, PromptFormat
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -582,7 +582,7 @@ def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
 def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
     entry = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"\ntemperature = 0.0')
     entry = attrs.evolve(entry, baselines=(attrs.evolve(entry.baselines[0], metrics=attrs.evolve(
-        entry.baselines[0].metrics, per_position=__import__("specreg.zoo", fromlist=["PerPosition"]).PerPosition(
+        entry.baselines[0].metrics, per_position=__import__("specreg.entries.catalog", fromlist=["PerPosition"]).PerPosition(
             values=(0.6, 0.3), direction="higher", tolerance=0.1))),))
     stats = stats_with_al(2.0)
     stats = attrs.evolve(stats, per_position=())

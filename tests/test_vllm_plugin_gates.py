@@ -9,7 +9,7 @@ import sys
 import pytest
 
 REGISTER = ("import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s');"
-            "from specreg.vllm_plugin import register; register(); register();"
+            "from specreg.vllm.plugin import register; register(); register();"
             "print('vllm imported' if 'vllm' in sys.modules else 'vllm not imported')")
 
 
@@ -46,7 +46,7 @@ def test_the_entry_point_is_declared_for_vllm():
     from importlib.metadata import entry_points
 
     (ep,) = [e for e in entry_points(group="vllm.general_plugins") if e.name == "specreg"]
-    assert ep.value == "specreg.vllm_plugin:register"
+    assert ep.value == "specreg.vllm.plugin:register"
 
 
 @pytest.mark.parametrize("value", ["0", "false", "off", "no"])

@@ -19,7 +19,7 @@ from specreg.verify.engines import (BadAnswer, EngineError, InProcessEngine, Run
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
-from specreg.zoo import Harness, PromptFormat
+from specreg.entries.catalog import Harness, PromptFormat
 
 EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
         "error": 3, "timeout": 3, "crash": 3}
@@ -103,7 +103,7 @@ def failed_result(model: str, started: str, engine: str, verdict: str, error: st
 
 
 def _entry(model: str, registry: str | None):
-    from specreg import zoo
+    from specreg.entries import catalog as zoo
 
     try:
         return zoo.lookup(model, Path(registry) if registry else None)
@@ -264,7 +264,9 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept)."""
     import tomlkit
 
-    from specreg import atomic, zoo
+    from specreg import atomic
+
+    from specreg.entries import catalog as zoo
 
     zoo.writable_root(registry)  # never into an installed package's catalog
     path = Path(entry.path)

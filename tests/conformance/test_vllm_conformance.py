@@ -8,8 +8,8 @@ import pytest
 from packaging.version import Version
 
 import specreg
-from specreg import registry
-from specreg.capabilities import RULES
+from specreg.normalization import algorithms as registry
+from specreg.normalization.capabilities import RULES
 
 from conftest import DATA, fixture_config
 
@@ -164,7 +164,7 @@ def test_plain_path_class_names_are_the_same_vllm_class(version):
     import zipfile
 
     from conformance.vllm_mapping import wheel
-    from specreg.materialize import PLAIN_PATH_ARCHITECTURES
+    from specreg.vllm.materialize import PLAIN_PATH_ARCHITECTURES
 
     with zipfile.ZipFile(wheel(version)) as z:
         text = z.read("vllm/model_executor/models/registry.py").decode()
@@ -243,6 +243,6 @@ def test_a_source_rule_starts_in_its_version(rule):
 
 def test_the_aux_capture_architecture_table_is_vllms():
     from conformance.vllm_mapping import aux_capture_architectures
-    from specreg.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION
+    from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION
 
     assert AUX_CAPTURE_ARCHITECTURES == aux_capture_architectures(str(AUX_CAPTURE_VERSION))

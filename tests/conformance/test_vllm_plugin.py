@@ -1,6 +1,6 @@
 """specreg's vLLM plugin installed into each wheel's own speculators mapping (pytest -m conformance).
 
-`specreg.vllm_plugin.install` takes the two things it patches (the module holding
+`specreg.vllm.plugin.install` takes the two things it patches (the module holding
 SUPPORTED_SPECULATORS_TYPES and the SpeculatorsConfig class); here they are each wheel's own code,
 executed from the wheel (conformance/vllm_mapping.py). With the plugin, the mapping's output is
 specreg's plan, and the masks that version serves from it (conformance/vllm_serving.py) are the
@@ -14,7 +14,7 @@ import pytest
 import specreg
 from conftest import fixture_config
 from conformance.test_vllm_serving import CASES, case_config
-from specreg import vllm_plugin
+from specreg.vllm import plugin as vllm_plugin
 
 pytestmark = pytest.mark.conformance
 

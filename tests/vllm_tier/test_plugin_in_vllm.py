@@ -25,7 +25,7 @@ def plugin():
     from vllm.plugins import load_general_plugins
     from vllm.transformers_utils.configs.speculators import algos, base
 
-    from specreg import vllm_plugin
+    from specreg.vllm import plugin as vllm_plugin
 
     load_general_plugins()
     assert getattr(algos.SUPPORTED_SPECULATORS_TYPES["dflash"], "_specreg_plugin", False), "not loaded by vLLM"
@@ -52,7 +52,7 @@ def test_with_the_plugin_the_unmodified_draft_is_served_as_trained(tmp_path, plu
 
 @pytest.mark.parametrize("name", CASES)
 def test_with_the_plugin_off_vllms_known_differences_come_back(tmp_path, plugin, name):
-    from specreg import vllm_plugin
+    from specreg.vllm import plugin as vllm_plugin
 
     src = write_draft(tmp_path / "src", case_config(name))
     spec = specreg.load(src)
@@ -160,7 +160,7 @@ def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, 
         assert (out.stdout + out.stderr).count("specreg plugin: this dflash draft is planned by specreg") == 1
     else:
         # what vLLM's own mapping serves, computed by vLLM in this process with the plugin taken out
-        from specreg import vllm_plugin
+        from specreg.vllm import plugin as vllm_plugin
 
         vllm_plugin.uninstall(*plugin)
         try:

@@ -52,7 +52,7 @@ def register() -> None:
               "drafts with masks, ids or lengths other than trained", logging.WARNING)
         return
     try:
-        from specreg.capabilities import installed_vllm
+        from specreg.normalization.capabilities import installed_vllm
 
         version = installed_vllm()
         if version is None or not TESTED[0] <= version <= TESTED[1]:
@@ -115,9 +115,9 @@ def _compare_native(sc: Any, version: str) -> None:
     if draft is None or not getattr(sc, "model", None):
         return
     import specreg
-    from specreg.capabilities import parse_version
-    from specreg.dflash_family import vllm_layer_causal
-    from specreg.plan import Context
+    from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.dflash_family import vllm_layer_causal
+    from specreg.normalization.plan import Context
 
     spec = specreg.load(sc.model, vllm=version, verifier=None)
     if spec.format in ("speculators", "materialized"):

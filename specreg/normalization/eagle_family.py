@@ -14,10 +14,10 @@ from __future__ import annotations
 import attrs
 from packaging.version import Version
 
-from specreg.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
-from specreg.plan import Context, Plan
-from specreg.shape import check_layer_shape
-from specreg.speculator import LayerAttention
+from specreg.normalization.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
+from specreg.normalization.plan import Context, Plan
+from specreg.normalization.shape import check_layer_shape
+from specreg.normalization.speculator import LayerAttention
 
 ARCH_PREFIX_BY_MODEL_TYPE = {"llama": "Llama", "qwen3": "Qwen3"}
 QWEN3_DEFAULT_SINCE = Version("0.7")  # speculators' layer model_type default became qwen3

@@ -15,10 +15,10 @@ from typing import Callable
 
 import attrs
 
-from specreg import native
+from specreg.sources import native
 from specreg.errors import SpecregError
-from specreg.materialize import MANIFEST, check_weight_mode, refuse_source_as_target, weight_sources, write_locked
-from specreg.speculator import thaw
+from specreg.vllm.materialize import MANIFEST, check_weight_mode, refuse_source_as_target, weight_sources, write_locked
+from specreg.normalization.speculator import thaw
 
 
 @attrs.frozen
@@ -41,7 +41,7 @@ def convert(
     progress: Callable[[str], None] | None = None,
 ) -> ConvertedDirectory:
     """Write the speculators-format twin of a native draft into `directory` (empty unless force)."""
-    from specreg.loader import load
+    from specreg.api import load
 
     check_weight_mode(weights)
     say = progress or (lambda _msg: None)
@@ -63,7 +63,7 @@ def convert(
                            source=str(source))
     name = converted.config["speculators_config"]["verifier"]["name_or_path"]
     if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
-        from specreg.preflight import verifier_facts
+        from specreg.vllm.preflight import verifier_facts
 
         converted.config["speculators_config"]["verifier"]["architectures"] = list(
             verifier_facts(name, source=name).architectures)

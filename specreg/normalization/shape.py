@@ -9,8 +9,8 @@ Each fails only after a GPU has been allocated and weights fetched, so specreg r
 
 from __future__ import annotations
 
-from specreg.fields import Fields
-from specreg.plan import Plan
+from specreg.normalization.fields import Fields
+from specreg.normalization.plan import Plan
 
 
 def _positive_int(value: object) -> bool:

@@ -10,10 +10,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from specreg import hub, native
+from specreg.sources import hub
+
+from specreg.sources import native
 from specreg.errors import ConfigError
-from specreg.normalization import is_repo_id, normalize
-from specreg.speculator import Origin, Speculator
+from specreg.normalization.core import is_repo_id, normalize
+from specreg.normalization.speculator import Origin, Speculator
 
 #: config.json files are a few KiB; anything this large is not one (and is not read whole).
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -76,7 +78,7 @@ def _split_source(source: str, revision: str | None) -> tuple[str, str | None]:
 
 def _manifest_beside(config_path: Path, source: str) -> dict[str, Any] | None:
     """The specreg.json of a directory specreg materialized, when there is one beside config.json."""
-    from specreg.materialize import MANIFEST
+    from specreg.vllm.materialize import MANIFEST
 
     path = config_path.parent / MANIFEST
     if config_path.name != hub.CONFIG_NAME or not path.is_file():
@@ -144,7 +146,7 @@ def load(
     if origin.repo_id:
         spec = attach_catalog(spec, entry, invalid, stale=fetched.stale)
     if check_verifier or check_weights:
-        from specreg.preflight import preflight
+        from specreg.vllm.preflight import preflight
 
         spec = preflight(spec, verifier=verifier, check_verifier=check_verifier, check_weights=check_weights)
     return spec
@@ -153,8 +155,8 @@ def load(
 def _catalog_entry(repo_id: str):
     """(the catalog entry for a repo or None, a finding when its file is malformed or None). Reads
     only that entry's file (no scan of the catalog)."""
-    from specreg import zoo
-    from specreg.speculator import Finding
+    from specreg.entries import catalog as zoo
+    from specreg.normalization.speculator import Finding
 
     try:
         return zoo.lookup(repo_id), None
@@ -167,7 +169,7 @@ def attach_catalog(spec: Speculator, entry, invalid=None, *, stale: str | None =
     (a malformed entry, a cached copy used because the Hub failed)."""
     import attrs
 
-    from specreg.speculator import Finding
+    from specreg.normalization.speculator import Finding
 
     origin = spec.origin
     found = [f for f in (invalid, stale and Finding.of("hub-cached-copy", stale)) if f]

@@ -25,10 +25,10 @@ from typing import Any, Mapping
 import attrs
 from packaging.version import Version
 
-from specreg.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
-from specreg.plan import Context, Plan
-from specreg.shape import check_layer_shape
-from specreg.speculator import LayerAttention
+from specreg.normalization.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
+from specreg.normalization.plan import Context, Plan
+from specreg.normalization.shape import check_layer_shape
+from specreg.normalization.speculator import LayerAttention
 
 FULL, SLIDING = "full_attention", "sliding_attention"
 FIRST_WITH_SAMPLE_FROM_ANCHOR = Version("0.7.0")

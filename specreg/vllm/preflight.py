@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
-from specreg import hub
-from specreg.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
+from specreg.sources import hub
+from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
 from specreg.errors import ConfigError, SpecregError
-from specreg.speculator import Finding
+from specreg.normalization.speculator import Finding
 
 if TYPE_CHECKING:
-    from specreg.speculator import Speculator
+    from specreg.normalization.speculator import Speculator
 
 #: safetensors refuses headers over 100 MB; so does specreg
 MAX_HEADER_BYTES = 100_000_000
@@ -97,9 +97,9 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
 
     hub_only: the name came from a Hub config (someone else's file), so it may only name a Hub repo:
     a remote config never makes specreg read a local path (`/dev/stdin`, `/etc/...`)."""
-    from specreg.loader import read_config
+    from specreg.api import read_config
 
-    from specreg.normalization import is_repo_id
+    from specreg.normalization.core import is_repo_id
 
     if hub_only and not is_repo_id(verifier):
         raise ConfigError(f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "
@@ -154,7 +154,7 @@ def _local_header(path: Path) -> tuple[dict[str, Tensor], int]:
 
 def local_weights(directory: Path) -> tuple[dict[str, Tensor], tuple[str, ...], int] | None:
     """Tensor headers of the safetensors beside a local config (None: there are none)."""
-    from specreg.materialize import SAFETENSORS_INDEX, shards_of
+    from specreg.vllm.materialize import SAFETENSORS_INDEX, shards_of
 
     index = directory / SAFETENSORS_INDEX
     if index.is_file():

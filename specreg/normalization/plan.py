@@ -11,8 +11,8 @@ from typing import Any, Sequence
 import attrs
 from packaging.version import Version
 
-from specreg.capabilities import since, short
-from specreg.speculator import Finding, LayerAttention, Provenance
+from specreg.normalization.capabilities import since, short
+from specreg.normalization.speculator import Finding, LayerAttention, Provenance
 
 
 @attrs.frozen

@@ -6,7 +6,7 @@ given. Reading it back interprets the config the way that vLLM will: each layer'
 `dflash_family.vllm_layer_causal` says that version serves (not what a trainer would have meant),
 the ids are the ones vLLM reads, the length is the one vLLM is given. The result is the plan vLLM
 will actually execute, expressed as the speculators-format config `normalize` reads (like the
-native formats in `specreg.native`), so `specreg show DIR` prints it with findings and provenance.
+native formats in `specreg.sources.native`), so `specreg show DIR` prints it with findings and provenance.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import copy
 from typing import Any, Mapping
 
 from specreg.errors import ConfigError
-from specreg.native import Converted, speculators_envelope
+from specreg.sources.native import Converted, speculators_envelope
 
 FORMAT = "materialized"
 MANIFEST_WRITER = "specreg"
@@ -45,9 +45,9 @@ def is_manifest(manifest: Any) -> bool:
 
 def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, source: str | None = None) -> Converted:
     """The speculators-format config whose plan is what vLLM serves from this directory."""
-    from specreg.capabilities import parse_version
-    from specreg.dflash_family import FULL, SLIDING, vllm_layer_causal
-    from specreg.plan import Context
+    from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.dflash_family import FULL, SLIDING, vllm_layer_causal
+    from specreg.normalization.plan import Context
 
     algorithm = manifest["algorithm"]
     sc = manifest["speculative_config"]

@@ -54,7 +54,7 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *_args: Any) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
-        from specreg.capabilities import NEWEST_KNOWN, installed_vllm, short
+        from specreg.normalization.capabilities import NEWEST_KNOWN, installed_vllm, short
 
         def of(name: str) -> str:
             try:
@@ -191,7 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--history-out", metavar="DB", help="write the merged history of every history.sqlite under DIR here")
     rep.add_argument("--registry", metavar="DIR")
 
-    from specreg import catalog_cli
+    from specreg.cli import catalog as catalog_cli
 
     catalog_cli.add_parser(sub)
 
@@ -201,7 +201,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace):
-    from specreg.loader import load
+    from specreg.api import load
 
     return load(args.source, revision=args.revision, vllm=args.vllm, verifier=args.verifier)
 
@@ -211,7 +211,7 @@ def _fmt(value: Any) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from specreg.speculator import thaw
+    from specreg.normalization.speculator import thaw
 
     spec = _load(args)
     if args.json:
@@ -310,7 +310,7 @@ def _progress(message: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from specreg.materialize import default_directory, same_draft
+    from specreg.vllm.materialize import default_directory, same_draft
 
     given = _given_flags(list(args.vllm_args))  # bad flags are refused before anything is read
     spec = _load(args)
@@ -401,7 +401,7 @@ def _materialize(args: argparse.Namespace) -> int:
 
 
 def _algorithms(args: argparse.Namespace) -> int:
-    from specreg.registry import algorithms, broken_plugins
+    from specreg.normalization.algorithms import algorithms, broken_plugins
 
     algos = algorithms()
     broken = broken_plugins()
@@ -422,7 +422,7 @@ def _algorithms(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specreg.preflight import preflight
+    from specreg.vllm.preflight import preflight
 
     spec = _load(args)
     spec = preflight(
@@ -465,7 +465,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from specreg.conversion import convert
+    from specreg.vllm.conversion import convert
 
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     done = convert(args.source, args.dir, verifier=args.verifier, revision=args.revision, weights=weights,
@@ -580,7 +580,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _catalog(args: argparse.Namespace) -> int:
-    from specreg import catalog_cli
+    from specreg.cli import catalog as catalog_cli
 
     return catalog_cli.run(args)
 
@@ -606,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "convert": _convert, "verify": _verify, "report": _report,
                "catalog": _catalog}[args.command]
     if getattr(args, "quiet", None) is not None:  # commands that may download weights
-        from specreg.hub import progress_bars
+        from specreg.sources.hub import progress_bars
 
         progress_bars(not args.quiet and sys.stderr.isatty())
     try:

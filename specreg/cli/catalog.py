@@ -53,7 +53,7 @@ def _al(entry) -> str:
 def _check_filters(cat, args: argparse.Namespace) -> None:
     """An algorithm, tag or verifier that no entry has is a typo, not an empty answer: exit 2 naming
     what exists."""
-    from specreg.cli import SpecregErrorLine
+    from specreg.cli.main import SpecregErrorLine
 
     for name, value, known in (("--algorithm", args.algorithm, {e.algorithm for e in cat}),
                                ("--tag", args.tag, {t for e in cat for t in e.tags}),
@@ -67,7 +67,7 @@ def _check_filters(cat, args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from specreg.zoo import catalog
+    from specreg.entries.catalog import catalog
 
     cat = catalog(args.registry)
     _check_filters(cat, args)
@@ -117,7 +117,7 @@ def _plain(obj) -> dict[str, Any]:
 
 def _show(args: argparse.Namespace) -> int:
     from specreg.errors import SpecregError
-    from specreg.zoo import catalog
+    from specreg.entries.catalog import catalog
 
     cat = catalog(args.registry)
     entry = cat.get(args.id)
@@ -163,7 +163,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specreg.zoo import check
+    from specreg.entries.catalog import check
 
     report = check(args.registry)
     for file, p in report.warnings:
@@ -176,7 +176,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from specreg.zoo import pin
+    from specreg.entries.catalog import pin
 
     done = pin(args.id, revision=args.revision, directory=args.registry)
     if done.changed:

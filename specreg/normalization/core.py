@@ -7,13 +7,13 @@ from typing import Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from specreg import registry
-from specreg.capabilities import NEWEST_KNOWN, short, target_version
+from specreg.normalization import algorithms as registry
+from specreg.normalization.capabilities import NEWEST_KNOWN, short, target_version
 from specreg.errors import ConfigError, Problem
-from specreg.fields import COUNT, STR, Fields, _type_name
-from specreg.findings import SERVED_DIFFERENTLY
-from specreg.plan import Context, Envelope, Plan
-from specreg.speculator import Finding, Origin, Provenance, Speculator
+from specreg.normalization.fields import COUNT, STR, Fields, _type_name
+from specreg.normalization.findings import SERVED_DIFFERENTLY
+from specreg.normalization.plan import Context, Envelope, Plan
+from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator
 
 # A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
 _REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -128,13 +128,14 @@ def normalize(
     """Normalize a parsed config.json into vLLM-ready configuration for one vLLM version.
 
     The speculators format, or a native one (z-lab DFlash, DeepSpec DSpark, SpecForge/SGLang/
-    EAGLE-3 release; see `specreg.native`), which names no verifier: pass `verifier`. With the
+    EAGLE-3 release; see `specreg.sources.native`), which names no verifier: pass `verifier`. With the
     `manifest` (specreg.json) of a directory specreg materialized, the config is read back as the
-    vLLM-ready layout it is (`specreg.readback`).
+    vLLM-ready layout it is (`specreg.normalization.readback`).
     Raises `specreg.ConfigError` (a ValueError) naming the JSON path for malformed input, and
     `specreg.UnknownAlgorithmError` for an unknown `speculators_model_type`. The input is never mutated.
     """
-    from specreg import native, readback
+    from specreg.sources import native
+    from specreg.normalization import readback
 
     if readback.is_manifest(manifest) and isinstance(config, Mapping) and "speculators_config" not in config:
         converted = readback.to_speculators(config, manifest, source=source)  # type: ignore[arg-type]
@@ -198,9 +199,9 @@ def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dic
     an error finding when that vLLM cannot serve it (the one model in `dflash_family`)."""
     import attrs
 
-    from specreg.capabilities import parse_version
-    from specreg.dflash_family import mask_flag, vllm_layer_causal, why_unservable
-    from specreg.plan import set_path
+    from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.dflash_family import mask_flag, vllm_layer_causal, why_unservable
+    from specreg.normalization.plan import set_path
 
     attention = tuple(attrs.evolve(a, causal=True) for a in spec.attention)
     for a in attention:
@@ -254,7 +255,7 @@ def _normalize_speculators(
         name = root.get("speculators_model_type", STR, required=True)
         if name is None:
             if not root.present("speculators_model_type") and not root.present("speculators_config"):
-                from specreg.native import not_a_draft
+                from specreg.sources.native import not_a_draft
 
                 raise ConfigError(not_a_draft(config), "$.architectures" if root.present("architectures")
                                   else "$.speculators_model_type")

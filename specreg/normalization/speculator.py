@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from specreg.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES
+from specreg.normalization.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -45,7 +45,7 @@ class LLMKwargs(dict):
 
 @attrs.frozen
 class Finding:
-    """Something a user should know about the draft: a code from `specreg.findings.CODES`."""
+    """Something a user should know about the draft: a code from `specreg.normalization.findings.CODES`."""
 
     code: str
     severity: str = attrs.field(validator=attrs.validators.in_(SEVERITIES))
@@ -138,9 +138,9 @@ class Speculator:
     origin: Origin | None = None
     #: the catalog entry (`specreg.catalog.Entry`) when the source is a Hub repo the catalog knows
     catalog: Any = None
-    #: "speculators", or the native format the config was read in (`specreg.native`)
+    #: "speculators", or the native format the config was read in (`specreg.sources.native`)
     format: str = "speculators"
-    #: pre-flight results (`specreg.preflight.Checks`) when load() ran the checks
+    #: pre-flight results (`specreg.vllm.preflight.Checks`) when load() ran the checks
     checks: Any = None
 
     @property
@@ -227,8 +227,8 @@ class Speculator:
                     progress: Any = None) -> Any:
         """Write a vLLM-ready draft directory (config.json as vLLM loads it directly, plus the
         weights linked, copied or left out: weights="link" | "copy" | "none"). Returns a
-        `specreg.materialize.Materialized` (``.directory``, ``.files``, ``.llm_kwargs()``)."""
-        from specreg.materialize import materialize
+        `specreg.vllm.materialize.Materialized` (``.directory``, ``.files``, ``.llm_kwargs()``)."""
+        from specreg.vllm.materialize import materialize
 
         return materialize(self, directory, weights=weights, force=force, progress=progress)
 

@@ -28,11 +28,13 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import attrs
 
-from specreg import atomic, hub
+from specreg import atomic
+
+from specreg.sources import hub
 from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
 
 if TYPE_CHECKING:
-    from specreg.speculator import Speculator
+    from specreg.normalization.speculator import Speculator
 
 WeightMode = Literal["link", "copy", "none"]
 MANIFEST = "specreg.json"

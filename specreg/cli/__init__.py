@@ -1,0 +1,1 @@
+"""The `specreg` command line, one module per command group."""
