@@ -1,6 +1,6 @@
 """DFlash: a block-diffusion draft that fills a block of mask tokens in one forward pass."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
 
 DFLASH = Variant(

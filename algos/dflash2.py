@@ -1,6 +1,6 @@
 """DFlash2: DFlash with a grouped convolution and a low-rank candidate selector head."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import COUNT, POS_INT
 

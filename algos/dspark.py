@@ -1,6 +1,6 @@
 """DSpark: DFlash with a low-rank Markov logit-bias head and an optional confidence head."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, NONNEG_INT, STR
 

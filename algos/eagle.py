@@ -1,6 +1,6 @@
 """EAGLE-1 / HASS: the legacy speculators `eagle` type (speculators <= 0.4)."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 
 WHY = (
     "`eagle` (EAGLE-1/HASS) is a legacy speculators type, removed in speculators 0.5, and vLLM's "

@@ -1,6 +1,6 @@
 """Eagle-3: a one-layer (or few-layer) autoregressive draft fed by three verifier hidden states."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.eagle_family import Variant, normalize
 
 EAGLE3 = Variant(

@@ -1,6 +1,6 @@
 """Independent: a standalone small model used as the draft (speculators <= 0.4)."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 
 WHY = (
     "`independent` is a legacy speculators type (<= 0.4) and vLLM's speculators path never mapped it: "

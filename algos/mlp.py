@@ -1,6 +1,6 @@
 """MLP: the legacy speculators `mlp` type (speculators <= 0.4)."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 
 WHY = (
     "`mlp` is a legacy speculators type (<= 0.4) whose class never produced a loadable checkpoint, and "

@@ -1,6 +1,6 @@
 """MTP: the verifier's own multi-token-prediction layers, packaged by speculators 0.9."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 
 WHY = (
     "speculators 0.9 writes `mtp` configs, but vLLM's speculators path has no `mtp` mapping "

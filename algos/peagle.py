@@ -1,6 +1,6 @@
 """P-EAGLE: Eagle-3 with parallel drafting of all k tokens from mask-token placeholders."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.eagle_family import Variant, normalize
 from specreg.normalization.fields import NONNEG_INT
 

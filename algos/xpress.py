@@ -1,6 +1,6 @@
 """XPress: a DFlash-style draft with low-rank Jacobi refinement passes (speculators 0.9)."""
 
-from specreg import register_speculator
+from specreg.normalization.algorithms import register_speculator
 
 WHY = (
     "speculators 0.9 writes `xpress` configs, but vLLM's speculators path has no `xpress` mapping "

@@ -17,15 +17,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.1.0"
+from specreg.version import __version__
 
 _LAZY = {
     "load": "specreg.api",
-    "normalize": "specreg.normalization.core",
+    "normalize": "specreg.api",
     "register_speculator": "specreg.normalization.algorithms",
     "algorithms": "specreg.normalization.algorithms",
     "catalog": "specreg.entries.catalog",
-    "convert": "specreg.vllm.conversion",
+    "convert": "specreg.api",
     "Speculator": "specreg.normalization.speculator",
     "Finding": "specreg.normalization.speculator",
     "Provenance": "specreg.normalization.speculator",

@@ -1,93 +1,27 @@
-"""load(): a source (local dir, config.json path, "org/name", "org/name@rev") -> Speculator."""
+"""The public operations, composed from the stages in one place: `load()` is fetch (sources) ->
+normalize (normalization) -> attach the catalog entry (entries) -> pre-flight checks (vllm);
+`normalize()` and `convert()` are the same stages for a config already in hand and for writing a
+speculators-format twin. No stage imports this module or a later one (tests/test_architecture.py)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
 import os
-from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from packaging.version import Version
 
-from specreg.sources import hub
-
-from specreg.sources import native
 from specreg.errors import ConfigError
-from specreg.normalization.core import is_repo_id, normalize
-from specreg.normalization.speculator import Origin, Speculator
-
-#: config.json files are a few KiB; anything this large is not one (and is not read whole).
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-
-
-def read_config(path: Path, *, source: str) -> tuple[dict[str, Any], str]:
-    """Parse a config.json with a size cap; returns the object and the file's sha256."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", "$", source=source) from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source)
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text (byte {exc.start})", "$", source=source) from None
-
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
-    def finite(literal: str) -> float:
-        number = float(literal)
-        if number in (float("inf"), float("-inf")):  # 1e400: valid JSON syntax, no real number
-            raise ValueError(f"the number {literal[:40]} is out of range (it would be read as infinity)")
-        return number
-
-    try:
-        value = json.loads(text, parse_constant=no_constants, parse_float=finite)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "$", source=source) from None
-    except ValueError as exc:
-        raise ConfigError(f"invalid JSON: {exc}", "$", source=source) from None
-    except RecursionError:
-        raise ConfigError("invalid JSON: nested too deeply", "$", source=source) from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"the top level must be a JSON object, got a {type(value).__name__}", "$", source=source)
-    return value, digest
+from specreg.normalization import core
+from specreg.normalization.speculator import Speculator
+from specreg.sources import native
+from specreg.sources.files import read_source
+from specreg.vllm import materialize as _materialize  # noqa: F401 - registers Speculator.materialize's writer
 
 
-def _split_source(source: str, revision: str | None) -> tuple[str, str | None]:
-    repo_id, rev = source, revision
-    if "@" in source:
-        repo_id, _, at_rev = source.rpartition("@")
-        if revision is not None and revision != at_rev:
-            raise ConfigError(
-                f"two revisions given: {at_rev!r} in the source and {revision!r} as revision=", "revision", source=source
-            )
-        rev = at_rev
-    if not is_repo_id(repo_id):
-        raise ConfigError(
-            "neither an existing local path nor a Hub repo id (org/name or org/name@revision)", "source", source=source
-        )
-    if rev is not None:
-        hub.check_revision(rev, source=source)
-    return repo_id, rev
-
-
-def _manifest_beside(config_path: Path, source: str) -> dict[str, Any] | None:
-    """The specreg.json of a directory specreg materialized, when there is one beside config.json."""
-    from specreg.vllm.materialize import MANIFEST
-
-    path = config_path.parent / MANIFEST
-    if config_path.name != hub.CONFIG_NAME or not path.is_file():
-        return None
-    try:
-        manifest, _ = read_config(path, source=f"{source} ({MANIFEST})")
-    except ConfigError:
-        return None  # not a manifest specreg can read: the config is read on its own
-    return manifest
+@functools.wraps(core.normalize)
+def normalize(*args: Any, **kwargs: Any) -> Speculator:
+    return core.normalize(*args, **kwargs)  # the stage itself; this module makes Speculator.materialize work
 
 
 def load(
@@ -112,44 +46,42 @@ def load(
     text = os.fspath(source)
     if not isinstance(text, str) or not text.strip():
         raise ConfigError("the source is empty", "source", source=str(source))
-    local = Path(text).expanduser()
-    manifest = None
-    if local.exists():
-        if revision is not None:
-            raise ConfigError("a revision applies to Hub sources, not to a local path", "revision", source=text)
-        path = local / hub.CONFIG_NAME if local.is_dir() else local
-        if not path.is_file():
-            raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
-        config, digest = read_config(path, source=text)
-        origin = Origin(source=text, path=str(path), sha256=digest)
-        manifest = _manifest_beside(path, text)
-    elif text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
-        raise ConfigError("no such file or directory", "source", source=text)
-    else:
-        repo_id, rev = _split_source(text, revision)
-        fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
-        config, digest = read_config(fetched.path, source=text)
-        origin = Origin(
-            source=text,
-            path=str(fetched.path),
-            repo_id=repo_id,
-            revision=rev,
-            commit=fetched.commit,
-            sha256=digest,
-        )
+    read = read_source(text, revision)
+    origin = read.origin
     entry = invalid = None
     if origin.repo_id:
         entry, invalid = _catalog_entry(origin.repo_id)
-        if verifier is None and entry is not None and native.detect(config, source=text) is not None:
+        if verifier is None and entry is not None and native.detect(read.config, source=text) is not None:
             verifier = entry.verifier.id  # native formats name no verifier: the catalog's
-    spec = normalize(config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=manifest)
+    spec = core.normalize(read.config, vllm=vllm, source=text, origin=origin, verifier=verifier,
+                          manifest=read.manifest)
     if origin.repo_id:
-        spec = attach_catalog(spec, entry, invalid, stale=fetched.stale)
+        spec = attach_catalog(spec, entry, invalid, stale=read.stale)
     if check_verifier or check_weights:
         from specreg.vllm.preflight import preflight
 
         spec = preflight(spec, verifier=verifier, check_verifier=check_verifier, check_weights=check_weights)
     return spec
+
+
+def convert(
+    source: str | os.PathLike[str],
+    directory: str | os.PathLike[str],
+    *,
+    verifier: str | None = None,
+    revision: str | None = None,
+    weights: str = "link",
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+):
+    """Write the speculators-format twin of a native draft into `directory` (empty unless force);
+    see specreg.vllm.conversion.write_twin."""
+    from specreg.vllm.conversion import check_weight_mode, write_twin
+
+    check_weight_mode(weights)
+    spec = load(source, revision=revision, verifier=verifier)
+    return write_twin(spec, directory, source=str(source), verifier=verifier, weights=weights, force=force,
+                      progress=progress)
 
 
 def _catalog_entry(repo_id: str):

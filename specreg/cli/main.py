@@ -465,7 +465,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from specreg.vllm.conversion import convert
+    from specreg.api import convert
 
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     done = convert(args.source, args.dir, verifier=args.verifier, revision=args.revision, weights=weights,

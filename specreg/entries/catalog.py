@@ -313,7 +313,7 @@ def parse_entry(text: str, *, file: str) -> tuple[Entry | None, list[Problem]]:
 def problems(entry: Entry, *, file: str | None = None) -> list[Problem]:
     """What the schema's types cannot say: ids, pins, algorithms, dates and metric ranges."""
     from specreg.normalization import algorithms as registry
-    from specreg.normalization.core import is_repo_id
+    from specreg.sources.files import is_repo_id
 
     out: list[Problem] = []
     if not is_repo_id(entry.id) or "/" not in entry.id:
@@ -588,7 +588,7 @@ def check(directory: str | os.PathLike[str] | None = None) -> CheckReport:
     (which must match their pinned sha256 and, in the speculators format, normalize without error
     findings). Offline: nothing is fetched."""
     from specreg.errors import ConfigError
-    from specreg.api import read_config
+    from specreg.sources.files import read_config
     from specreg.normalization.core import normalize
 
     entries, found = read_catalog(directory)
@@ -641,7 +641,7 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
     from specreg import atomic
 
     from specreg.sources import hub
-    from specreg.api import read_config
+    from specreg.sources.files import read_config
 
     root = writable_root(directory)
     path = entry_path(root, entry_id)

@@ -14,15 +14,9 @@ from specreg.normalization.fields import COUNT, STR, Fields, _type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
 from specreg.normalization.plan import Context, Envelope, Plan
 from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator
+from specreg.sources.files import is_repo_id
 
 # A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
-_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-
-
-def is_repo_id(text: str) -> bool:
-    return bool(_REPO_ID.match(text)) and ".." not in text and "--" not in text and not text.endswith(".")
-
-
 def _read_envelope(root: Fields) -> tuple[Envelope, list[Finding]]:
     """The fields every speculators config shares: draft length, verifier, versions."""
     findings: list[Finding] = []

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import attrs
 
 from specreg.normalization.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES
+from specreg.sources.files import Origin
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -105,19 +106,8 @@ class LayerAttention:
         return {"layer": self.layer, "kind": self.kind, "window": self.window, "causal": self.causal}
 
 
-@attrs.frozen
-class Origin:
-    """Where the config file was read from."""
-
-    source: str
-    path: str | None = None
-    repo_id: str | None = None
-    revision: str | None = None
-    commit: str | None = None
-    sha256: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+#: what later stages let a Speculator do (name -> function(spec, ...)); filled when they are imported
+WRITERS: dict[str, Callable[..., Any]] = {}
 
 
 @attrs.frozen
@@ -227,10 +217,18 @@ class Speculator:
                     progress: Any = None) -> Any:
         """Write a vLLM-ready draft directory (config.json as vLLM loads it directly, plus the
         weights linked, copied or left out: weights="link" | "copy" | "none"). Returns a
-        `specreg.vllm.materialize.Materialized` (``.directory``, ``.files``, ``.llm_kwargs()``)."""
-        from specreg.vllm.materialize import materialize
+        `specreg.vllm.materialize.Materialized` (``.directory``, ``.files``, ``.llm_kwargs()``).
 
-        return materialize(self, directory, weights=weights, force=force, progress=progress)
+        The writing is the vLLM stage's (`specreg.vllm.materialize`, which registers itself in
+        `WRITERS` when imported; `specreg.load` and `specreg.normalize` import it): normalization
+        knows nothing of the stages after it."""
+        writer = WRITERS.get("materialize")
+        if writer is None:
+            from specreg.errors import SpecregError
+
+            raise SpecregError("nothing registered to write a draft directory: import specreg.vllm.materialize "
+                               "(specreg.load and specreg.normalize do)")
+        return writer(self, directory, weights=weights, force=force, progress=progress)
 
     def draft_config_dict(self) -> dict[str, Any]:
         """A plain, mutable copy of `draft_config`."""

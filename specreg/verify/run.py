@@ -147,12 +147,13 @@ def engine_options(opts: Options, entry: Any) -> dict[str, Any]:
 
 def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
             progress: Callable[[str], None], started: str) -> dict[str, Any]:
-    import specreg
+    from specreg.api import load
+    from specreg.version import __version__
 
     entry = _entry(model, opts.registry)
     spec, notes = None, []
     try:
-        spec = specreg.load(model)
+        spec = load(model)
     except HubError as exc:
         if not opts.server:
             raise
@@ -165,7 +166,7 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     n_chunks, concurrency = (len(prompts.items), 1) if one_at_a_time else (opts.chunks, opts.concurrency)
     gpu, driver = gpu_info()
     environment: dict[str, Any] = {"gpu": opts.gpu or gpu, "driver": driver, "python": platform.python_version(),
-                                   "specreg": specreg.__version__, "vllm_version": None}
+                                   "specreg": __version__, "vllm_version": None}
     result: dict[str, Any] = {"model": model, "started": started, "engine": _engine_name(opts), "notes": notes, "dataset_source": prompts.source,
                               "dataset_revision": prompts.revision or "unpinned"}
     harness = Harness(dataset=prompts.dataset, subset=prompts.subset, split=prompts.split,

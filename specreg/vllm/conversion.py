@@ -17,8 +17,9 @@ import attrs
 
 from specreg.sources import native
 from specreg.errors import SpecregError
-from specreg.vllm.materialize import MANIFEST, check_weight_mode, refuse_source_as_target, weight_sources, write_locked
-from specreg.normalization.speculator import thaw
+from specreg.sources.files import MANIFEST
+from specreg.vllm.materialize import check_weight_mode, refuse_source_as_target, weight_sources, write_locked
+from specreg.normalization.speculator import Speculator, thaw
 
 
 @attrs.frozen
@@ -30,22 +31,20 @@ class ConvertedDirectory:
     verifier: str | None = None
 
 
-def convert(
-    source: str | os.PathLike[str],
+def write_twin(
+    spec: Speculator,
     directory: str | os.PathLike[str],
     *,
+    source: str,
     verifier: str | None = None,
-    revision: str | None = None,
     weights: str = "link",
     force: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ConvertedDirectory:
-    """Write the speculators-format twin of a native draft into `directory` (empty unless force)."""
-    from specreg.api import load
-
+    """Write the speculators-format twin of a loaded native draft into `directory` (empty unless
+    force). `specreg.convert(SOURCE, DIR)` loads the draft and calls this."""
     check_weight_mode(weights)
     say = progress or (lambda _msg: None)
-    spec = load(source, revision=revision, verifier=verifier)
     if spec.format == "speculators":
         raise SpecregError("already in the speculators format: nothing to convert (materialize writes a "
                            "vLLM-ready directory)", source=str(source))

@@ -32,12 +32,13 @@ from specreg import atomic
 
 from specreg.sources import hub
 from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
+from specreg.normalization import speculator as _speculator
+from specreg.sources.files import MANIFEST
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
 
 WeightMode = Literal["link", "copy", "none"]
-MANIFEST = "specreg.json"
 
 #: Where a draft's weights may live, in the order they are looked for.
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -423,3 +424,6 @@ def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dic
                 with contextlib.suppress(OSError):
                     target.rmdir()  # refused before writing: removed only while still empty
             raise
+
+
+_speculator.WRITERS["materialize"] = materialize  # Speculator.materialize() writes through this stage

@@ -114,12 +114,14 @@ def _compare_native(sc: Any, version: str) -> None:
     draft = getattr(sc, "draft_model_config", None) if sc is not None else None
     if draft is None or not getattr(sc, "model", None):
         return
-    import specreg
     from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.core import normalize
     from specreg.normalization.dflash_family import vllm_layer_causal
     from specreg.normalization.plan import Context
+    from specreg.sources.files import read_source
 
-    spec = specreg.load(sc.model, vllm=version, verifier=None)
+    read = read_source(sc.model)  # the file vLLM was given, read as specreg reads any draft
+    spec = normalize(read.config, vllm=version, source=sc.model, origin=read.origin, manifest=read.manifest)
     if spec.format in ("speculators", "materialized"):
         return  # the mapping (wrapped above) or specreg's own directory
     hf = draft.hf_config.to_dict() if hasattr(draft.hf_config, "to_dict") else dict(vars(draft.hf_config))
@@ -165,12 +167,13 @@ def _plan(config_dict: dict, version: str) -> Any:
     """specreg's Speculator for the file, or None when specreg itself failed (then vLLM maps it)."""
     import copy
 
-    import specreg
+    from specreg.normalization.core import normalize
+    from specreg.version import __version__
 
     try:
-        spec = specreg.normalize(copy.deepcopy(config_dict), vllm=version)
+        spec = normalize(copy.deepcopy(config_dict), vllm=version)
         # logged at first use: vLLM configures its log handlers after the plugins have loaded
-        _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {specreg.__version__} for "
+        _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {__version__} for "
               f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off")
         return spec
     except Exception as exc:  # noqa: BLE001 - bad input or a specreg bug: vLLM's mapping decides

@@ -97,9 +97,9 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
 
     hub_only: the name came from a Hub config (someone else's file), so it may only name a Hub repo:
     a remote config never makes specreg read a local path (`/dev/stdin`, `/etc/...`)."""
-    from specreg.api import read_config
+    from specreg.sources.files import read_config
 
-    from specreg.normalization.core import is_repo_id
+    from specreg.sources.files import is_repo_id
 
     if hub_only and not is_repo_id(verifier):
         raise ConfigError(f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "

@@ -1,0 +1,147 @@
+"""Reading a draft's files and naming its source: a config.json with a size cap, a Hub repo id or
+a local path, the manifest beside a directory specreg wrote, and the `Origin` value that records
+where a config came from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from specreg.errors import ConfigError
+from specreg.sources import hub
+
+#: config.json files are a few KiB; anything this large is not one (and is not read whole).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+#: the manifest a directory specreg wrote carries beside its config.json
+MANIFEST = "specreg.json"
+
+_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def is_repo_id(text: str) -> bool:
+    return bool(_REPO_ID.match(text)) and ".." not in text and "--" not in text and not text.endswith(".")
+
+
+@attrs.frozen
+class Origin:
+    """Where the config file was read from."""
+
+    source: str
+    path: str | None = None
+    repo_id: str | None = None
+    revision: str | None = None
+    commit: str | None = None
+    sha256: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+
+def read_config(path: Path, *, source: str) -> tuple[dict[str, Any], str]:
+    """Parse a config.json with a size cap; returns the object and the file's sha256."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", "$", source=source) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source)
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", "$", source=source) from None
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if number in (float("inf"), float("-inf")):  # 1e400: valid JSON syntax, no real number
+            raise ValueError(f"the number {literal[:40]} is out of range (it would be read as infinity)")
+        return number
+
+    try:
+        value = json.loads(text, parse_constant=no_constants, parse_float=finite)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "$", source=source) from None
+    except ValueError as exc:
+        raise ConfigError(f"invalid JSON: {exc}", "$", source=source) from None
+    except RecursionError:
+        raise ConfigError("invalid JSON: nested too deeply", "$", source=source) from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"the top level must be a JSON object, got a {type(value).__name__}", "$", source=source)
+    return value, digest
+
+
+def split_source(source: str, revision: str | None) -> tuple[str, str | None]:
+    repo_id, rev = source, revision
+    if "@" in source:
+        repo_id, _, at_rev = source.rpartition("@")
+        if revision is not None and revision != at_rev:
+            raise ConfigError(
+                f"two revisions given: {at_rev!r} in the source and {revision!r} as revision=", "revision", source=source
+            )
+        rev = at_rev
+    if not is_repo_id(repo_id):
+        raise ConfigError(
+            "neither an existing local path nor a Hub repo id (org/name or org/name@revision)", "source", source=source
+        )
+    if rev is not None:
+        hub.check_revision(rev, source=source)
+    return repo_id, rev
+
+
+def manifest_beside(config_path: Path, source: str) -> dict[str, Any] | None:
+    """The specreg.json of a directory specreg materialized, when there is one beside config.json."""
+    path = config_path.parent / MANIFEST
+    if config_path.name != hub.CONFIG_NAME or not path.is_file():
+        return None
+    try:
+        manifest, _ = read_config(path, source=f"{source} ({MANIFEST})")
+    except ConfigError:
+        return None  # not a manifest specreg can read: the config is read on its own
+    return manifest
+
+
+
+
+@attrs.frozen
+class Read:
+    """A config read from its source: the object, where it came from, the manifest beside it (a
+    directory specreg wrote) and, when the Hub failed and the cache answered, why."""
+
+    config: dict[str, Any]
+    origin: Origin
+    manifest: dict[str, Any] | None = None
+    stale: str | None = None
+
+
+def read_source(text: str, revision: str | None = None) -> Read:
+    """A local directory or config file, or a Hub "org/name[@revision]" (config.json only is fetched)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError("the source is empty", "source", source=str(text))
+    local = Path(text).expanduser()
+    if local.exists():
+        if revision is not None:
+            raise ConfigError("a revision applies to Hub sources, not to a local path", "revision", source=text)
+        path = local / hub.CONFIG_NAME if local.is_dir() else local
+        if not path.is_file():
+            raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
+        config, digest = read_config(path, source=text)
+        return Read(config, Origin(source=text, path=str(path), sha256=digest), manifest_beside(path, text))
+    if text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
+        raise ConfigError("no such file or directory", "source", source=text)
+    repo_id, rev = split_source(text, revision)
+    fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
+    config, digest = read_config(fetched.path, source=text)
+    origin = Origin(source=text, path=str(fetched.path), repo_id=repo_id, revision=rev, commit=fetched.commit,
+                    sha256=digest)
+    return Read(config, origin, None, fetched.stale)

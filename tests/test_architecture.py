@@ -1,0 +1,89 @@
+"""The package layout is the data flow: a folder is a stage, and no module imports a later stage,
+at module level or inside a function (read from the code with `ast`; only `if TYPE_CHECKING:` blocks,
+which never run, are left out). docs/architecture.md draws the stage graph; it must be the one the
+imports make."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the stages, earliest first; a module may import its own stage and earlier ones
+STAGES = ("base", "sources", "normalization", "entries", "vllm", "api", "verify", "cli", "facade")
+BASE = {"specreg.errors", "specreg.atomic", "specreg.version"}
+FACADE = {"specreg", "specreg.__main__", "specreg.docs"}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((ROOT / "specreg").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    for path in sorted((ROOT / "algos").glob("*.py")):
+        found["specreg.algos" + ("" if path.stem == "__init__" else f".{path.stem}")] = path
+    return found
+
+
+def stage(module: str) -> str:
+    if module in BASE:
+        return "base"
+    if module in FACADE:
+        return "facade"
+    if module == "specreg.api":
+        return "api"
+    part = module.split(".")[1]
+    if part == "algos":  # an algorithm module is normalization's, one file each
+        return "normalization"
+    assert part in STAGES, f"{module} is in no stage"
+    return part
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines |= set(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def imports(path: Path, known: dict[str, Path]) -> set[str]:
+    """The specreg modules a file imports (anywhere in it), resolved to module names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_lines(tree)
+    out = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.split(".")[0] == "specreg"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "specreg":
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                out.add(sub if sub in known else node.module)
+    return out
+
+
+def edges() -> set[tuple[str, str, str, str]]:
+    known = modules()
+    return {(m, stage(m), t, stage(t)) for m, path in known.items() for t in imports(path, known)}
+
+
+def test_every_module_is_in_a_stage():
+    assert {stage(m) for m in modules()} <= set(STAGES)
+
+
+def test_no_module_imports_a_later_stage():
+    late = sorted(f"{m} ({s}) imports {t} ({ts})" for m, s, t, ts in edges() if STAGES.index(ts) > STAGES.index(s))
+    assert late == []
+
+
+def test_the_architecture_diagram_is_the_import_graph():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    (block,) = re.findall(r"```mermaid\n(.*?)```", text, re.S)
+    drawn = set(re.findall(r"^\s*(\w+) --> (\w+)\s*$", block, re.M))
+    made = {(s, ts) for _m, s, _t, ts in edges() if s != ts and "facade" not in (s,)}
+    assert drawn == made, f"draw: {sorted(made - drawn)}; remove: {sorted(drawn - made)}"
