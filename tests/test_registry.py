@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -27,8 +28,8 @@ FIXTURE_OF = {
 
 def test_every_builtin_is_registered_by_its_module():
     algos = {a.name: a for a in specreg.algorithms()}
-    assert set(registry.BUILTIN) <= set(algos)
-    for name, module in registry.BUILTIN.items():
+    assert set(registry.builtin()) <= set(algos)
+    for name, module in registry.builtin().items():
         assert algos[name].module == module
 
 
@@ -73,7 +74,7 @@ def test_a_registration_needs_a_method_or_a_reason():
         specreg.register_speculator("x")
 
 
-@pytest.mark.parametrize("name", sorted(registry.BUILTIN))
+@pytest.mark.parametrize("name", sorted(registry.builtin()))
 def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
     from specreg.normalization.fields import Fields
     from specreg.normalization.core import _read_envelope
@@ -185,3 +186,46 @@ def test_the_cli_lists_algorithms_and_reports_broken_plugins(tmp_path):
     assert result.returncode == 0
     assert "dflash2      dflash       0.29        specreg.algos.dflash2" in result.stdout
     assert "broken plugin skipped: broken = my_broken: RuntimeError: boom" in result.stderr
+
+
+def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monkeypatch):
+    """Built-ins are the files of the algos package: a package with one more file (here a copy of
+    algos/ plus `newdraft.py`, in a temporary directory) has one more algorithm, found without
+    importing it, served through specreg.normalize; no table to edit anywhere."""
+    import shutil
+
+    import specreg.algos
+    from conftest import fixture_config
+
+    pkg = tmp_path / "tmpalgos"
+    shutil.copytree(Path(specreg.algos.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "newdraft.py").write_text(textwrap.dedent('''
+        """A new draft type: served as DFlash, with its own name."""
+
+        from specreg.normalization.algorithms import register_speculator
+        from specreg.normalization.dflash_family import normalize
+        from tmpalgos.dflash import DFLASH
+
+
+        @register_speculator("newdraft", method="dflash", vllm_min="0.20")
+        def newdraft(cfg, ctx):
+            """DFlash's fields (see algos/dflash.py).
+
+            | field | type | required / default | why |
+            |---|---|---|---|
+            """
+            return normalize(cfg, ctx, DFLASH)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "BUILTIN_PACKAGE", "tmpalgos")
+    monkeypatch.setattr(registry, "_builtin", None)
+    monkeypatch.setattr(registry, "_registry", {})
+    assert registry.builtin()["newdraft"] == "tmpalgos.newdraft"
+    assert set(registry.builtin()) == set(FIXTURE_OF) | {"newdraft"}
+    assert "tmpalgos.newdraft" not in sys.modules  # listed, not imported
+    cfg = fixture_config("dflash")
+    cfg["speculators_model_type"] = "newdraft"
+    spec = specreg.normalize(cfg, vllm="0.33")
+    assert spec.algorithm == "newdraft" and spec.method == "dflash" and not spec.errors
+    assert registry.get("newdraft").module == "tmpalgos.newdraft"
+    assert "newdraft" in {a.name for a in registry.algorithms()}

@@ -1,9 +1,11 @@
-"""The registry of speculator algorithms, keyed by the exact `speculators_model_type` string.
+"""The algorithms specreg normalizes, keyed by the exact `speculators_model_type` string.
 
-Built-ins are a static table of module names, so listing or importing specreg imports none of
-them; a module is imported the first time its algorithm is needed. Other packages add algorithms
-through the entry-point group ``specreg.algorithms`` (``name = "package.module"``); a plugin that
-fails to load is reported by `broken_plugins()` and skipped.
+A built-in algorithm is one file in `algos/` (the package `specreg.algos`), named after the type it
+registers: `algos/dflash.py` registers "dflash". They are found by listing that folder, so adding
+one is adding its file, and listing them or importing specreg imports none; a module is imported
+the first time its algorithm is needed. Other packages add algorithms through the entry-point
+group ``specreg.algorithms`` (``name = "package.module"``); a plugin that fails to load is reported
+by `broken_plugins()` and skipped.
 """
 
 from __future__ import annotations
@@ -24,19 +26,23 @@ log = logging.getLogger("specreg")
 
 ENTRY_POINT_GROUP = "specreg.algorithms"
 
-#: speculators_model_type -> the module that registers it. Plain strings: listing costs no imports.
-BUILTIN: dict[str, str] = {
-    "eagle3": "specreg.algos.eagle3",
-    "peagle": "specreg.algos.peagle",
-    "dflash": "specreg.algos.dflash",
-    "dflash2": "specreg.algos.dflash2",
-    "dspark": "specreg.algos.dspark",
-    "mtp": "specreg.algos.mtp",
-    "xpress": "specreg.algos.xpress",
-    "eagle": "specreg.algos.eagle",
-    "independent": "specreg.algos.independent",
-    "mlp": "specreg.algos.mlp",
-}
+#: the package whose modules are the built-in algorithms, one file each
+BUILTIN_PACKAGE = "specreg.algos"
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_builtin: dict[str, str] | None = None
+
+
+def builtin() -> dict[str, str]:
+    """speculators_model_type -> module of every built-in algorithm: the files of `algos/`, listed
+    (not imported) once."""
+    global _builtin
+    if _builtin is None:
+        from importlib.resources import files
+
+        names = sorted(entry.name[:-3] for entry in files(BUILTIN_PACKAGE).iterdir()
+                       if entry.name.endswith(".py") and _NAME.match(entry.name[:-3]))
+        _builtin = {name: f"{BUILTIN_PACKAGE}.{name}" for name in names}
+    return _builtin
 
 
 @attrs.frozen
@@ -137,11 +143,11 @@ def register_speculator(
                     f"speculator algorithm {name!r} is registered twice: "
                     f"first by {existing.origin}, again by {origin}"
                 )
-            builtin = BUILTIN.get(name)
-            if existing is None and builtin is not None and fn.__module__ != builtin:
+            own = builtin().get(name)
+            if existing is None and own is not None and fn.__module__ != own:
                 raise RegistryError(
                     f"speculator algorithm {name!r} is registered twice: "
-                    f"first by the built-in {builtin}, again by {origin}"
+                    f"first by the built-in {own}, again by {origin}"
                 )
             _registry[name] = Algorithm(
                 name=name,
@@ -158,12 +164,13 @@ def register_speculator(
 
 
 def _import_builtin(name: str) -> Algorithm:
-    module = BUILTIN[name]
+    module = builtin()[name]
     importlib.import_module(module)
     try:
         return _registry[name]
     except KeyError:
-        raise RegistryError(f"built-in module {module} did not register algorithm {name!r}") from None
+        raise RegistryError(f"built-in module {module} did not register algorithm {name!r} (a built-in "
+                            "registers the type its file is named after)") from None
 
 
 def load_plugins() -> None:
@@ -194,13 +201,13 @@ def get(name: str, *, source: str | None = None) -> Algorithm:
     with _lock:
         if name in _registry:
             return _registry[name]
-        if name in BUILTIN:
+        if name in builtin():
             return _import_builtin(name)
     load_plugins()
     with _lock:
         if name in _registry:
             return _registry[name]
-    known = sorted(set(BUILTIN) | set(_registry))
+    known = sorted(set(builtin()) | set(_registry))
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UnknownAlgorithmError(
@@ -213,7 +220,7 @@ def get(name: str, *, source: str | None = None) -> Algorithm:
 
 def algorithms() -> list[Algorithm]:
     """Every registered algorithm, built-ins and plugins, sorted by name."""
-    for name in BUILTIN:
+    for name in builtin():
         get(name)
     load_plugins()
     with _lock:
