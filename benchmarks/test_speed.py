@@ -71,16 +71,16 @@ def _synthetic_catalog(root: Path, n: int) -> Path:
 
 @pytest.mark.parametrize("n", [10, 100, 1000])
 def test_catalog_check_scaling(benchmark, tmp_path, n):
-    from specreg.entries import catalog as zoo
+    from specreg import entries
 
     root = _synthetic_catalog(tmp_path / "registry", n)
-    report = zoo.check(root)
+    report = entries.check(root)
     assert report.entries == n and not report.problems
     tracemalloc.start()
-    zoo.check(root)
+    entries.check(root)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    benchmark.pedantic(zoo.check, args=(root,), rounds=3 if n == 1000 else 5, iterations=1)
+    benchmark.pedantic(entries.check, args=(root,), rounds=3 if n == 1000 else 5, iterations=1)
     median = benchmark.stats.stats.median
     record(f"catalog check, {n} entries", f"{median * 1000:.0f} ms, peak {peak / 2**20:.1f} MiB "
            f"({median / n * 1e6:.0f} us/entry)", "target < 1 s at 1,000" if n == 1000 else "")

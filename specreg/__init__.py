@@ -24,7 +24,7 @@ _LAZY = {
     "normalize": "specreg.api",
     "register_speculator": "specreg.normalization.algorithms",
     "algorithms": "specreg.normalization.algorithms",
-    "catalog": "specreg.entries.catalog",
+    "catalog": "specreg.entries",
     "convert": "specreg.api",
     "Speculator": "specreg.normalization.speculator",
     "Finding": "specreg.normalization.speculator",

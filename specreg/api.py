@@ -87,12 +87,12 @@ def convert(
 def _catalog_entry(repo_id: str):
     """(the catalog entry for a repo or None, a finding when its file is malformed or None). Reads
     only that entry's file (no scan of the catalog)."""
-    from specreg.entries import catalog as zoo
+    from specreg import entries
     from specreg.normalization.speculator import Finding
 
     try:
-        return zoo.lookup(repo_id), None
-    except zoo.CatalogError as exc:
+        return entries.lookup(repo_id), None
+    except entries.CatalogError as exc:
         return None, Finding.of("catalog-entry-invalid", "; ".join(f"{p.path}: {p.message}" for _, p in exc.problems))
 
 

@@ -58,7 +58,7 @@ def algorithms_page() -> str:
 
 
 def catalog_page() -> str:
-    from specreg.entries.catalog import catalog
+    from specreg.entries import catalog
 
     cat = catalog()
     lines = [HEADER.replace("from the code", "from registry/"), "# The catalog\n\n"]

@@ -11,7 +11,7 @@ import pytest
 
 import specreg
 from conftest import fixture_config
-from specreg.entries import catalog as zoo
+from specreg import entries
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "registry"
@@ -44,7 +44,7 @@ def registry_with(tmp_path, files: dict[str, str]) -> Path:
 # -- the shipped catalog --------------------------------------------------------------------------
 
 def test_the_shipped_catalog_is_valid():
-    report = zoo.check(SHIPPED)
+    report = entries.check(SHIPPED)
     assert report.problems == ()
     assert report.entries == 25
     # the one inconsistency in the published numbers is reported, not hidden
@@ -144,7 +144,7 @@ value = 2.5
 )
 def test_rules_beyond_types(tmp_path, change, path, message):
     text = MINIMAL.replace(*change)
-    entries, found = zoo.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
+    _entries, found = entries.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
     paths = path if isinstance(path, list) else [path]
     assert [p.path for _, p in found] == paths, found
     assert message in found[0][1].message
@@ -152,7 +152,7 @@ def test_rules_beyond_types(tmp_path, change, path, message):
 
 def test_a_verified_entry_needs_a_measured_baseline(tmp_path):
     text = MINIMAL.replace('status = "unpinned"', f'status = "verified"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"')
-    _, found = zoo.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
+    _, found = entries.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
     assert [p.message for _, p in found] == ['status "verified" needs a measured baseline']
 
 
@@ -166,7 +166,7 @@ def test_a_verified_entry_needs_a_measured_baseline(tmp_path):
 ])
 def test_metric_ranges(tmp_path, metric, problem):
     text = MINIMAL + '\n[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\n\n[baselines.metrics]\n' + metric
-    _, found = zoo.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
+    _, found = entries.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
     assert [p.path for _, p in found] == [problem]
 
 
@@ -180,7 +180,7 @@ def test_a_config_snapshot_must_normalize_without_errors(tmp_path):
         "org/bad.toml": MINIMAL.replace("org/draft", "org/bad"),
         "org/bad.config.json": json.dumps(broken),
     })
-    report = zoo.check(root)
+    report = entries.check(root)
     assert [(Path(f).name, p.message.split(":")[0]) for f, p in report.problems] == [
         ("bad.config.json", "draft-length-mismatch")
     ]
@@ -189,7 +189,7 @@ def test_a_config_snapshot_must_normalize_without_errors(tmp_path):
 def test_a_snapshot_must_match_its_pin(tmp_path):
     text = MINIMAL.replace('status = "unpinned"', f'status = "pinned"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"')
     root = registry_with(tmp_path, {"org/draft.toml": text, "org/draft.config.json": json.dumps(fixture_config("dflash"))})
-    (file, p), = zoo.check(root).problems
+    (file, p), = entries.check(root).problems
     assert file.endswith("draft.config.json") and "is not the pinned config_sha256" in p.message
 
 
@@ -262,10 +262,10 @@ def test_pin_writes_revision_and_sha_and_keeps_the_rest(hub, tmp_path):
     text = (root / "org" / "draft.toml").read_text()
     assert text.startswith("# a hand-written comment that pin must keep\n")
     assert "# trailing note" in text
-    entry = zoo.lookup(REPO, root)
+    entry = entries.lookup(REPO, root)
     assert (entry.status, entry.revision, entry.config_sha256) == ("pinned", commit, hashlib.sha256(CONFIG).hexdigest())
     assert (root / "org" / "draft.config.json").read_bytes() == CONFIG
-    assert zoo.check(root).problems == ()
+    assert entries.check(root).problems == ()
     again = run("catalog", "pin", REPO, "--registry", str(root))
     assert "already pinned" in again.stdout and (root / "org" / "draft.toml").read_text() == text
 
@@ -286,9 +286,9 @@ def test_pin_to_an_explicit_revision_repins(hub, tmp_path):
     old = hub.add(REPO, {"config.json": CONFIG}, commit="c" * 40)
     new = hub.add(REPO, {"config.json": CONFIG + b" "}, ref="v2")
     root = registry_with(tmp_path, {"org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})
-    done = zoo.pin(REPO, revision="v2", directory=root)
+    done = entries.pin(REPO, revision="v2", directory=root)
     assert (done.revision, done.previous_revision, done.changed) == (new, old, True)
-    assert zoo.lookup(REPO, root).config_sha256 == hashlib.sha256(CONFIG + b" ").hexdigest()
+    assert entries.lookup(REPO, root).config_sha256 == hashlib.sha256(CONFIG + b" ").hexdigest()
 
 
 def test_pin_of_an_unknown_entry_or_repo_is_a_clear_error(hub, tmp_path):
@@ -341,7 +341,7 @@ def test_show_names_the_catalog_entry(hub, tmp_path):
     ("license = " + "9" * 5000, "$", "invalid TOML: Exceeds the limit"),
 ])
 def test_catalog_values_are_taken_as_written_never_coerced(tmp_path, line, path, words):
-    from specreg.entries.catalog import check
+    from specreg.entries import check
 
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "x.toml").write_text(
@@ -352,7 +352,7 @@ def test_catalog_values_are_taken_as_written_never_coerced(tmp_path, line, path,
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_non_finite_baseline_number_is_a_problem(tmp_path, value):
-    from specreg.entries.catalog import check
+    from specreg.entries import check
 
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "x.toml").write_text(

@@ -14,7 +14,7 @@ import pytest
 from specreg.verify.counters import SpecCounters
 from specreg.verify.judge import judge
 from specreg.verify.stats import Statistics
-from specreg.entries.catalog import catalog
+from specreg.entries import catalog
 
 CI_FILES = ("test_speculators_correctness.py", "test_acceptance_length.py")
 CI_ENTRIES = sorted(e.id for e in catalog() for b in e.baselines if b.source.endswith(CI_FILES))

@@ -69,7 +69,7 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
         out = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
         assert out.returncode == 0, (argv, out.stdout[-1000:], out.stderr[-2000:])
     # writing commands never edit the installed package: refused before any request, nothing written
-    catalog_dir = subprocess.run([str(py), "-c", "from specreg.entries.catalog import default_registry; print(default_registry())"],
+    catalog_dir = subprocess.run([str(py), "-c", "from specreg.entries import default_registry; print(default_registry())"],
                                  capture_output=True, text=True, env=env).stdout.strip()
     before = {p: p.read_bytes() for p in Path(catalog_dir).rglob("*.toml")}
     pin = subprocess.run([str(bindir / "specreg"), "catalog", "pin", "RedHatAI/Qwen3-8B-speculator.dflash"],

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import specreg
-from specreg.normalization import algorithms as registry
+from specreg.normalization import algorithms
 from conftest import fixture_config
 
 FIXTURE_OF = {
@@ -28,8 +28,8 @@ FIXTURE_OF = {
 
 def test_every_builtin_is_registered_by_its_module():
     algos = {a.name: a for a in specreg.algorithms()}
-    assert set(registry.builtin()) <= set(algos)
-    for name, module in registry.builtin().items():
+    assert set(algorithms.builtin()) <= set(algos)
+    for name, module in algorithms.builtin().items():
         assert algos[name].module == module
 
 
@@ -66,7 +66,7 @@ def test_registering_a_plugin_name_twice_names_both_origins():
         def second(cfg, ctx):
             return None
     assert ".first" in str(info.value) and ".second" in str(info.value)
-    registry._registry.pop("unit-test-algo")
+    algorithms._registry.pop("unit-test-algo")
 
 
 def test_a_registration_needs_a_method_or_a_reason():
@@ -74,14 +74,14 @@ def test_a_registration_needs_a_method_or_a_reason():
         specreg.register_speculator("x")
 
 
-@pytest.mark.parametrize("name", sorted(registry.builtin()))
+@pytest.mark.parametrize("name", sorted(algorithms.builtin()))
 def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
     from specreg.normalization.fields import Fields
     from specreg.normalization.core import _read_envelope
     from specreg.normalization.plan import Context
     from specreg.normalization.capabilities import NEWEST_KNOWN
 
-    algo = registry.get(name)
+    algo = algorithms.get(name)
     documented = {row.name for row in algo.fields()}
     read: set[str] = set()
     for fixture in FIXTURE_OF[name]:
@@ -94,7 +94,7 @@ def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
 
 
 def test_an_unservable_algorithm_documents_an_empty_table():
-    assert registry.get("mtp").fields() == []
+    assert algorithms.get("mtp").fields() == []
 
 
 def _run(code, tmp_path, extra_path=None):
@@ -217,15 +217,15 @@ def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monk
             return normalize(cfg, ctx, DFLASH)
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "BUILTIN_PACKAGE", "tmpalgos")
-    monkeypatch.setattr(registry, "_builtin", None)
-    monkeypatch.setattr(registry, "_registry", {})
-    assert registry.builtin()["newdraft"] == "tmpalgos.newdraft"
-    assert set(registry.builtin()) == set(FIXTURE_OF) | {"newdraft"}
+    monkeypatch.setattr(algorithms, "BUILTIN_PACKAGE", "tmpalgos")
+    monkeypatch.setattr(algorithms, "_builtin", None)
+    monkeypatch.setattr(algorithms, "_registry", {})
+    assert algorithms.builtin()["newdraft"] == "tmpalgos.newdraft"
+    assert set(algorithms.builtin()) == set(FIXTURE_OF) | {"newdraft"}
     assert "tmpalgos.newdraft" not in sys.modules  # listed, not imported
     cfg = fixture_config("dflash")
     cfg["speculators_model_type"] = "newdraft"
     spec = specreg.normalize(cfg, vllm="0.33")
     assert spec.algorithm == "newdraft" and spec.method == "dflash" and not spec.errors
-    assert registry.get("newdraft").module == "tmpalgos.newdraft"
-    assert "newdraft" in {a.name for a in registry.algorithms()}
+    assert algorithms.get("newdraft").module == "tmpalgos.newdraft"
+    assert "newdraft" in {a.name for a in algorithms.algorithms()}

@@ -13,13 +13,13 @@ import attrs
 import pytest
 
 from openai_server import OpenAIServer
-from specreg.entries import catalog as zoo
+from specreg import entries
 from specreg.verify import counters as C
 from specreg.verify import nightly
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute, t975
-from specreg.entries.catalog import Harness, PromptFormat
+from specreg.entries import Harness, PromptFormat
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,11 +122,11 @@ def test_one_chunk_has_no_interval_and_no_drafts_is_an_error():
 
 # -- verdicts --------------------------------------------------------------------------------------
 
-def entry_with(metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20') -> zoo.Entry:
+def entry_with(metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20') -> entries.Entry:
     text = f"""id = "org/draft"\nalgorithm = "eagle3"\nstatus = "unpinned"\n[verifier]\nid = "org/verifier"\n
 [[baselines]]\nkind = "published"\nsource = "a test"\n[baselines.harness]\n{harness}\n
 [baselines.metrics.acceptance_length]\n{metric_toml}\n"""
-    entry, problems = zoo.parse_entry(text, file="registry/org/draft.toml")
+    entry, problems = entries.parse_entry(text, file="registry/org/draft.toml")
     assert not problems, problems
     return entry
 
@@ -424,14 +424,14 @@ def test_update_baseline_writes_a_measured_baseline(setup):
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
         r = run(*verify_args(server, reg, rows, out, "--update-baseline", "--gpu", "1xH100"))
     assert r.returncode == 0, r.stderr
-    entry = zoo.lookup("org/draft", reg)
+    entry = entries.lookup("org/draft", reg)
     measured = [b for b in entry.baselines if b.kind == "measured"]
     assert len(measured) == 1
     b = measured[0]
     assert b.metrics.acceptance_length.value == 2.8 and b.metrics.per_position.values == (0.8, 0.6, 0.4)
     assert (b.harness.dataset, b.harness.num_prompts, b.harness.gpu, b.harness.vllm_version) == ("gsm8k", 20, "1xH100", "0.33.0")
     assert (reg / "org" / "draft.toml").read_text().startswith(ENTRY.split("\n[[baselines]]")[0])
-    assert zoo.check(reg).problems == ()
+    assert entries.check(reg).problems == ()
 
 
 # -- report ----------------------------------------------------------------------------------------
@@ -454,16 +454,16 @@ def test_report_page_lists_the_catalog_and_links_plots(setup, tmp_path):
 # -- nightly: shards, isolation, resume ------------------------------------------------------------
 
 def test_shards_partition_the_catalog():
-    entries = list(zoo.catalog())
-    shards = [nightly.shard(entries, i, 3) for i in (1, 2, 3)]
+    every = list(entries.catalog())
+    shards = [nightly.shard(every, i, 3) for i in (1, 2, 3)]
     ids = [e.id for s in shards for e in s]
-    assert sorted(ids) == sorted(e.id for e in entries) and len(ids) == len(set(ids))
+    assert sorted(ids) == sorted(e.id for e in every) and len(ids) == len(set(ids))
     with pytest.raises(ValueError):
         nightly.parse_shard("4/3")
 
 
 def test_harness_args_reproduce_the_baseline():
-    entry = zoo.catalog()["nm-testing/dflash-qwen3-8b-speculators"]
+    entry = entries.catalog()["nm-testing/dflash-qwen3-8b-speculators"]
     args = nightly.harness_args(entry)
     assert args[:2] == ["--dataset", "gsm8k"] and "--few-shot" in args and args[args.index("--max-tokens") + 1] == "256"
 
@@ -582,7 +582,7 @@ def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
 def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
     entry = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"\ntemperature = 0.0')
     entry = attrs.evolve(entry, baselines=(attrs.evolve(entry.baselines[0], metrics=attrs.evolve(
-        entry.baselines[0].metrics, per_position=__import__("specreg.entries.catalog", fromlist=["PerPosition"]).PerPosition(
+        entry.baselines[0].metrics, per_position=__import__("specreg.entries", fromlist=["PerPosition"]).PerPosition(
             values=(0.6, 0.3), direction="higher", tolerance=0.1))),))
     stats = stats_with_al(2.0)
     stats = attrs.evolve(stats, per_position=())
@@ -650,7 +650,7 @@ def test_gpu_names_take_the_catalogs_form():
 
 def test_a_secondary_baseline_is_shown_never_a_gate():
     text = ENTRY.replace('source = "a test"', 'source = "a paper"\nsecondary = true')
-    entry, problems = zoo.parse_entry(text, file="registry/org/draft.toml")
+    entry, problems = entries.parse_entry(text, file="registry/org/draft.toml")
     assert not problems
     j = judge(stats_with_al(1.2), Harness(dataset="gsm8k"), entry)
     assert j.verdict == "secondary" and "not gated" in j.reason and "regressed" in j.reason

@@ -67,7 +67,7 @@ def _check_filters(cat, args: argparse.Namespace) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from specreg.entries.catalog import catalog
+    from specreg.entries import catalog
 
     cat = catalog(args.registry)
     _check_filters(cat, args)
@@ -117,7 +117,7 @@ def _plain(obj) -> dict[str, Any]:
 
 def _show(args: argparse.Namespace) -> int:
     from specreg.errors import SpecregError
-    from specreg.entries.catalog import catalog
+    from specreg.entries import catalog
 
     cat = catalog(args.registry)
     entry = cat.get(args.id)
@@ -163,7 +163,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specreg.entries.catalog import check
+    from specreg.entries import check
 
     report = check(args.registry)
     for file, p in report.warnings:
@@ -176,7 +176,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from specreg.entries.catalog import pin
+    from specreg.entries import pin
 
     done = pin(args.id, revision=args.revision, directory=args.registry)
     if done.changed:

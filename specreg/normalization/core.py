@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from specreg.normalization import algorithms as registry
+from specreg.normalization import algorithms
 from specreg.normalization.capabilities import NEWEST_KNOWN, short, target_version
 from specreg.errors import ConfigError, Problem
 from specreg.normalization.fields import COUNT, STR, Fields, _type_name
@@ -80,7 +79,7 @@ def _read_envelope(root: Fields) -> tuple[Envelope, list[Finding]]:
     return Envelope(tokens, tokens_path, verifier, speculators_version), findings
 
 
-def _envelope_findings(root: Fields, algo: registry.Algorithm, ctx: Context) -> list[Finding]:
+def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -> list[Finding]:
     findings = []
     if root.present("model_type") and not algo.unservable:
         findings.append(
@@ -254,7 +253,7 @@ def _normalize_speculators(
                 raise ConfigError(not_a_draft(config), "$.architectures" if root.present("architectures")
                                   else "$.speculators_model_type")
             root.done()
-        algo = registry.get(name, source=source)
+        algo = algorithms.get(name, source=source)
         envelope, findings = _read_envelope(root)
         ctx = Context(vllm=version, source=source, envelope=envelope, native_architecture=native_architecture)
         if envelope.num_speculative_tokens is None or algo.unservable:

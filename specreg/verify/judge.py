@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from specreg.verify.stats import Statistics
-from specreg.entries.catalog import Baseline, Entry, Harness, Metric
+from specreg.entries import Baseline, Entry, Harness, Metric
 
 DEFAULT_TWO_SIDED, DEFAULT_FLOOR = 0.05, 0.10
 #: harness fields compared (the prompt format is compared as a whole)

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from specreg.verify import outputs
 from specreg.verify.run import _now, failed_result
 from specreg.verify.prompts import DATASETS
-from specreg.entries.catalog import Baseline, Entry, catalog
+from specreg.entries import Baseline, Entry, catalog
 
 FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "secondary", "not-runnable", "refused", "invalid",
          "error", "timeout", "crash"}

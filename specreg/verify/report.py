@@ -133,7 +133,7 @@ def _directory(path: Path) -> None:
 
 def build(results_dir: Path, site: Path, *, registry: str | None = None, history_out: Path | None = None,
           warnings: list[str] | None = None) -> Path:
-    from specreg.entries.catalog import catalog
+    from specreg.entries import catalog
 
     warnings = [] if warnings is None else warnings
     results = _results(results_dir, warnings)

@@ -19,7 +19,7 @@ from specreg.verify.engines import (BadAnswer, EngineError, InProcessEngine, Run
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
-from specreg.entries.catalog import Harness, PromptFormat
+from specreg.entries import Harness, PromptFormat
 
 EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
         "error": 3, "timeout": 3, "crash": 3}
@@ -103,11 +103,11 @@ def failed_result(model: str, started: str, engine: str, verdict: str, error: st
 
 
 def _entry(model: str, registry: str | None):
-    from specreg.entries import catalog as zoo
+    from specreg import entries
 
     try:
-        return zoo.lookup(model, Path(registry) if registry else None)
-    except zoo.CatalogError:
+        return entries.lookup(model, Path(registry) if registry else None)
+    except entries.CatalogError:
         return None
 
 
@@ -267,9 +267,9 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
 
     from specreg import atomic
 
-    from specreg.entries import catalog as zoo
+    from specreg import entries
 
-    zoo.writable_root(registry)  # never into an installed package's catalog
+    entries.writable_root(registry)  # never into an installed package's catalog
     path = Path(entry.path)
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
     h = {k: v for k, v in _plain(harness).items() if v not in (None, {}, [])}
@@ -290,7 +290,7 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
         doc.add("baselines", tomlkit.aot())
     doc["baselines"].append(table)
     text = tomlkit.dumps(doc)
-    parsed, problems = zoo.parse_entry(text, file=str(path))
+    parsed, problems = entries.parse_entry(text, file=str(path))
     if problems or parsed is None:
         raise SpecregError(f"{path}: the measured baseline would not validate: "
                            + "; ".join(f"{p.path}: {p.message}" for p in problems))

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from specreg.entries.catalog import catalog
+from specreg.entries import catalog
 
 pytestmark = pytest.mark.conformance
 

@@ -8,7 +8,7 @@ import pytest
 from packaging.version import Version
 
 import specreg
-from specreg.normalization import algorithms as registry
+from specreg.normalization import algorithms
 from specreg.normalization.capabilities import RULES
 
 from conftest import DATA, fixture_config
@@ -132,7 +132,7 @@ def _release(version: Version) -> str:
 
 @pytest.mark.parametrize("name", sorted(ALGORITHM_FIXTURE))
 def test_an_algorithm_is_registered_from_its_first_version_and_not_before(mappings, name):
-    algo = registry.get(name)
+    algo = algorithms.get(name)
     assert name in mappings(_release(algo.vllm_min)).supported
     assert name not in mappings(_before(algo.vllm_min)).supported
 

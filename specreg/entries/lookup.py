@@ -1,0 +1,168 @@
+"""Finding entries: the catalog's folder (`registry/`, installed as `specreg.catalog_data`, or
+SPECREG_REGISTRY / `--registry DIR`), one entry by id, every entry, and `Catalog`'s filters.
+
+    import specreg
+    cat = specreg.catalog()
+    cat["RedHatAI/Qwen3-8B-speculator.eagle3"].baselines
+    cat.filter(algorithm="dflash", verifier="Qwen/Qwen3-8B")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import attrs
+
+from specreg.entries.rules import parse_entry
+from specreg.entries.schema import CatalogError, Entry
+from specreg.errors import Problem, SpecregError
+
+#: an entry is a page of TOML; anything larger is not read whole
+MAX_ENTRY_BYTES = 1024 * 1024
+
+
+def read_entry_text(path: Path) -> str:
+    with open(path, "rb") as f:
+        data = f.read(MAX_ENTRY_BYTES + 1)
+    if len(data) > MAX_ENTRY_BYTES:
+        raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes: not a catalog entry")
+    return data.decode("utf-8")
+
+
+def _natural_key(text: str) -> list[Any]:
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part.lower()) for part in re.split(r"(\d+)", text)]
+
+
+def default_registry() -> Path:
+    """The catalog shipped with specreg (installed as the `specreg.catalog_data` package data)."""
+    env = os.environ.get("SPECREG_REGISTRY")
+    if env:
+        return Path(env).expanduser()
+    from importlib.resources import files
+
+    return Path(str(files("specreg.catalog_data")))
+
+
+def _root(directory: str | os.PathLike[str] | None) -> Path:
+    """A catalog directory given by the caller, else the shipped one."""
+    return Path(directory).expanduser() if directory is not None else default_registry()
+
+
+def writable_root(directory: str | os.PathLike[str] | None) -> Path:
+    """The catalog directory a writing command (pin, --update-baseline) may change.
+
+    The shipped catalog of an installed specreg lives in site-packages, which a reinstall replaces and
+    other users share: writing there is refused (nothing is written) unless the caller names a
+    directory (`--registry DIR` / SPECREG_REGISTRY). An editable install's catalog is the checkout's."""
+    root = _root(directory)
+    if directory is None and not os.environ.get("SPECREG_REGISTRY") and _installed(root):
+        raise SpecregError(f"refusing to write into the catalog of the installed specreg package ({root}): copy it "
+                           f"(cp -r {root} DIR) and pass --registry DIR, or set SPECREG_REGISTRY=DIR")
+    return root
+
+
+def _installed(path: Path) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in path.resolve().parts)
+
+
+def entry_path(registry_dir: Path, entry_id: str) -> Path:
+    org, _, name = entry_id.partition("/")
+    return registry_dir / org / f"{name}.toml"
+
+
+@attrs.frozen
+class Catalog:
+    """The entries of one registry directory, natural-sorted by id."""
+
+    directory: Path
+    entries: tuple[Entry, ...]
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return self.get(entry_id) is not None
+
+    def __getitem__(self, entry_id: str) -> Entry:
+        entry = self.get(entry_id)
+        if entry is None:
+            raise KeyError(entry_id)
+        return entry
+
+    def get(self, entry_id: str) -> Entry | None:
+        return next((e for e in self.entries if e.id == entry_id), None)
+
+    def filter(self, *, algorithm: str | None = None, verifier: str | None = None, tag: str | None = None,
+               status: str | None = None) -> list[Entry]:
+        return [
+            e for e in self.entries
+            if (algorithm is None or e.algorithm == algorithm)
+            and (verifier is None or e.verifier.id == verifier)
+            and (tag is None or tag in e.tags)
+            and (status is None or e.status == status)
+        ]
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("*/*.toml") if p.is_file())
+
+
+def read_catalog(directory: str | os.PathLike[str] | None = None) -> tuple[list[Entry], list[tuple[str, Problem]]]:
+    """Every entry that could be built, and every problem in every file (file, problem)."""
+    root = _root(directory)
+    if not root.is_dir():
+        raise SpecregError(f"{root}: not a directory (a catalog is registry/<org>/<name>.toml)")
+    entries: list[Entry] = []
+    found: list[tuple[str, Problem]] = []
+    seen: dict[str, str] = {}
+    for path in _files(root):
+        file = str(path)
+        try:
+            text = read_entry_text(path)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            found.append((file, Problem("$", f"cannot read: {exc}")))
+            continue
+        entry, problems_ = parse_entry(text, file=file)
+        found += [(file, p) for p in problems_]
+        if entry is not None:
+            if entry.id in seen:
+                found.append((file, Problem("$.id", f"{entry.id} is also the id of {seen[entry.id]}")))
+            seen[entry.id] = file
+            entries.append(entry)
+    entries.sort(key=lambda e: _natural_key(e.id))
+    return entries, found
+
+
+def catalog(directory: str | os.PathLike[str] | None = None) -> Catalog:
+    """The catalog (the shipped one by default). Raises CatalogError listing every problem."""
+    entries, found = read_catalog(directory)
+    if found:
+        raise CatalogError(found)
+    root = _root(directory)
+    return Catalog(directory=root, entries=tuple(entries))
+
+
+def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:
+    """One entry by id, reading only its own file (what `load` uses: no scan of the catalog).
+    A malformed entry file raises CatalogError."""
+    root = _root(directory)
+    path = entry_path(root, entry_id)
+    if not path.is_file():
+        return None
+    try:
+        text = read_entry_text(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CatalogError([(str(path), Problem("$", f"cannot read: {exc}"))]) from None
+    entry, found = parse_entry(text, file=str(path))
+    if found or entry is None:
+        raise CatalogError([(str(path), p) for p in found])
+    return entry
+
+
+# -- checking a whole catalog -------------------------------------------------------------------
