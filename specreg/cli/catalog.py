@@ -10,7 +10,7 @@ from typing import Any
 EXIT_OK, EXIT_PROBLEMS = 0, 1
 
 
-def add_parser(sub: Any) -> None:
+def add_catalog(sub: Any) -> None:
     cat = sub.add_parser("catalog", help="the catalog of known speculators: list, show, check, pin")
     csub = cat.add_subparsers(dest="catalog_command", required=True, metavar="ACTION")
 
@@ -53,7 +53,7 @@ def _al(entry) -> str:
 def _check_filters(cat, args: argparse.Namespace) -> None:
     """An algorithm, tag or verifier that no entry has is a typo, not an empty answer: exit 2 naming
     what exists."""
-    from specreg.cli.main import SpecregErrorLine
+    from specreg.cli.common import SpecregErrorLine
 
     for name, value, known in (("--algorithm", args.algorithm, {e.algorithm for e in cat}),
                                ("--tag", args.tag, {t for e in cat for t in e.tags}),
@@ -185,3 +185,6 @@ def _pin(args: argparse.Namespace) -> int:
     else:
         print(f"{done.entry_id} is already pinned at {done.revision} (config sha256 {done.config_sha256})")
     return EXIT_OK
+
+
+HANDLERS = {"catalog": lambda args: run(args)}

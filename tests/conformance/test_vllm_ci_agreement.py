@@ -163,7 +163,8 @@ def ci_offline_sampling():
 def verify_plan(entry_id, rows_dir, dataset=None):
     """What `specreg verify ENTRY` with the nightly's harness flags would run: vllm.LLM kwargs (less the
     draft's own plan), SamplingParams kwargs, the prompts, and the run's options."""
-    from specreg.cli.main import _parser, verify_options
+    from specreg.cli.main import _parser
+    from specreg.cli.verify import verify_options
     from specreg.verify.engines import engine_kwargs, sampling_kwargs
     from specreg.verify.nightly import harness_args, runnable_baseline
     from specreg.verify.run import engine_options, run_prompts

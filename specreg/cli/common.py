@@ -1,0 +1,81 @@
+"""What every command group shares: exit codes, option types, the source arguments, loading a
+draft, and the errors that end a command with one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _count(minimum: int) -> Any:
+    """An argparse type: an integer >= minimum (a clear usage error, exit 2, otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum or value > 10**9:
+            raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to 1000000000, got {value}")
+        return value
+    return parse
+
+
+def _number(low: float, high: float) -> Any:
+    """An argparse type: a finite number in [low, high] (nan and inf refused)."""
+    def parse(text: str) -> float:
+        import math
+
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a finite number from {low:g} to {high:g}, got {text}")
+        return value
+    return parse
+
+
+def source_args(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("source", help="a local dir, a config.json path, org/name or org/name@revision")
+    sp.add_argument("--revision", help="a Hub branch, tag or commit (or use org/name@revision)")
+    sp.add_argument("--vllm", metavar="X.Y", help="the vLLM version to target (default: installed, else newest known)")
+    sp.add_argument("--verifier", help="the verifier (Hub id or local dir): for native formats, which name none, "
+                    "or to override the config's")
+
+
+def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
+    """SOURCE, the directory to write and how the weights get there (materialize, convert)."""
+    source_args(sp)
+    sp.add_argument("dir", metavar=metavar, help="the directory to write (must be empty unless --force)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+    how = sp.add_mutually_exclusive_group()
+    how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
+    how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
+    sp.add_argument("--force", action="store_true", help=f"write into a non-empty {metavar} (replaces only "
+                    "the files it writes)")
+
+
+class SpecregErrorLine(Exception):
+    """Bad command-line usage: one line, exit 2."""
+
+
+class _Refused(Exception):
+    """The draft has error findings: the message is printed and the exit status is 1."""
+
+
+def _progress(message: str) -> None:
+    print(f"# {message}", file=sys.stderr)
+
+
+def _load(args: argparse.Namespace):
+    from specreg.api import load
+
+    return load(args.source, revision=args.revision, vllm=args.vllm, verifier=args.verifier)
+
+
+def _fmt(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

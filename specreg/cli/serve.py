@@ -1,0 +1,184 @@
+"""`specreg serve`, `materialize` and `convert`: the vLLM-ready directory, the `vllm serve` line,
+and the speculators-format twin of a native draft."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any, Sequence
+
+from specreg.cli.common import (EXIT_OK, SpecregErrorLine, _load, _progress, _Refused, directory_args,
+                                source_args)
+
+
+def add_serve(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve", help="print the `vllm serve` command line for the draft",
+        usage="specreg serve SOURCE [options] [-- VLLM_FLAGS...]",
+        description="Print the `vllm serve` line (with the environment it needs) that serves the draft as trained. "
+        "vLLM flags after `--` are passed through; the catalog's [serving] hints (tensor parallel size, max model "
+        "length, quantization) are added unless given.")
+    source_args(serve)
+    serve.add_argument(
+        "--dir",
+        help="where to materialize the draft when the unmodified file would be served differently from its "
+        "training (default: a directory under ~/.cache/specreg/drafts, or $SPECREG_CACHE/drafts); re-running "
+        "with the same source refreshes specreg's own files there",
+    )
+    serve.add_argument("--force", action="store_true", help="replace specreg's files in a --dir that holds another draft")
+    serve.add_argument("--config-only", action="store_true", help="materialize config.json without weights")
+    serve.add_argument("--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line')
+    serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+
+
+def add_materialize(sub: Any) -> None:
+    mat = sub.add_parser("materialize", help="write a vLLM-ready draft directory (config.json as trained + weights)")
+    directory_args(mat, "DIR")
+    mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
+
+
+def add_convert(sub: Any) -> None:
+    conv = sub.add_parser("convert", help="write the speculators-format twin of a native draft (z-lab, DeepSpec, EAGLE-3)")
+    directory_args(conv, "OUT_DIR")
+
+
+def serve_argv(kwargs: dict[str, Any], flags: Sequence[str] = ()) -> list[str]:
+    """`vllm serve` for `llm_kwargs`-shaped arguments, then any further vLLM flags."""
+    return ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"]),
+            *flags]
+
+
+def serve_command(spec, kwargs: dict[str, Any]) -> str:
+    """The `vllm serve` line for `llm_kwargs`-shaped arguments, with the environment it needs."""
+    return serve_line(spec.serve_env, serve_argv(kwargs))
+
+
+def _servable(spec, args: argparse.Namespace) -> str:
+    """Report the findings on stderr; return the verifier to serve beside, or raise / exit 1."""
+    from specreg.errors import ConfigError
+
+    for f in spec.findings:
+        if f.severity != "info":
+            print(f"# {f.severity}: {f.code}: {f.message}", file=sys.stderr)
+    if not spec.servable:
+        raise _Refused(f"error: {args.source}: not servable as trained by vLLM {spec.vllm_version} (see the errors above)")
+    local_verifier = any(f.code == "verifier-local-path" for f in spec.findings)
+    verifier = args.verifier or (None if local_verifier else spec.verifier)
+    if not verifier:
+        raise ConfigError(
+            "the config names no usable verifier; pass --verifier ORG/NAME",
+            "$.speculators_config.verifier.name_or_path",
+            source=args.source,
+        )
+    return verifier
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from specreg.vllm.materialize import default_directory, same_draft
+
+    given = _given_flags(list(args.vllm_args))  # bad flags are refused before anything is read
+    spec = _load(args)
+    verifier = _servable(spec, args)
+    flags = _vllm_flags(spec, list(args.vllm_args), given)
+    reason = spec.materialize_reason
+    if reason is None and not args.dir:
+        kwargs = spec.llm_kwargs(verifier=verifier)
+    else:
+        directory = args.dir or default_directory(spec)
+        # specreg's own cache directory is replaced freely; a --dir too when it holds this same draft
+        force = not args.dir or args.force or same_draft(directory, spec)
+        weights = "none" if args.config_only else "link"
+        done = spec.materialize(directory, weights=weights, force=force, progress=_progress)
+        if reason:
+            print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
+        kwargs = done.llm_kwargs(verifier=verifier)
+    argv = serve_argv(kwargs, flags)
+    if args.json:
+        print(json.dumps({"env": spec.serve_env, "argv": argv}, indent=2))
+    else:
+        print(serve_line(spec.serve_env, argv))
+    return EXIT_OK
+
+
+#: the catalog's [serving] hints and the vLLM flag each becomes
+_HINT_FLAGS = {"tensor_parallel_size": "--tensor-parallel-size", "max_model_len": "--max-model-len",
+               "quantization": "--quantization"}
+#: flags specreg writes itself: refused after `--`
+_OWN_FLAGS = ("--speculative-config", "--speculative_config", "--model")
+
+
+def _given_flags(extra: list[str]) -> dict[str, str | None]:
+    """The vLLM flags after `--` (name -> value); the ones specreg writes itself are refused."""
+    given: dict[str, str | None] = {}
+    for i, arg in enumerate(extra):
+        if not arg.startswith("--"):
+            continue
+        name, eq, value = arg.partition("=")
+        if name in _OWN_FLAGS or name.replace("_", "-") in _OWN_FLAGS:
+            raise SpecregErrorLine(f"{arg.split('=')[0]} after --: specreg writes the model and the speculative "
+                                   "config itself; pass vLLM's other flags there")
+        following = extra[i + 1] if i + 1 < len(extra) and not extra[i + 1].startswith("--") else None
+        given[name.replace("_", "-")] = value if eq else following
+    return given
+
+
+def _vllm_flags(spec, extra: list[str], given: dict[str, str | None]) -> list[str]:
+    """The vLLM flags after `--`, plus the catalog's [serving] hints the user did not give (a differing
+    value is kept, with a note)."""
+    serving = getattr(spec.catalog, "serving", None) if spec.catalog is not None else None
+    added: list[str] = []
+    for field, flag in _HINT_FLAGS.items():
+        hint = getattr(serving, field, None) if serving is not None else None
+        if hint is None:
+            continue
+        if flag not in given:
+            added += [flag, str(hint)]
+        elif given[flag] != str(hint):
+            print(f"# note: the catalog entry serves this draft with {flag} {hint}; you asked for {given[flag]}",
+                  file=sys.stderr)
+    return list(extra) + added
+
+
+def serve_line(env: dict[str, str], argv: list[str]) -> str:
+    """A shell line: the environment, then the command, each word quoted."""
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), *(shlex.quote(a) for a in argv)])
+
+
+def _materialize(args: argparse.Namespace) -> int:
+    spec = _load(args)
+    verifier = _servable(spec, args)
+    weights = "none" if args.config_only else "copy" if args.copy else "link"
+    done = spec.materialize(args.dir, weights=weights, force=args.force, progress=_progress)
+    kwargs = done.llm_kwargs(verifier=verifier)
+    if args.json:
+        print(json.dumps({"env": kwargs.env, "llm_kwargs": kwargs}, indent=2))
+    else:
+        n = len(done.files) - 2
+        what = {"none": "no weights (--config-only)", "copy": f"{n} weight files copied",
+                "link": f"{n} weight files linked"}[weights]
+        print(f"wrote {done.directory}: config.json, specreg.json, {what}")
+        print(serve_command(spec, kwargs))
+    if spec.needs_v2_model_runner and not args.json:
+        print("# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves this draft as trained on its V2 model runner only",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from specreg.api import convert
+
+    weights = "none" if args.config_only else "copy" if args.copy else "link"
+    done = convert(args.source, args.dir, verifier=args.verifier, revision=args.revision, weights=weights,
+                   force=args.force, progress=_progress)
+    n = len(done.files) - 2
+    print(f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
+          f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})")
+    if done.verifier is None:
+        print("# warning: no verifier: the twin's speculators_config.verifier.name_or_path is null, which vLLM's "
+              "automatic path refuses; convert again with --verifier ORG/NAME", file=sys.stderr)
+    return EXIT_OK
+
+
+HANDLERS = {"serve": _serve, "materialize": _materialize, "convert": _convert}

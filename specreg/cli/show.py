@@ -1,0 +1,157 @@
+"""`specreg show`, `check` and `algorithms`: what specreg makes of a draft, and what it knows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, _fmt, _load, source_args
+
+
+def add_show(sub: Any) -> None:
+    show = sub.add_parser("show", help="the normalized config, attention plan, provenance and findings")
+    source_args(show)
+    show.add_argument("--json", action="store_true", help="print Speculator.to_dict() as JSON")
+
+
+def add_check(sub: Any) -> None:
+    chk = sub.add_parser("check", help="pre-flight: the draft against its verifier's config and its weight headers")
+    source_args(chk)
+    chk.add_argument("--json", action="store_true", help="print Speculator.to_dict() (with `checks`) as JSON")
+    chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
+    chk.add_argument("--tensor-parallel-size", type=int, metavar="N", help="the verifier's tensor parallel size")
+    chk.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="the draft's tensor parallel size")
+
+
+def add_algorithms(sub: Any) -> None:
+    algos = sub.add_parser("algorithms", help="the registered algorithms and the vLLM versions that serve them")
+    algos.add_argument("--json", action="store_true")
+
+
+def _show(args: argparse.Namespace) -> int:
+    from specreg.normalization.speculator import thaw
+
+    spec = _load(args)
+    if args.json:
+        print(spec.to_json())
+        return EXIT_FINDINGS if spec.errors else EXIT_OK
+    out = []
+    sv = spec.source_config.get("speculators_version")
+    fmt = f", {spec.format} format" if spec.format != "speculators" else ""
+    out.append(f"{args.source}  ({spec.algorithm}{fmt}" + (f", speculators {sv}" if sv else "") + ")")
+    rows = [
+        ("method", spec.method or "- (not servable by vLLM's speculators path)"),
+        ("verifier", spec.verifier or "- (not named)"),
+        ("draft tokens", spec.num_speculative_tokens),
+        ("target vLLM", spec.vllm_version),
+    ]
+    if spec.origin and spec.origin.commit:
+        rows.append(("commit", spec.origin.commit))
+    if spec.catalog is not None:
+        pin = f", pinned at {spec.catalog.revision[:12]}" if spec.catalog.revision else ""
+        rows.append(("catalog", f"{spec.catalog.id} ({spec.catalog.status}{pin}; {len(spec.catalog.baselines)} "
+                                f"baselines: specreg catalog show {spec.catalog.id})"))
+    out += [f"  {k:<14}{v}" for k, v in rows]
+    if spec.attention:
+        out.append("")
+        out.append("attention, as trained")
+        out.append(f"  {'layer':<7}{'kind':<9}{'window':<8}causal")
+        for a in spec.attention:
+            out.append(f"  {a.layer:<7}{a.kind:<9}{a.window or '-':<8}{'yes' if a.causal else 'no'}")
+    if spec.method:
+        out.append("")
+        out.append(f"speculative_config  {_fmt(spec.speculative_config_dict())}")
+        out.append("")
+        out.append("draft_config: what specreg sets beyond transformer_layer_config")
+        copied = 0
+        for field, prov in sorted(spec.provenance.items()):
+            if not field.startswith("draft_config."):
+                continue
+            if prov.kind == "source" and prov.sources[0].startswith("$.transformer_layer_config."):
+                copied += 1
+                continue
+            value = spec.draft_config
+            for part in field.split(".")[1:]:
+                value = value[part]
+            out.append(f"  {field[len('draft_config.'):]} = {_fmt(thaw(value))}")
+            out.append(f"      {prov.describe()}")
+        out.append(f"  (+ {copied} fields copied from transformer_layer_config)")
+    out.append("")
+    if spec.findings:
+        out.append("findings")
+        for f in spec.findings:
+            out.append(f"  {f.severity:<8}{f.code}" + (f"  at {f.path}" if f.path else ""))
+            out.append(f"      {f.message}")
+    else:
+        out.append("findings: none")
+    print("\n".join(out))
+    return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from specreg.vllm.preflight import preflight
+
+    spec = _load(args)
+    spec = preflight(
+        spec,
+        verifier=args.verifier,
+        check_weights=not args.no_weights,
+        tensor_parallel_size=args.tensor_parallel_size,
+        draft_tensor_parallel_size=args.draft_tensor_parallel_size,
+    )
+    if args.json:
+        print(spec.to_json())
+        return EXIT_FINDINGS if spec.errors else EXIT_OK
+    v, w = spec.checks.verifier, spec.checks.weights
+    out = [f"{args.source}  ({spec.algorithm}, target vLLM {spec.vllm_version})"]
+    if v:
+        arch = ", ".join(v.architectures) or "architecture not named"
+        text = " (text_config)" if v.text_config else ""
+        out.append(f"  verifier  {v.id}: {arch}, {v.num_hidden_layers} layers, hidden {v.hidden_size}, "
+                   f"vocab {v.vocab_size}{text}")
+    if w:
+        dtypes = ", ".join(f"{k} {n:,}" for k, n in w.dtypes.items())
+        read = f"; {w.header_bytes:,} header bytes read" if w.header_bytes is not None else ""
+        out.append(f"  weights   {len(w.files)} file{'s' * (len(w.files) != 1)}, {w.tensors} tensors, "
+                   f"{w.parameters:,} parameters ({dtypes}){read}")
+    out.append("")
+    if not spec.findings:
+        out.append("no findings")
+    else:
+        width = max(len(f.code) for f in spec.findings)
+        out.append(f"  {'severity':<9}{'code':<{width + 2}}message")
+        for f in spec.findings:
+            out.append(f"  {f.severity:<9}{f.code:<{width + 2}}{f.message}")
+            if f.fix:
+                out.append(f"  {'':<9}{'':<{width + 2}}fix: {f.fix}")
+    errors = len(spec.errors)
+    out.append("")
+    out.append(f"{errors} error{'s' * (errors != 1)}" if errors else "ok: no errors")
+    print("\n".join(out))
+    return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
+def _algorithms(args: argparse.Namespace) -> int:
+    from specreg.normalization.algorithms import algorithms, broken_plugins
+
+    algos = algorithms()
+    broken = broken_plugins()
+    if args.json:
+        import attrs
+
+        doc = {"algorithms": [a.to_dict() for a in algos], "broken_plugins": [attrs.asdict(b) for b in broken]}
+        print(json.dumps(doc, indent=2))
+        return EXIT_OK
+    print(f"{'name':<13}{'vLLM method':<13}{'since vLLM':<12}module")
+    for a in algos:
+        method = a.method or "-"
+        since = str(a.vllm_min) if a.vllm_min else "not served"
+        print(f"{a.name:<13}{method:<13}{since:<12}{a.module}")
+    for b in broken:
+        print(f"broken plugin skipped: {b.entry_point} = {b.value}: {b.error}", file=sys.stderr)
+    return EXIT_OK
+
+
+HANDLERS = {"show": _show, "check": _check, "algorithms": _algorithms}
