@@ -66,7 +66,7 @@ def test_registering_a_plugin_name_twice_names_both_origins():
         def second(cfg, ctx):
             return None
     assert ".first" in str(info.value) and ".second" in str(info.value)
-    algorithms._registry.pop("unit-test-algo")
+    algorithms._registered.pop("unit-test-algo")
 
 
 def test_a_registration_needs_a_method_or_a_reason():
@@ -219,7 +219,7 @@ def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monk
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(algorithms, "BUILTIN_PACKAGE", "tmpalgos")
     monkeypatch.setattr(algorithms, "_builtin", None)
-    monkeypatch.setattr(algorithms, "_registry", {})
+    monkeypatch.setattr(algorithms, "_registered", {})
     assert algorithms.builtin()["newdraft"] == "tmpalgos.newdraft"
     assert set(algorithms.builtin()) == set(FIXTURE_OF) | {"newdraft"}
     assert "tmpalgos.newdraft" not in sys.modules  # listed, not imported

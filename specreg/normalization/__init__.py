@@ -1,1 +1,1 @@
-"""From a config to the `Speculator` served as trained: the algorithm registry, the field reader, the shared family rules, the vLLM version facts they use, and the findings."""
+"""From a config to the `Speculator` served as trained: the algorithms (`algorithms.py`, built-ins one file each in `algos/`), the field reader, the shared family rules, the vLLM version facts they use, and the findings."""

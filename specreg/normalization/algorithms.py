@@ -110,7 +110,7 @@ def parse_fields_table(doc: str) -> list[FieldDoc]:
 
 
 _lock = threading.RLock()
-_registry: dict[str, Algorithm] = {}
+_registered: dict[str, Algorithm] = {}
 _broken: list[BrokenPlugin] = []
 _plugins_loaded = False
 
@@ -137,7 +137,7 @@ def register_speculator(
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         origin = f"{fn.__module__}:{fn.__qualname__}"
         with _lock:
-            existing = _registry.get(name)
+            existing = _registered.get(name)
             if existing is not None and existing.origin != origin:
                 raise RegistryError(
                     f"speculator algorithm {name!r} is registered twice: "
@@ -149,7 +149,7 @@ def register_speculator(
                     f"speculator algorithm {name!r} is registered twice: "
                     f"first by the built-in {own}, again by {origin}"
                 )
-            _registry[name] = Algorithm(
+            _registered[name] = Algorithm(
                 name=name,
                 function=fn,
                 method=method,
@@ -167,7 +167,7 @@ def _import_builtin(name: str) -> Algorithm:
     module = builtin()[name]
     importlib.import_module(module)
     try:
-        return _registry[name]
+        return _registered[name]
     except KeyError:
         raise RegistryError(f"built-in module {module} did not register algorithm {name!r} (a built-in "
                             "registers the type its file is named after)") from None
@@ -199,15 +199,15 @@ def broken_plugins() -> list[BrokenPlugin]:
 def get(name: str, *, source: str | None = None) -> Algorithm:
     """The algorithm registered for `name`, importing its module on first use."""
     with _lock:
-        if name in _registry:
-            return _registry[name]
+        if name in _registered:
+            return _registered[name]
         if name in builtin():
             return _import_builtin(name)
     load_plugins()
     with _lock:
-        if name in _registry:
-            return _registry[name]
-    known = sorted(set(builtin()) | set(_registry))
+        if name in _registered:
+            return _registered[name]
+    known = sorted(set(builtin()) | set(_registered))
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise UnknownAlgorithmError(
@@ -224,4 +224,4 @@ def algorithms() -> list[Algorithm]:
         get(name)
     load_plugins()
     with _lock:
-        return sorted(_registry.values(), key=lambda a: a.name)
+        return sorted(_registered.values(), key=lambda a: a.name)
