@@ -19,31 +19,14 @@ from pathlib import Path
 import yaml
 
 from openai_server import OpenAIServer
+from test_verify import ENTRY as VERIFY_ENTRY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-ENTRY = """id = "org/{name}"
-algorithm = "eagle3"
-status = "unpinned"
-
-[verifier]
-id = "org/verifier"
-
-[[baselines]]
-kind = "published"
-source = "a test"
-
-[baselines.harness]
-dataset = "{dataset}"
-num_prompts = 10
-temperature = 0.0
-k = 3
-
-[baselines.metrics.acceptance_length]
-value = {al}
-direction = "two-sided"
-tolerance = 0.05
-"""
+def entry(name: str, dataset: str, al: float) -> str:
+    """test_verify's catalog entry, renamed, on `dataset`, with baseline AL `al` (two-sided 5%)."""
+    return (VERIFY_ENTRY.replace("org/draft", f"org/{name}").replace('dataset = "gsm8k"', f'dataset = "{dataset}"')
+            .replace("value = 2.8", f"value = {al}"))
 
 
 def steps(job: str) -> dict[str, str]:
@@ -62,7 +45,7 @@ def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
     for name, dataset, al in (("a", "gsm8k", 2.8), ("b", "gsm8k", 3.6), ("c", "vllm-test-prompts", 2.8)):
-        (reg / "org" / f"{name}.toml").write_text(ENTRY.format(name=name, dataset=dataset, al=al))
+        (reg / "org" / f"{name}.toml").write_text(entry(name, dataset, al))
     rows = tmp_path / "gsm8k.jsonl"
     rows.write_text("".join(json.dumps({"question": f"q{i}", "answer": str(i)}) + "\n" for i in range(12)))
     verify_step = steps("verify")["Verify this shard"]["run"]
