@@ -11,7 +11,6 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
-from specreg.errors import ConfigError
 from specreg.normalization import core
 from specreg.normalization.speculator import Speculator
 from specreg.sources import native
@@ -44,8 +43,6 @@ def load(
     weights) and check them. Their findings join `findings`; `checks` holds what was read.
     """
     text = os.fspath(source)
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError("the source is empty", "source", source=str(source))
     read = read_source(text, revision)
     origin = read.origin
     entry = invalid = None

@@ -92,6 +92,7 @@ def _verify(args: argparse.Namespace) -> int:
     missing = [m for m in ("datasets", "matplotlib", "prometheus_client", "httpx") if importlib.util.find_spec(m) is None]
     if missing:
         raise SpecregErrorLine(f"verify needs {', '.join(missing)}: pip install 'specreg[verify]'")
+    from specreg.verify.outputs import HISTORY
     from specreg.verify.run import EXIT, verify
 
     if args.all:
@@ -123,7 +124,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise SpecregErrorLine("give a MODEL, or --all")
     opts = verify_options(args)
     out = Path(args.out) if args.out else None
-    history = Path(args.history) if args.history else (out.parent / "history.sqlite" if out else None)
+    history = Path(args.history) if args.history else (out.parent / HISTORY if out else None)
     result = verify(args.model, opts, out=out, history=history, progress=_progress)
     s = result.get("statistics")
     line = f"{args.model}: {result['verdict']}"

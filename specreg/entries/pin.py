@@ -33,7 +33,6 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
     import tomlkit
 
     from specreg import atomic
-
     from specreg.sources import hub
     from specreg.sources.files import read_config
 

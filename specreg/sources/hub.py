@@ -161,26 +161,29 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
     """
     source = source or repo_id
     where = f" at revision {revision!r}" if revision else ""
-    what = f"{CONFIG_NAME} of {repo_id}{where}"
+    # looked up first: a failed download may already have moved the cached ref to the new commit
+    cached_before = _cached(repo_id, CONFIG_NAME, revision)
     try:
-        return _bounded(lambda: _fetch_config(repo_id, revision, source, max_bytes), what=what, source=source,
-                        repo_id=repo_id, max_bytes=max_bytes)
+        return _bounded(lambda: _fetch_config(repo_id, revision, source, max_bytes, cached_before),
+                        what=f"{CONFIG_NAME} of {repo_id}{where}", source=source, repo_id=repo_id, max_bytes=max_bytes)
     except errors.HubError as exc:
+        # the Hub kept failing (after specreg's retries, or past the deadline): a cached copy stands in
         if not exc.cache_fallback:
             raise
-        cached = _cached(repo_id, CONFIG_NAME, revision)
+        cached = cached_before or _cached(repo_id, CONFIG_NAME, revision)
         if cached is None:
             raise
         return Fetched(path=cached, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(cached)),
                        stale=f"{exc.message}; using the cached copy")
 
 
-def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: int | None) -> Fetched:
+def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: int | None,
+                  cached_before: Path | None) -> Fetched:
+    """The fetch itself, with specreg's retries; a Hub that keeps failing ends in a transient HubError
+    (fetch_config then falls back to the cached copy when there is one)."""
     import time
 
     retries, backoff = _retries()
-    # looked up first: a failed download may already have moved the cached ref to the new commit
-    cached_before = _cached(repo_id, CONFIG_NAME, revision)
     for attempt in range(retries + 1):
         try:
             if max_bytes is not None and cached_before is None:
@@ -198,11 +201,7 @@ def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: in
             if attempt < retries:
                 time.sleep(backoff * 2**attempt)
     tries = f"tried {attempt + 1} time{'s' * (attempt > 0)}" + (", each retried by huggingface_hub" if not failure.transient else "")
-    cached = cached_before or _cached(repo_id, CONFIG_NAME, revision)
-    if cached is None:
-        raise errors.HubError(f"{failure.message} ({tries})", source=source, transient=True)
-    why = f"{failure.message} ({tries}); using the cached copy"
-    return Fetched(path=cached, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(cached)), stale=why)
+    raise errors.HubError(f"{failure.message} ({tries})", source=source, transient=True)
 
 
 def _cached(repo_id: str, filename: str, revision: str | None) -> Path | None:

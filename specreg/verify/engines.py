@@ -182,11 +182,7 @@ class ServerEngine:
             seed: int | None, thinking: bool | None, progress: Callable[[str], None],
             stop: Sequence[str] | None = None) -> list[SpecCounters]:
         self.check_idle()
-        sampling: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
-        if seed is not None:
-            sampling["seed"] = seed
-        if stop:
-            sampling["stop"] = list(stop)
+        sampling = sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop)
         if thinking is not None:
             sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
@@ -263,8 +259,11 @@ def engine_kwargs(llm_kwargs: dict[str, Any], *, batch_size: int | None = None, 
 
 def sampling_kwargs(*, temperature: float, max_tokens: int, seed: int | None = None,
                     stop: Sequence[str] | None = None) -> dict[str, Any]:
-    """The `vllm.SamplingParams(**kwargs)` of every request of a run."""
-    out: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+    """The sampling parameters of every request of a run (`vllm.SamplingParams(**kwargs)` in-process,
+    the request body's fields against a server); a seed or stop strings only when given."""
+    out: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
+    if seed is not None:
+        out["seed"] = seed
     if stop:
         out["stop"] = list(stop)
     return out

@@ -163,15 +163,14 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
                 checks.append(c)
     head = next(c for c in checks if c.metric == "acceptance_length")
     noise = stats.detectable_change
-    near = [b for b in head.bounds if b is not None]
-    if noise is not None and near and min(abs(head.measured - b) for b in near) < noise:
-        head_at = checks.index(head)
-        head = checks[head_at] = attrs.evolve(head, within_noise=True)
+    gap = min((abs(head.measured - b) for b in head.bounds if b is not None), default=None)
+    if noise is not None and gap is not None and gap < noise:
+        at = checks.index(head)
+        head = checks[at] = attrs.evolve(head, within_noise=True)
     verdicts = {c.verdict for c in checks}
     verdict = next((v for v in ("regressed", "out-of-band") if v in verdicts), head.verdict)
     reason = None
     if head.within_noise:
-        gap = min(abs(head.measured - b) for b in head.bounds if b is not None)
         reason = (f"within noise: the acceptance length is {gap:.3f} from its bound and this run can only resolve "
                   f"changes of ±{noise:.3f} (95%); more prompts narrow it")
     if missing:

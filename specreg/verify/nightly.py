@@ -113,7 +113,7 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
     entries = [e for e in catalog(registry) if e.baselines]
     mine = shard(entries, index, count)
     out_dir.mkdir(parents=True, exist_ok=True)
-    history = out_dir / "history.sqlite"
+    history = out_dir / outputs.HISTORY
     verdicts: dict[str, str] = {}
     for n, entry in enumerate(mine, 1):
         out = out_dir / directory_name(entry.id)

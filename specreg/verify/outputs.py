@@ -14,6 +14,8 @@ from xml.etree import ElementTree as ET
 from specreg import atomic
 
 RESULT, SUMMARY, JUNIT, PLOT = "result.json", "summary.md", "junit.xml", "per_position.png"
+#: the run history beside the results of a nightly (one per shard; `specreg report` merges them)
+HISTORY = "history.sqlite"
 
 
 def write_result(out: Path, result: dict[str, Any]) -> None:
@@ -122,6 +124,10 @@ HISTORY_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, dataset TEXT, started TEXT NOT NULL,
     verdict TEXT NOT NULL, acceptance_length REAL, draft_acceptance_rate REAL, vllm_version TEXT, gpu TEXT,
     result TEXT NOT NULL)"""
+#: the columns of a run, in the order HISTORY_INSERT takes them (and report reads them back)
+HISTORY_COLUMNS = ("model", "dataset", "started", "verdict", "acceptance_length", "draft_acceptance_rate",
+                   "vllm_version", "gpu", "result")
+HISTORY_INSERT = f"INSERT INTO runs ({', '.join(HISTORY_COLUMNS)}) VALUES ({', '.join('?' * len(HISTORY_COLUMNS))})"
 
 
 def append_history(db: Path, r: dict[str, Any]) -> None:
@@ -130,8 +136,7 @@ def append_history(db: Path, r: dict[str, Any]) -> None:
         conn.execute(HISTORY_SCHEMA)
         s = r.get("statistics") or {}
         conn.execute(
-            "INSERT INTO runs (model, dataset, started, verdict, acceptance_length, draft_acceptance_rate, "
-            "vllm_version, gpu, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            HISTORY_INSERT,
             (r["model"], r["harness"].get("dataset"), r["started"], r["verdict"], s.get("acceptance_length"),
              s.get("draft_acceptance_rate"), r["environment"].get("vllm_version"), r["environment"].get("gpu"),
              json.dumps(r, default=str)))

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from specreg.verify.nightly import directory_name
-from specreg.verify.outputs import PLOT, RESULT, bounds_text, metric_rows
+from specreg import atomic
+from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, PLOT, RESULT,
+                                    bounds_text, metric_rows)
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
 .regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none,.secondary,.not-runnable{background:#eee}.warning{color:#a60}"""
 
-
-HISTORY = "history.sqlite"
 
 
 def _results(results_dir: Path, warnings: list[str]) -> list[dict[str, Any]]:
@@ -51,8 +51,7 @@ def _history_rows(db: Path, warnings: list[str], where: str) -> list[tuple]:
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2)
         try:
-            return list(conn.execute("SELECT model, dataset, started, verdict, acceptance_length, "
-                                     "draft_acceptance_rate, vllm_version, gpu, result FROM runs"))
+            return list(conn.execute(f"SELECT {', '.join(HISTORY_COLUMNS)} FROM runs"))
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -76,14 +75,10 @@ def merged_history(results_dir: Path, warnings: list[str]) -> list[tuple]:
 
 def write_history(path: Path, rows: list[tuple]) -> None:
     """The merged history as one SQLite file (replaced whole: a reader never sees half of it)."""
-    from specreg import atomic
-    from specreg.verify.outputs import HISTORY_SCHEMA
-
     def make(tmp: Path) -> None:
         with sqlite3.connect(tmp) as conn:
             conn.execute(HISTORY_SCHEMA)
-            conn.executemany("INSERT INTO runs (model, dataset, started, verdict, acceptance_length, "
-                             "draft_acceptance_rate, vllm_version, gpu, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            conn.executemany(HISTORY_INSERT, rows)
         conn.close()
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,8 +86,6 @@ def write_history(path: Path, rows: list[tuple]) -> None:
 
 
 def _write(path: Path, data: bytes | str) -> None:
-    from specreg import atomic
-
     atomic.write_bytes(path, data.encode() if isinstance(data, str) else data)
 
 
@@ -109,8 +102,6 @@ def _trend_png(path: Path, model: str, points: list[tuple[str, float]]) -> None:
     ax.set_ylabel("acceptance length")
     ax.set_title(model, fontsize=9)
     fig.tight_layout()
-    from specreg import atomic
-
     try:
         atomic.replace(path, lambda tmp: fig.savefig(tmp, format="png"))
     finally:

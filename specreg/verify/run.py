@@ -202,10 +202,9 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         environment["vllm_version"] = engine.version()
         harness = attrs.evolve(harness, vllm_version=environment["vllm_version"])
         if opts.server:
-            set_at_launch = {name: value for name, value in (
-                ("max_model_len", max_model_len), ("tensor_parallel_size", tp), ("max_num_seqs", opts.batch_size),
-                ("draft_sample_method", opts.draft_sample_method), ("enable_prefix_caching", opts.prefix_caching))
-                if value is not None}
+            # what the in-process engine would pass to vllm.LLM: a server took it (or not) at launch
+            set_at_launch = {k: v for k, v in engine_kwargs({}, **dict(options, seed=None)).items()
+                             if k != "disable_log_stats"}
             if set_at_launch:
                 notes.append("engine options a server takes at launch, not per request (recorded as the harness, "
                              "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items()))
@@ -265,9 +264,7 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept)."""
     import tomlkit
 
-    from specreg import atomic
-
-    from specreg import entries
+    from specreg import atomic, entries
 
     entries.writable_root(registry)  # never into an installed package's catalog
     path = Path(entry.path)

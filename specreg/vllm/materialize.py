@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 import attrs
 
 from specreg import atomic
-
-from specreg.sources import hub
 from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
 from specreg.normalization import speculator as _speculator
-from specreg.sources.files import MANIFEST
+from specreg.sources import hub
+from specreg.sources.files import MANIFEST, read_config
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -210,10 +209,9 @@ def _read_manifest(directory: Path) -> dict[str, Any] | None:
     if not manifest.is_file() or manifest.is_symlink():
         return None
     try:
-        doc = json.loads(manifest.read_text(encoding="utf-8"))
-    except (ValueError, OSError):
+        return read_config(manifest, source=str(manifest))[0]  # capped, strict JSON, an object
+    except ConfigError:
         return None
-    return doc if isinstance(doc, dict) else None
 
 
 def cache_root() -> Path:
