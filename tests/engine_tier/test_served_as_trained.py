@@ -82,11 +82,13 @@ def measured(result: dict) -> dict:
     return {key: result[key] for key in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "per_position")}
 
 
-def materialize(src, out, verifier) -> dict:
-    """`specreg materialize SRC OUT --verifier V --vllm 0.32 --json`, as a user runs it: the kwargs it prints."""
+def materialize(src, out, verifier) -> dict | str:
+    """`specreg materialize SRC OUT --verifier V --vllm 0.32 --json`, as a user runs it: the kwargs it
+    prints, or its error."""
     done = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(out), "--verifier",
                            str(verifier), "--vllm", VLLM, "--json", "-q"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    if done.returncode != 0:
+        return f"specreg materialize exit {done.returncode}: {done.stderr.strip()}"
     return json.loads(done.stdout)["llm_kwargs"]
 
 
@@ -106,7 +108,7 @@ def served(tmp_path_factory):
     """Every probe three ways and every control, on the engine: name -> the runner's result."""
     root = tmp_path_factory.mktemp("engine")
     verifiers = {mode: constructed.verifier(root / f"verifier-{mode}", mode) for mode in ("zero", "next_token")}
-    drafts, plans, on, off = {}, {}, [], []
+    drafts, plans, on, off, failed = {}, {}, [], [], {}
     for name, (mode, build, _) in PROBES.items():
         drafts[name] = build(root / name, verifiers[mode])
         plans[name] = specreg.load(drafts[name], vllm=VLLM)
@@ -114,13 +116,20 @@ def served(tmp_path_factory):
         on.append({**job, "name": f"{name}/plugin"})
         off.append({**job, "name": f"{name}/vllm"})
         kwargs = materialize(drafts[name], root / f"{name}-materialized", verifiers[mode])
-        off.append({"name": f"{name}/materialized", **kwargs, "prompts": PROMPTS, "max_tokens": N})
+        if isinstance(kwargs, str):
+            failed[f"{name}/materialized"] = kwargs
+        else:
+            off.append({"name": f"{name}/materialized", **kwargs, "prompts": PROMPTS, "max_tokens": N})
     for name, (probe, changes) in CONTROLS.items():
         mode = PROBES[probe][0]
         kwargs = materialize(drafts[probe], root / f"{name}-control", verifiers[mode])
+        if isinstance(kwargs, str):
+            failed[f"{name}/control"] = kwargs
+            continue
         edit(root / f"{name}-control" / "config.json", changes)
         on.append({"name": f"{name}/control", **kwargs, "prompts": PROMPTS, "max_tokens": N})
     results = collect(start_engines([(False, off), (True, on)], root), root)
+    results.update({name: {"name": name, "error": why, "log": "-"} for name, why in failed.items()})
     return results, plans
 
 
@@ -144,6 +153,7 @@ def test_the_materialized_directory_is_served_as_trained(served, probe):
 def test_vllms_own_mapping_differs_exactly_where_specreg_says_it_does(served, probe):
     results, plans = served
     findings = served_differently(plans[probe])
+    assert plans[probe].servable, [f.message for f in plans[probe].errors]
     expected = none_accepted() if findings else full()
     assert measured(results[f"{probe}/vllm"]) == expected, f"specreg's served-* findings: {findings or 'none'}"
 
