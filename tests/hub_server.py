@@ -118,6 +118,8 @@ class FakeHub:
         with self._lock:
             self.requests.append((h.command, h.path, dict(h.headers)))
         path = h.path.split("?")[0]
+        if path.startswith("/api/models/"):
+            return self._api(h, unquote(path[len("/api/models/"):]), body)
         if "/resolve/" not in path:
             return self._error(h, 404, "RepoNotFound", body)
         fault = self._take_fault(path, h.command)
@@ -202,3 +204,32 @@ class FakeHub:
         with self._lock:
             self.transfers.append((h.command, path, wanted, len(part) if body else 0))
         self._send(h, status, headers, part, body)
+
+    def _api(self, h: BaseHTTPRequestHandler, rest: str, body: bool) -> None:
+        """The two Hub API answers a snapshot download asks for (what vLLM's loader does):
+        `/api/models/REPO/revision/REV` (model info: commit and files) and
+        `/api/models/REPO/tree/REV[/PATH]` (the files, flat)."""
+        import json
+
+        for kind in ("/revision/", "/tree/"):
+            if kind in rest:
+                repo_id, _, revision = rest.partition(kind)
+                revision = revision.split("/", 1)[0]
+                break
+        else:
+            repo_id, kind, revision = rest, "/revision/", "main"
+        repo = self.repos.get(repo_id)
+        if repo is None:
+            return self._error(h, 404, "RepoNotFound", body)
+        commit = revision if revision in repo.files_by_commit else repo.refs.get(revision)
+        if commit is None:
+            return self._error(h, 404, "RevisionNotFound", body)
+        files = repo.files_by_commit[commit]
+        if kind == "/tree/":
+            answer: object = [{"type": "file", "path": name, "size": len(data),
+                               "oid": hashlib.sha1(data).hexdigest()} for name, data in sorted(files.items())]
+        else:
+            answer = {"id": repo_id, "modelId": repo_id, "sha": commit, "private": False,
+                      "siblings": [{"rfilename": name} for name in sorted(files)]}
+        self._send(h, 200, {"Content-Type": "application/json", "X-Repo-Commit": commit},
+                   json.dumps(answer).encode(), body)

