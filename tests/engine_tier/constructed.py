@@ -163,7 +163,8 @@ def _layer_probe_fc(aux: list[int], copy_token: bool) -> np.ndarray:
 
 def _envelope(algorithm: str, verifier_dir: Path, k: int, layer: dict, extra: dict) -> dict:
     return {
-        "architectures": [{"eagle3": "Eagle3Speculator", "dflash": "DFlashSpeculator"}[algorithm]],
+        "architectures": [{"eagle3": "Eagle3Speculator", "peagle": "PEagleSpeculator",
+                           "dflash": "DFlashSpeculator"}[algorithm]],
         "speculators_model_type": algorithm, "speculators_version": "0.9.0",
         "speculators_config": {
             "algorithm": algorithm, "default_proposal_method": "greedy",
@@ -176,11 +177,16 @@ def _envelope(algorithm: str, verifier_dir: Path, k: int, layer: dict, extra: di
 
 
 def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[int, ...] = (1, 2, 3), k: int = 3,
-           reduced_vocab: bool = True, agree: bool = True, norm_before_residual: bool | None = None) -> Path:
+           reduced_vocab: bool = True, agree: bool = True, norm_before_residual: bool | None = None,
+           parallel: bool = False) -> Path:
     """A speculators EAGLE-3 draft for the `next_token` verifier (module docstring).
 
     norm_before_residual=None leaves the field out (speculators' default, false, is what it was
-    trained with); agree=False shifts lm_head by one more token, so every proposal is wrong."""
+    trained with); agree=False shifts lm_head by one more token, so every proposal is wrong.
+    parallel=True: the same weights as a P-EAGLE draft (parallel drafting), whose `mask_hidden` is 0:
+    the first parallel position is the EAGLE-3 step above (accepted), the others see an empty
+    residual and propose draft id 0, never the verifier's token (so exactly one token is accepted
+    per draft)."""
     assert head in ("llama", "qwen3")
     aux = list(aux)
     t: dict[str, np.ndarray] = {}
@@ -239,7 +245,10 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
     extra: dict = {"draft_vocab_size": dv, "eagle_aux_hidden_state_layer_ids": aux, "target_hidden_size": None}
     if norm_before_residual is not None:
         extra["norm_before_residual"] = norm_before_residual
-    return _save(folder, t, _envelope("eagle3", verifier_dir, k, layer, extra))
+    if parallel:
+        extra["mask_token_id"] = MASK_TOKEN
+        t["mask_hidden"] = np.zeros((1, 1, len(aux) * H), np.float32)
+    return _save(folder, t, _envelope("peagle" if parallel else "eagle3", verifier_dir, k, layer, extra))
 
 
 def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3), layer_type: str = "full_attention",

@@ -53,6 +53,7 @@ def run(job: dict) -> dict:
         "outputs": [list(o.outputs[0].token_ids) for o in outputs],
         "method": getattr(spec, "method", None),
         "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None),
+        "parallel_drafting": bool(getattr(spec, "parallel_drafting", False)),
         "draft_architecture": (getattr(hf, "architectures", None) or [None])[0],
         "start_s": round(ready - started, 2),
         "generate_s": round(time.perf_counter() - ready, 2),

@@ -65,7 +65,12 @@ PROBES = {
     # four aux layers: vLLM's mapping leaves num_aux_hidden_states out, its Llama class sizes fc for 3
     "eagle3-four-aux": ("next_token",
                         lambda d, v: constructed.eagle3(d, v, aux=(1, 2, 3, 4), norm_before_residual=False), "refused"),
+    # P-EAGLE on the V1 runner (parallel drafting): only its first parallel position is built to agree
+    "peagle": ("next_token", lambda d, v: constructed.eagle3(d, v, norm_before_residual=False, parallel=True),
+               "trained"),
 }
+#: tokens each draft of a probe accepts when served as trained (k unless said here)
+ACCEPTED = {"peagle": 1}
 #: controls: the same drafts served with a value deliberately one off (the materialized config
 #: edited), to show each probe can fail: name -> (probe, config change)
 CONTROLS = {
@@ -77,10 +82,14 @@ CONTROLS = {
 }
 
 
-def full(k: int = K) -> dict:
-    drafts = P * M
-    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": drafts * k,
-            "per_position": [drafts] * k}
+def full(k: int = K, accepted: int | None = None) -> dict:
+    """Every draft accepts its first `accepted` tokens (all k by default): it yields accepted + 1
+    tokens, so a prompt takes (N - 1) / (accepted + 1) drafts."""
+    a = k if accepted is None else accepted
+    assert (N - 1) % (a + 1) == 0
+    drafts = P * (N - 1) // (a + 1)
+    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": drafts * a,
+            "per_position": [drafts] * a + [0] * (k - a)}
 
 
 def none_accepted(k: int = K) -> dict:
@@ -158,13 +167,13 @@ def served_differently(plan) -> list[str]:
 @pytest.mark.parametrize("probe", PROBES)
 def test_with_the_plugin_the_unmodified_file_is_served_as_trained(served, probe):
     results, _ = served
-    assert measured(results[f"{probe}/plugin"]) == full()
+    assert measured(results[f"{probe}/plugin"]) == full(K, ACCEPTED.get(probe))
 
 
 @pytest.mark.parametrize("probe", PROBES)
 def test_the_materialized_directory_is_served_as_trained(served, probe):
     results, _ = served
-    assert measured(results[f"{probe}/materialized"]) == full()
+    assert measured(results[f"{probe}/materialized"]) == full(K, ACCEPTED.get(probe))
 
 
 @pytest.mark.parametrize("probe", PROBES)
@@ -178,7 +187,7 @@ def test_vllms_own_mapping_differs_exactly_where_specreg_says_it_does(served, pr
         assert "error" in r, r
         return
     k = file_k(plan)  # what vLLM drafts from the unmodified file
-    assert measured(r) == (full(k) if outcome == "trained" else none_accepted(k))
+    assert measured(r) == (full(k, ACCEPTED.get(probe)) if outcome == "trained" else none_accepted(k))
 
 
 def test_the_probes_cover_every_outcome_of_vllms_own_mapping(served):
@@ -186,7 +195,8 @@ def test_the_probes_cover_every_outcome_of_vllms_own_mapping(served):
     _, plans = served
     assert {p: served_differently(plans[p]) for p in PROBES} == {
         "dflash-full": ["served-causal-mismatch"], "dflash-sliding": [], "dflash-old-layout": ["served-length-mismatch"],
-        "eagle3-llama": ["served-default-mismatch"], "eagle3-qwen3": [], "eagle3-four-aux": ["served-default-mismatch"]}
+        "eagle3-llama": ["served-default-mismatch"], "eagle3-qwen3": [], "eagle3-four-aux": ["served-default-mismatch"],
+        "peagle": []}
 
 
 @pytest.mark.parametrize("control", CONTROLS)
@@ -200,10 +210,18 @@ def test_a_value_served_one_off_accepts_nothing(served, control):
 def test_the_engine_drafts_the_planned_length_with_the_planned_class(served, probe):
     results, plans = served
     plan = plans[probe]
+    from vllm.model_executor.models.registry import _SPECULATIVE_DECODING_MODELS
+
+    planned = plan.draft_config["architectures"][0]
+    # vLLM's registry entry for the planned name: (module, class); the class is what the engine builds
+    built = _SPECULATIVE_DECODING_MODELS[planned][1]
     for way in ("plugin", "materialized"):
         r = results[f"{probe}/{way}"]
         assert r["num_draft_tokens"] / r["num_drafts"] == plan.num_speculative_tokens == K
-        assert (r["method"], r["draft_architecture"]) == (plan.method, plan.draft_config["architectures"][0])
+        assert r["method"] == plan.method
+        assert r["draft_architecture"] in (planned, built)
+        if plan.method == "eagle3":  # (vLLM's DFlash proposer drafts in parallel whatever the config says)
+            assert r["parallel_drafting"] is bool(plan.speculative_config.get("parallel_drafting", False))
 
 
 def test_the_plugin_says_what_it_did_in_vllms_log(served):
