@@ -18,6 +18,7 @@ from typing import Any
 
 from specreg.verify.nightly import directory_name
 from specreg import atomic
+from specreg.errors import SpecregError
 from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, PLOT, RESULT,
                                     bounds_text, metric_rows)
 
@@ -115,10 +116,18 @@ def _page(title: str, body: str) -> str:
             "i.complete?m():(i.onload=m,i.onerror=m)}</script></body></html>")
 
 
-def _directory(path: Path) -> None:
-    """A real directory at `path`: a link planted there is removed, not followed."""
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
+def _directory(path: Path, *, named_by_user: bool = False) -> None:
+    """A real directory at `path`. What the user named (--out) is used only if it is a directory or
+    absent: a file or a link there is refused, never removed. Inside it, a link planted where the
+    report writes is removed (the link, never what it points to); a file there is refused."""
+    if path.is_symlink():
+        if named_by_user:
+            raise SpecregError(f"{path} is a link, not a directory: refusing to write the report through it "
+                               "(name a directory with --out)", source=str(path))
         path.unlink()
+    elif path.exists() and not path.is_dir():
+        raise SpecregError(f"{path} exists and is not a directory: refusing to replace it "
+                           "(name a directory with --out)", source=str(path))
     path.mkdir(parents=True, exist_ok=True)
 
 
@@ -127,6 +136,7 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
     from specreg.entries import catalog
 
     warnings = [] if warnings is None else warnings
+    _directory(site, named_by_user=True)  # before anything is read or written
     results = _results(results_dir, warnings)
     runs = merged_history(results_dir, warnings)
     if history_out is not None:
@@ -135,7 +145,6 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
     latest: dict[str, dict[str, Any]] = {}
     for r in sorted(results, key=lambda r: str(r.get("started") or "")):
         latest[r["model"]] = r
-    _directory(site)
     _directory(site / "models")
     rows = []
     entries = list(catalog(registry))

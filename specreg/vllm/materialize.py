@@ -107,24 +107,53 @@ def shards_of(index_path: Path, *, where: str) -> list[str]:
 
 
 def _local_weights(directory: Path) -> dict[str, Path]:
-    """Weight files beside a local config.json (name -> path)."""
+    """Weight files beside a local config.json (name -> path): regular files, or links that stay
+    inside the draft directory (anything else is refused by name, never read or linked)."""
     for candidate in WEIGHT_CANDIDATES:
-        path = directory / candidate
-        if not path.is_file():
+        path = _weight_file(directory, candidate)
+        if path is None:
             continue
         if candidate.endswith(".index.json"):
             found = {candidate: path}
             for name in shards_of(path, where=str(path)):
-                shard = directory / name
-                if not shard.is_file():
+                shard = _weight_file(directory, name)
+                if shard is None:
                     raise ConfigError(f"names {name}, which is not in {directory}", "$.weight_map", source=str(path))
                 found[name] = shard
             return found
         if candidate == "model.safetensors":
             # sharded files without an index are still served by vLLM (it globs *.safetensors)
-            return {p.name: p for p in sorted(directory.glob("*.safetensors")) if _PLAIN_NAME.match(p.name)}
+            names = sorted(p.name for p in directory.glob("*.safetensors") if _PLAIN_NAME.match(p.name))
+            return {name: shard for name in names if (shard := _weight_file(directory, name)) is not None}
         return {candidate: path}
     return {}
+
+
+def _weight_file(directory: Path, name: str) -> Path | None:
+    """directory/name if it is a regular file there, or a link resolving to a regular file inside
+    `directory`; None if there is nothing by that name; a SpecregError for anything else (a link out
+    of the draft directory, a FIFO, a device, a directory)."""
+    import stat
+
+    path = directory / name
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return None
+    real = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(directory))
+    if root not in real.parents:
+        raise SpecregError(f"{path} is a link to {real}, outside the draft directory {root}: refusing to read it "
+                           "(copy the file into the directory)", source=str(path))
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise SpecregError(f"{path}: {exc.strerror}", source=str(path)) from None
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
+            "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise SpecregError(f"{path} is {kind}, not a weight file: refusing to read it", source=str(path))
+    return path
 
 
 def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[str, Path]:
@@ -168,21 +197,70 @@ def _check_target(directory: Path, force: bool) -> list[str]:
 SIGNATURE = "signature"
 
 
+KEY_BYTES = 32
+
+
+class KeyUnusable(SpecregError):
+    """specreg's manifest key cannot be trusted (not a regular file of the user's, readable by
+    others, or the wrong length): no manifest is trusted, and none is signed, until it is removed."""
+
+
 def _manifest_key() -> bytes:
+    """The per-user HMAC key (created once, atomically, 0600); checked before every use."""
     path = cache_root() / "manifest.key"
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        pass
+    for _ in range(2):
+        try:
+            # no final link followed; a FIFO does not block the open
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            _create_key(path)
+            continue
+        except OSError as exc:
+            raise KeyUnusable(f"{path}: cannot open the manifest key ({exc.strerror}: a link or not a file); "
+                              "remove it and specreg makes a new one (directories it wrote before then need --force "
+                              "into an empty directory)") from None
+        import stat
+
+        try:
+            st = os.fstat(fd)
+            why = None
+            if not stat.S_ISREG(st.st_mode):
+                why = "not a regular file"
+            elif hasattr(os, "getuid") and st.st_uid != os.getuid():
+                why = "owned by another user"
+            elif st.st_mode & 0o077:
+                why = f"readable or writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+            else:
+                key = os.read(fd, KEY_BYTES + 1)
+                if len(key) == KEY_BYTES:
+                    return key
+                why = f"{len(key)} bytes, not {KEY_BYTES} (an interrupted write?)"
+        finally:
+            os.close(fd)
+        raise KeyUnusable(f"{path}: the manifest key is unusable ({why}); remove it and specreg makes a new one")
+    raise KeyUnusable(f"{path}: the manifest key could not be created")
+
+
+def _create_key(path: Path) -> None:
+    """Write a new key to a temporary file and link it into place: the key file, when it exists, is
+    always whole (a crash or a full disk leaves no empty key behind)."""
+    import uuid
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    key = os.urandom(32)
+    temp = path.with_name(f".manifest.key.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path.read_bytes()  # another writer made it first
-    with os.fdopen(fd, "wb") as f:
-        f.write(key)
-    return key
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(KEY_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            pass  # another writer made it first: theirs is used
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
 
 
 def _signature(doc: dict[str, Any]) -> str:
@@ -200,7 +278,11 @@ def trusted_manifest(directory: Path) -> dict[str, Any] | None:
     doc = _read_manifest(directory)
     if doc is None or not isinstance(doc.get(SIGNATURE), str):
         return None
-    return doc if hmac.compare_digest(doc[SIGNATURE], _signature(doc)) else None
+    try:
+        expected = _signature(doc)
+    except KeyUnusable:
+        return None  # fails closed: nothing is trusted with a key that is not specreg's own
+    return doc if hmac.compare_digest(doc[SIGNATURE], expected) else None
 
 
 def _read_manifest(directory: Path) -> dict[str, Any] | None:

@@ -1,0 +1,172 @@
+"""Hostile files (issue 25's worst three): nothing of the user's is deleted by `report --out`, the
+manifest key `--force` relies on is checked before use (and fails closed), and weight files are
+never followed out of the draft directory or read when they are not regular files."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+
+import pytest
+
+import specreg
+from conftest import fixture_config, run_specreg
+from weights import write_draft
+
+
+def run(*args, env=None):
+    return run_specreg(*args, env=env, timeout=60)
+
+
+# -- report --out --------------------------------------------------------------------------------
+
+@pytest.fixture
+def results(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    return folder
+
+
+def test_report_refuses_an_out_that_is_a_regular_file_and_keeps_it(results, tmp_path):
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine")
+    r = run("report", str(results), "--out", str(mine))
+    assert r.returncode == 2 and "is not a directory" in r.stderr and "Traceback" not in r.stderr
+    assert mine.read_text() == "mine"
+
+
+def test_report_refuses_an_out_that_is_a_link_and_touches_neither_end(results, tmp_path):
+    target = tmp_path / "somewhere"
+    target.mkdir()
+    link = tmp_path / "site"
+    link.symlink_to(target, target_is_directory=True)
+    r = run("report", str(results), "--out", str(link))
+    assert r.returncode == 2 and "is a link" in r.stderr
+    assert link.is_symlink() and list(target.iterdir()) == []
+
+
+def test_report_refuses_a_file_where_it_writes_its_model_pages(results, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "models").write_text("mine")
+    r = run("report", str(results), "--out", str(site))
+    assert r.returncode == 2 and (site / "models").read_text() == "mine"
+
+
+# -- the manifest key ------------------------------------------------------------------------------
+
+def key_path(tmp_path):
+    return tmp_path / "specreg-cache" / "manifest.key"  # SPECREG_CACHE (tests/conftest.py)
+
+
+def planted(out, files, key: bytes) -> None:
+    """A specreg.json listing `files`, signed the way specreg signs, with `key`."""
+    doc = {"written_by": "specreg", "files": files}
+    body = json.dumps(doc, sort_keys=True).encode()
+    doc["signature"] = hmac.new(key, body, hashlib.sha256).hexdigest()
+    (out / "specreg.json").write_text(json.dumps(doc))
+
+
+@pytest.fixture
+def victim(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    return src, out
+
+
+def test_a_new_key_is_whole_and_private(victim, tmp_path):
+    src, out = victim
+    specreg.load(src).materialize(tmp_path / "fresh", weights="none")
+    key = key_path(tmp_path)
+    assert len(key.read_bytes()) == 32 and (key.stat().st_mode & 0o777) == 0o600
+    assert [p.name for p in key.parent.iterdir() if p.name.startswith(".manifest.key")] == []
+
+
+@pytest.mark.parametrize("shape", ["empty", "short", "world-readable", "symlink", "fifo", "directory"])
+def test_an_unusable_key_trusts_nothing_and_deletes_nothing(victim, tmp_path, shape):
+    """An empty key (a full disk, a crash) would let anyone sign with hmac.new(b"") ; a readable one
+    can be copied; a link can point at anything; a FIFO hung --force; a directory was exit 3."""
+    src, out = victim
+    key = key_path(tmp_path)
+    key.parent.mkdir(parents=True, exist_ok=True)
+    known = b""
+    if shape == "empty":
+        key.write_bytes(b"")
+    elif shape == "short":
+        known = b"x" * 8
+        key.write_bytes(known)
+        key.chmod(0o600)
+    elif shape == "world-readable":
+        known = os.urandom(32)
+        key.write_bytes(known)
+        key.chmod(0o644)
+    elif shape == "symlink":
+        known = os.urandom(32)
+        (tmp_path / "elsewhere.key").write_bytes(known)
+        (tmp_path / "elsewhere.key").chmod(0o600)
+        key.symlink_to(tmp_path / "elsewhere.key")
+    elif shape == "fifo":
+        os.mkfifo(key, 0o600)
+    else:
+        key.mkdir()
+    planted(out, ["precious.txt", "config.json"], known)
+    r = run("materialize", str(src), str(out), "--config-only", "--force", "--verifier", "Qwen/Qwen3-8B")
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert r.returncode == 2, r.stderr
+    assert "manifest key" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- weight files ----------------------------------------------------------------------------------
+
+def draft_with(tmp_path, name: str, make) -> object:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps(fixture_config("dflash")))
+    make(src / name)
+    return src
+
+
+def test_a_weight_link_out_of_the_draft_directory_is_refused_not_copied(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("not yours")
+    src = draft_with(tmp_path, "model.safetensors", lambda p: p.symlink_to(secret))
+    r = run("materialize", str(src), str(tmp_path / "out"), "--copy", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "outside the draft directory" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").glob("*.safetensors"))
+
+
+def test_a_shard_named_by_the_index_that_links_out_is_refused(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
+    shard = src / "model-00002-of-00002.safetensors"
+    (tmp_path / "secret").write_bytes(shard.read_bytes())
+    shard.unlink()
+    shard.symlink_to(tmp_path / "secret")
+    r = run("materialize", str(src), str(tmp_path / "out"), "--copy", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "outside the draft directory" in r.stderr, r.stderr
+
+
+def test_a_weight_that_is_a_device_beside_a_real_one_is_refused(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    (src / "b.safetensors").symlink_to("/dev/zero")
+    r = run("materialize", str(src), str(tmp_path / "out"), "--copy", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "/dev/zero" in r.stderr, r.stderr
+
+
+def test_a_weight_that_is_a_fifo_is_refused(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    os.mkfifo(src / "x.safetensors")
+    r = run("materialize", str(src), str(tmp_path / "out"), "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "FIFO" in r.stderr, r.stderr
+
+
+def test_a_link_inside_the_draft_directory_is_still_a_weight(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    (src / "model.safetensors").rename(src / "real.bin")
+    (src / "model.safetensors").symlink_to("real.bin")
+    spec = specreg.load(src)
+    done = spec.materialize(tmp_path / "out", weights="copy")
+    assert (done.directory / "model.safetensors").read_bytes() == (src / "real.bin").read_bytes()
