@@ -170,3 +170,51 @@ def test_a_link_inside_the_draft_directory_is_still_a_weight(tmp_path):
     spec = specreg.load(src)
     done = spec.materialize(tmp_path / "out", weights="copy")
     assert (done.directory / "model.safetensors").read_bytes() == (src / "real.bin").read_bytes()
+
+
+# -- names that end in a newline, terminal escapes --------------------------------------------------
+
+def test_a_repo_id_ending_in_a_newline_is_bad_input_on_one_line(hub):
+    r = run("show", "org/x\n")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "org/x\\x0a" in r.stderr
+    assert hub.count() == 0
+
+
+def test_a_revision_ending_in_a_newline_never_reaches_the_hub(hub):
+    r = run("show", "org/x", "--revision", "main\n")
+    assert r.returncode == 2 and "not a valid revision" in r.stderr
+    assert hub.count() == 0
+
+
+@pytest.mark.parametrize("field", ["revision", "config_sha256"])
+def test_the_catalog_refuses_a_hash_ending_in_a_newline(tmp_path, field):
+    value = "a" * (40 if field == "revision" else 64) + "\n"
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "x.toml").write_text(f'id = "org/x"\nalgorithm = "eagle3"\nstatus = "pinned"\n{field} = {json.dumps(value)}\n'
+                                        '\n[verifier]\nid = "org/v"\n')
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1 and f"$.{field}" in r.stderr
+
+
+def test_show_escapes_terminal_controls_from_the_config(tmp_path):
+    cfg = fixture_config("eagle3_generated")
+    cfg["speculators_version"] = "0.9.0\x1b[31mRED"
+    cfg["speculators_config"]["verifier"]["name_or_path"] = "org/v\x1b]0;pwned\x07\u202e"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = run("show", str(path))
+    assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout and "\u202e" not in r.stdout
+    assert "org/v\\x1b]0;pwned\\x07\\u202e" in r.stdout
+
+
+def test_catalog_show_escapes_terminal_controls_from_the_entry(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "x.toml").write_text('id = "org/x"\nalgorithm = "eagle3"\nstatus = "unpinned"\n'
+                                        'notes = "fine\\u001b[2J\\u001b[Hcleared"\n\n[verifier]\nid = "org/v"\n')
+    for args in (("catalog", "show", "org/x"), ("catalog", "list")):
+        r = run(*args, "--registry", str(reg))
+        assert r.returncode == 0, r.stderr
+        assert "\x1b" not in r.stdout + r.stderr

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from specreg.cli.common import print_lines, printable
+
 EXIT_OK, EXIT_PROBLEMS = 0, 1
 
 
@@ -79,7 +81,7 @@ def _list(args: argparse.Namespace) -> int:
     head = ("id", "algorithm", "verifier", "status", "baselines", "AL")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        print(printable("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()))
     print(f"{len(entries)} of {len(cat)} entries", file=sys.stderr)
     return EXIT_OK
 
@@ -158,7 +160,7 @@ def _show(args: argparse.Namespace) -> int:
             out.append(f"  accept    {_fmt_metric(m.draft_acceptance_rate)}")
         if m.accuracy:
             out.append(f"  accuracy  {_fmt_metric(m.accuracy)}")
-    print("\n".join(out))
+    print_lines(out)
     return EXIT_OK
 
 
@@ -167,9 +169,9 @@ def _check(args: argparse.Namespace) -> int:
 
     report = check(args.registry)
     for file, p in report.warnings:
-        print(f"warning: {file}: {p.path}: {p.message}", file=sys.stderr)
+        print(printable(f"warning: {file}: {p.path}: {p.message}"), file=sys.stderr)
     for file, p in report.problems:
-        print(f"error: {file}: {p.path}: {p.message}", file=sys.stderr)
+        print(printable(f"error: {file}: {p.path}: {p.message}"), file=sys.stderr)
     n, w = len(report.problems), len(report.warnings)
     print(f"{report.entries} entries: {n} problem{'s' * (n != 1)}, {w} warning{'s' * (w != 1)}")
     return EXIT_PROBLEMS if report.problems else EXIT_OK

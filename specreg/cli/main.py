@@ -13,7 +13,8 @@ import sys
 from typing import Any, NoReturn, Sequence
 
 from specreg.cli import catalog, serve, show, verify
-from specreg.cli.common import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, SpecregErrorLine, _Refused
+from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, SpecregErrorLine, _Refused,
+                                print_lines, printable)
 
 #: the commands, in the order `specreg --help` lists them, and the group that holds each
 COMMANDS = {"show": show, "serve": serve, "materialize": serve, "convert": serve, "check": show,
@@ -88,20 +89,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except _Refused as exc:
-        print(str(exc), file=sys.stderr)
+        print_lines(str(exc).split("\n"), file=sys.stderr)
         return EXIT_FINDINGS
     except SpecregErrorLine as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(printable(f"error: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except SpecregError as exc:  # ConfigError included: its line carries the JSON path
-        print(f"error: {exc.line()}", file=sys.stderr)
+        print(printable(f"error: {exc.line()}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # a bug: one line, not a traceback, unless asked for
         if os.environ.get("SPECREG_DEBUG"):
             raise
-        print(f"error: internal error ({type(exc).__name__}: {exc}); please report it (SPECREG_DEBUG=1 shows the traceback)", file=sys.stderr)
+        print(printable(f"error: internal error ({type(exc).__name__}: {exc}); please report it "
+                        "(SPECREG_DEBUG=1 shows the traceback)"), file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, _fmt, _load, source_args
+from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, _fmt, _load, print_lines, source_args
 
 
 def add_show(sub: Any) -> None:
@@ -86,7 +86,7 @@ def _show(args: argparse.Namespace) -> int:
             out.append(f"      {f.message}")
     else:
         out.append("findings: none")
-    print("\n".join(out))
+    print_lines(out)
     return EXIT_FINDINGS if spec.errors else EXIT_OK
 
 
@@ -129,7 +129,7 @@ def _check(args: argparse.Namespace) -> int:
     errors = len(spec.errors)
     out.append("")
     out.append(f"{errors} error{'s' * (errors != 1)}" if errors else "ok: no errors")
-    print("\n".join(out))
+    print_lines(out)
     return EXIT_FINDINGS if spec.errors else EXIT_OK
 
 

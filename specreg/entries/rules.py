@@ -13,10 +13,10 @@ import attrs
 from specreg.entries.schema import Baseline, Entry, _cattrs_problems, _converter
 from specreg.errors import Problem, SpecregError
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
+_SHORT_COMMIT = re.compile(r"^[0-9a-f]{7,40}\Z")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 
 
 def parse_entry(text: str, *, file: str) -> tuple[Entry | None, list[Problem]]:

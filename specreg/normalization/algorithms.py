@@ -28,7 +28,7 @@ ENTRY_POINT_GROUP = "specreg.algorithms"
 
 #: the package whose modules are the built-in algorithms, one file each
 BUILTIN_PACKAGE = "specreg.algos"
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
 _builtin: dict[str, str] | None = None
 
 

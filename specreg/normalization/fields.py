@@ -20,7 +20,7 @@ from specreg.errors import ConfigError, Problem, show_value
 MAX_COUNT = 4096  # draft lengths, block sizes, layer counts: far above any real draft
 MAX_ID = 2**31 - 1  # token ids, vocab sizes, widths: int32, as the kernels index them
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _MISSING: Any = object()
 
 

@@ -21,7 +21,7 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 #: the manifest a directory specreg wrote carries beside its config.json
 MANIFEST = "specreg.json"
 
-_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z")
 
 
 def is_repo_id(text: str) -> bool:

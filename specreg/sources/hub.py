@@ -17,8 +17,8 @@ import attrs
 from specreg import errors
 
 CONFIG_NAME = "config.json"
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}\Z")
 
 
 @attrs.frozen
@@ -246,7 +246,7 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
             "config file: not downloaded", source=source)
 
 
-_ETAG = re.compile(r'^(W/)?"?[A-Za-z0-9._+=-]{1,128}"?$')
+_ETAG = re.compile(r'^(W/)?"?[A-Za-z0-9._+=-]{1,128}"?\Z')
 
 
 def _check_answer(meta: object, repo_id: str, filename: str, source: str) -> None:

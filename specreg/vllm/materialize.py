@@ -42,7 +42,7 @@ WeightMode = Literal["link", "copy", "none"]
 #: Where a draft's weights may live, in the order they are looked for.
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 WEIGHT_CANDIDATES = (SAFETENSORS_INDEX, "model.safetensors", "pytorch_model.bin.index.json", "pytorch_model.bin")
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}\Z")
 MAX_INDEX_BYTES = 16 * 1024 * 1024
 
 
