@@ -12,8 +12,10 @@ import os
 import pytest
 
 import specreg
-from conftest import fixture_config, run_specreg
+from conftest import DATA, fixture_config, run_specreg
 from weights import write_draft
+
+DATA_NATIVE = DATA / "native"
 
 
 def run(*args, env=None):
@@ -218,3 +220,22 @@ def test_catalog_show_escapes_terminal_controls_from_the_entry(tmp_path):
         r = run(*args, "--registry", str(reg))
         assert r.returncode == 0, r.stderr
         assert "\x1b" not in r.stdout + r.stderr
+
+
+# -- values that would allocate ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [300_000_000, 10**30])
+def test_a_huge_native_layer_count_is_refused_before_anything_is_built_from_it(n):
+    """120 bytes of config once built a 300-million-entry layer list (2.3 GB) before the range check."""
+    import tracemalloc
+
+    cfg = json.loads((DATA_NATIVE / "zlab_dflash_qwen3_8b_fixture.json").read_text())
+    cfg["num_hidden_layers"] = n
+    tracemalloc.start()
+    try:
+        with pytest.raises(specreg.ConfigError, match=r"num_hidden_layers"):
+            specreg.normalize(cfg)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB allocated"

@@ -41,6 +41,10 @@ import attrs
 
 from specreg.errors import ConfigError, Problem
 
+#: the most layers a config may declare (normalization.fields.MAX_COUNT, which reports a larger
+#: value; this stage comes before it and must not build a layer list from such a value first)
+_MAX_LAYERS = 4096
+
 FORMATS = ("zlab", "zlab-dflash2", "deepspec", "eagle3-native")
 #: the layouts specreg reads, as `specreg show` names them in an error
 LAYOUTS = ("the speculators format (speculators_model_type)", "z-lab DFlash (DFlashDraftModel, "
@@ -212,6 +216,8 @@ def _dflash_family(config: Mapping[str, Any], fmt: str, verifier: str | None, so
 
     layer = _layer_config(config)
     n = layer.get("num_hidden_layers")
+    if isinstance(n, int) and not (0 < n <= _MAX_LAYERS):
+        n = None  # out of range: the layer list is not built from it (the normalizer reports the value)
     types = layer.get("layer_types")
     use_swa, _ = _get(config, "use_swa")
     # causality: a top-level is_causal, else dflash_config.causal, else sliding layers only
