@@ -239,3 +239,33 @@ def test_a_huge_native_layer_count_is_refused_before_anything_is_built_from_it(n
     finally:
         tracemalloc.stop()
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB allocated"
+
+
+def test_a_lone_surrogate_in_a_passed_through_string_is_written_as_it_was(tmp_path):
+    """JSON can carry "\\ud800"; UTF-8 cannot: materialize was exit 3 (UnicodeEncodeError)."""
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["note"] = "\ud800x"
+    src = write_draft(tmp_path / "src", cfg)
+    r = run("materialize", str(src), str(tmp_path / "out"), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["note"] == "\ud800x"
+
+
+def test_ctrl_c_is_one_line_and_exit_130(hub):
+    """Ctrl-C printed a 25-line traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hub.add("org/slow", {"config.json": json.dumps(fixture_config("dflash")).encode()})
+    hub.fault("config.json", "forever:slow:30")
+    proc = subprocess.Popen([sys.executable, "-m", "specreg", "show", "org/slow"], stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "SPECREG_HUB_DEADLINE": "60"})
+    deadline = time.monotonic() + 30
+    while hub.count() == 0 and time.monotonic() < deadline:  # until the request is in flight
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == "interrupted: specreg show stopped"

@@ -9,6 +9,7 @@ import sys
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
 
 def _count(minimum: int) -> Any:

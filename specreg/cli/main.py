@@ -2,7 +2,7 @@
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
-SPECREG_DEBUG=1 shows the traceback).
+SPECREG_DEBUG=1 shows the traceback); 130 interrupted (Ctrl-C: one line, no traceback).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import sys
 from typing import Any, NoReturn, Sequence
 
 from specreg.cli import catalog, serve, show, verify
-from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, SpecregErrorLine, _Refused,
+from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,
+                                SpecregErrorLine, _Refused,
                                 print_lines, printable)
 
 #: the commands, in the order `specreg --help` lists them, and the group that holds each
@@ -99,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl-C: one line; what was being written is rolled back by its writer
+        print(f"interrupted: specreg {args.command} stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug: one line, not a traceback, unless asked for
         if os.environ.get("SPECREG_DEBUG"):
             raise

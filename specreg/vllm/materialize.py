@@ -349,7 +349,13 @@ def plain_path_config(spec: "Speculator") -> tuple[dict[str, Any], list[str]]:
 
 
 def _json_bytes(value: Any) -> bytes:
-    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode()
+    """UTF-8 JSON; a string that UTF-8 cannot hold (a lone surrogate, which JSON's \\ud800 escape
+    can carry) makes the whole file ASCII with escapes, so the value arrives as it was written."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return (json.dumps(value, indent=2, ensure_ascii=True) + "\n").encode()
 
 
 def check_weight_mode(weights: str) -> None:
