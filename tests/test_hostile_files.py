@@ -269,3 +269,43 @@ def test_ctrl_c_is_one_line_and_exit_130(hub):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip() == "interrupted: specreg show stopped"
+
+
+# -- catalog files ------------------------------------------------------------------------------------
+
+MINIMAL = 'id = "{id}"\nalgorithm = "eagle3"\nstatus = "unpinned"\n\n[verifier]\nid = "org/v"\n'
+
+
+def registry_with(tmp_path, **files):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    for name, make in files.items():
+        make(reg / "org" / f"{name}.toml")
+    return reg
+
+
+def test_two_entries_whose_ids_differ_only_in_case_are_one_repo(tmp_path):
+    reg = tmp_path / "registry"
+    for org in ("org", "Org"):
+        (reg / org).mkdir(parents=True)
+    (reg / "org" / "dup.toml").write_text(MINIMAL.format(id="org/dup"))
+    (reg / "Org" / "Dup.toml").write_text(MINIMAL.format(id="Org/Dup"))
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1 and "case-insensitive" in r.stderr
+
+
+def test_an_entry_file_that_links_out_of_the_catalog_is_refused(tmp_path):
+    outside = tmp_path / "outside.toml"
+    outside.write_text(MINIMAL.format(id="org/x"))
+    reg = registry_with(tmp_path, x=lambda p: p.symlink_to(outside))
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1 and "outside the catalog directory" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "dangling link"])
+def test_an_entry_path_that_is_not_a_file_is_reported_not_dropped(tmp_path, kind):
+    make = {"fifo": lambda p: os.mkfifo(p), "directory": lambda p: p.mkdir(),
+            "dangling link": lambda p: p.symlink_to(tmp_path / "registry" / "org" / "gone.toml")}[kind]
+    reg = registry_with(tmp_path, x=make)
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1 and "x.toml" in r.stderr and "cannot read" in r.stderr, r.stderr

@@ -24,7 +24,19 @@ from specreg.errors import Problem, SpecregError
 MAX_ENTRY_BYTES = 1024 * 1024
 
 
-def read_entry_text(path: Path) -> str:
+def read_entry_text(path: Path, root: Path | None = None) -> str:
+    """An entry file's text: a regular file (or a link to one inside `root`), at most 1 MiB, UTF-8.
+    Anything else is a ValueError saying what it is (a FIFO is not opened for reading)."""
+    import stat
+
+    if root is not None and path.is_symlink():
+        real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+        if top not in real.parents:
+            raise ValueError(f"a link to {real}, outside the catalog directory {top}")
+    mode = os.stat(path).st_mode  # OSError (a dangling link, a loop) is the caller's "cannot read"
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise ValueError(f"{kind}, not an entry file")
     with open(path, "rb") as f:
         data = f.read(MAX_ENTRY_BYTES + 1)
     if len(data) > MAX_ENTRY_BYTES:
@@ -110,7 +122,9 @@ class Catalog:
 
 
 def _files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.glob("*/*.toml") if p.is_file())
+    """Every registry/<org>/<name>.toml, whatever it is: one that cannot be an entry (a FIFO, a
+    directory, a link out of the catalog) is reported by read_catalog, never dropped silently."""
+    return sorted(directory.glob("*/*.toml"))
 
 
 def read_catalog(directory: str | os.PathLike[str] | None = None) -> tuple[list[Entry], list[tuple[str, Problem]]]:
@@ -124,16 +138,18 @@ def read_catalog(directory: str | os.PathLike[str] | None = None) -> tuple[list[
     for path in _files(root):
         file = str(path)
         try:
-            text = read_entry_text(path)
+            text = read_entry_text(path, root)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             found.append((file, Problem("$", f"cannot read: {exc}")))
             continue
         entry, problems_ = parse_entry(text, file=file)
         found += [(file, p) for p in problems_]
         if entry is not None:
-            if entry.id in seen:
-                found.append((file, Problem("$.id", f"{entry.id} is also the id of {seen[entry.id]}")))
-            seen[entry.id] = file
+            key = entry.id.lower()  # the Hub's repo ids are case-insensitive: Org/Dup is org/dup
+            if key in seen:
+                found.append((file, Problem("$.id", f"{entry.id} is also the id of {seen[key]} "
+                                                    "(repo ids are case-insensitive)")))
+            seen[key] = file
             entries.append(entry)
     entries.sort(key=lambda e: _natural_key(e.id))
     return entries, found
@@ -153,10 +169,10 @@ def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:
     A malformed entry file raises CatalogError."""
     root = _root(directory)
     path = entry_path(root, entry_id)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
-        text = read_entry_text(path)
+        text = read_entry_text(path, root)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CatalogError([(str(path), Problem("$", f"cannot read: {exc}"))]) from None
     entry, found = parse_entry(text, file=str(path))
