@@ -309,3 +309,15 @@ def test_an_entry_path_that_is_not_a_file_is_reported_not_dropped(tmp_path, kind
     reg = registry_with(tmp_path, x=make)
     r = run("catalog", "check", "--registry", str(reg))
     assert r.returncode == 1 and "x.toml" in r.stderr and "cannot read" in r.stderr, r.stderr
+
+
+# -- counters -------------------------------------------------------------------------------------------
+
+def test_counters_whose_label_sets_sum_to_infinity_are_refused_not_a_crash():
+    """Two engines each at 1e308 (finite) sum to inf: int(inf) was an OverflowError (exit 3)."""
+    from specreg.verify.counters import CounterError, from_prometheus
+
+    text = "".join(f'vllm:spec_decode_{name}_total{{engine="{e}"}} 1e308\n'
+                   for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens") for e in (0, 1))
+    with pytest.raises(CounterError, match="sums to infinity"):
+        from_prometheus(text)

@@ -96,6 +96,10 @@ def from_prometheus(text: str) -> SpecCounters:
     if missing:
         raise CounterError(f"no {', '.join(missing)} in the metrics: is speculative decoding on, and are "
                            "stats logged (vLLM: not --disable-log-stats)?")
+    overflowed = [n for n, v in [*totals.items(), *((f"{PER_POS}[{p}]", v) for p, v in by_position.items())]
+                  if not v < float("inf")]
+    if overflowed:  # each sample finite, their sum not (two engines at 1e308)
+        raise CounterError(f"{overflowed[0]} sums to infinity over its label sets: not a counter")
     return SpecCounters(int(totals[DRAFTS]), int(totals[DRAFT_TOKENS]), int(totals[ACCEPTED]), _per_pos(by_position))
 
 
