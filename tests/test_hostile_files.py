@@ -321,3 +321,39 @@ def test_counters_whose_label_sets_sum_to_infinity_are_refused_not_a_crash():
                    for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens") for e in (0, 1))
     with pytest.raises(CounterError, match="sums to infinity"):
         from_prometheus(text)
+
+
+# -- safetensors headers ----------------------------------------------------------------------------------
+
+def header_file(path, header_text: str) -> None:
+    raw = header_text.encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw)
+
+
+def local_verifier(tmp_path):
+    folder = tmp_path / "verifier"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+                                                    "hidden_size": 4096, "num_hidden_layers": 36, "vocab_size": 151936}))
+    return folder
+
+
+@pytest.mark.parametrize("shape", ['["a"]', "[null]", "[1e400]", "[NaN]", "[{}]", "[-1]", "[1.5]", "[true]",
+                                   "[" + ",".join(["1"] * 40) + "]"])
+def test_a_hostile_tensor_shape_is_bad_input_naming_the_tensor(tmp_path, shape):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps(fixture_config("dflash")))
+    header_file(src / "model.safetensors", '{"fc.weight": {"dtype": "F16", "shape": ' + shape + ', "data_offsets": [0, 0]}}')
+    r = run("check", str(src), "--verifier", str(local_verifier(tmp_path)))
+    assert r.returncode == 2, r.stderr
+    assert "fc.weight" in r.stderr and "shape" in r.stderr and "internal error" not in r.stderr
+
+
+def test_a_deeply_nested_safetensors_header_is_bad_input(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "config.json").write_text(json.dumps(fixture_config("dflash")))
+    header_file(src / "model.safetensors", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    r = run("check", str(src), "--verifier", str(local_verifier(tmp_path)))
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr

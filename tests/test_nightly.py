@@ -94,3 +94,16 @@ def test_the_workflow_keeps_results_when_a_shard_fails():
     assert verify["Upload results"]["if"] == "always()"
     keep = next(s for n, s in steps("report").items() if n.startswith("Keep the merged history"))
     assert keep["uses"].startswith("actions/cache/save") and keep["if"] == "always()"
+
+
+def test_a_cpu_canary_runs_the_engine_tier_every_night_without_the_h100s():
+    """The cpu-canary job: a standard runner, the nightly schedule, the engine tier's own script, and
+    no dependency on the H100 jobs (a night without them still proves fetch to verdict)."""
+    wf = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "nightly.yml").read_text())
+    job = wf["jobs"]["cpu-canary"]
+    assert job["runs-on"] == "ubuntu-latest" and "needs" not in job
+    runs = [s["run"] for s in job["steps"] if "run" in s]
+    assert runs == ["bash .ci/engine-tier"]
+    assert (REPO_ROOT / ".ci" / "engine-tier").read_text().count("pytest -q -m engine") == 1
+    cached = [s for s in job["steps"] if s.get("uses", "").startswith("actions/cache")]
+    assert cached and cached[0]["with"]["path"] == "~/.cache/specreg/engine-venv"

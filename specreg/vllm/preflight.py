@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
 
 #: safetensors refuses headers over 100 MB; so does specreg
+#: more dimensions than any tensor a draft holds
+MAX_DIMS = 16
 MAX_HEADER_BYTES = 100_000_000
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 
@@ -140,15 +142,24 @@ def _local_header(path: Path) -> tuple[dict[str, Tensor], int]:
         header = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"safetensors header is not JSON: {exc}", "$", source=str(path)) from None
+    except RecursionError:
+        raise ConfigError("safetensors header is nested too deeply", "$", source=str(path)) from None
     if not isinstance(header, dict):
         raise ConfigError("safetensors header is not an object", "$", source=str(path))
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
+        where = f"$[{json.dumps(name)}]"
         if not isinstance(info, dict) or not isinstance(info.get("shape"), list):
-            raise ConfigError(f"tensor {name!r} has no shape", f"$[{json.dumps(name)}]", source=str(path))
-        tensors[name] = Tensor(name, str(info.get("dtype")), tuple(int(d) for d in info["shape"]))
+            raise ConfigError(f"tensor {name!r} has no shape", where, source=str(path))
+        shape = info["shape"]
+        # a dimension is what safetensors writes: a non-negative integer (not a string, null, a
+        # float such as 1e400 or NaN, an object), at most 2**53 so that sizes stay exact
+        if len(shape) > MAX_DIMS or not all(type(d) is int and 0 <= d <= 2**53 for d in shape):
+            raise ConfigError(f"tensor {name!r} has the shape {json.dumps(shape)[:200]}: expected at most "
+                              f"{MAX_DIMS} integers >= 0", f"{where}.shape", source=str(path))
+        tensors[name] = Tensor(name, str(info.get("dtype")), tuple(shape))
     return tensors, 8 + size
 
 
