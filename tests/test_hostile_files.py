@@ -357,3 +357,119 @@ def test_a_deeply_nested_safetensors_header_is_bad_input(tmp_path):
     header_file(src / "model.safetensors", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     r = run("check", str(src), "--verifier", str(local_verifier(tmp_path)))
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+
+
+# -- what report reads -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    """A real result directory (verify --server against the loopback server)."""
+    from openai_server import OpenAIServer
+    from test_verify import ENTRY, verify_args, write_rows
+
+    root = tmp_path_factory.mktemp("one-run")
+    reg = root / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY)
+    rows = write_rows(root / "gsm8k.jsonl")
+    out = root / "results" / "org--draft"
+    with OpenAIServer() as server:
+        done = run_specreg(*verify_args(server, reg, rows, out), timeout=120)
+    assert done.returncode == 0, done.stderr
+    return reg, out
+
+
+def results_copy(one_run, tmp_path):
+    import shutil
+
+    reg, out = one_run
+    results = tmp_path / "results"
+    shutil.copytree(out.parent, results)
+    return reg, results
+
+
+RETYPES = {
+    "started": 5, "model": "o/" + "x" * 300, "verdict": 7, "harness": [1], "statistics": "none",
+    "statistics.acceptance_length": "2.8", "statistics.acceptance_length ": True, "statistics.al_interval": [2.5],
+    "statistics.per_position": ["a"], "judgement": "x", "judgement.checks": [1], "baseline": 3, "environment": "x",
+}
+
+
+@pytest.mark.parametrize("field", RETYPES)
+def test_a_malformed_result_is_skipped_with_a_warning_and_the_report_goes_on(one_run, tmp_path, field):
+    reg, results = results_copy(one_run, tmp_path)
+    bad = results / "org--bad"
+    bad.mkdir()
+    doc = json.loads((results / "org--draft" / "result.json").read_text())
+    doc["model"] = "org/bad"
+    node, *rest = field.strip().split(".")
+    if rest:
+        doc[node][rest[0]] = RETYPES[field]
+    else:
+        doc[node] = RETYPES[field]
+    (bad / "result.json").write_text(json.dumps(doc))
+    r = run("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    assert "skipped org--bad/result.json" in r.stderr
+    assert "<td class='verdict'>pass</td>" in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_history_rows_with_a_text_or_blob_al_are_skipped(one_run, tmp_path):
+    import sqlite3
+
+    reg, results = results_copy(one_run, tmp_path)
+    from specreg.verify.outputs import HISTORY_COLUMNS, HISTORY_INSERT
+
+    with sqlite3.connect(results / "history.sqlite") as db:
+        row = list(db.execute(f"SELECT {', '.join(HISTORY_COLUMNS)} FROM runs"))[0]
+        db.execute(HISTORY_INSERT, (*row[:2], "2030-01-01", row[3], "high", *row[5:]))
+        db.execute(HISTORY_INSERT, (*row[:2], "2030-01-02", row[3], b"\x00", *row[5:]))
+    r = run("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    assert "2 malformed row(s) skipped" in r.stderr
+
+
+def test_a_history_whose_runs_is_a_recursive_view_is_given_up(one_run, tmp_path):
+    import sqlite3
+
+    reg, results = results_copy(one_run, tmp_path)
+    (results / "history.sqlite").unlink()
+    with sqlite3.connect(results / "history.sqlite") as db:
+        db.execute("CREATE VIEW runs AS WITH RECURSIVE n(model, dataset, started, verdict, acceptance_length, "
+                   "draft_acceptance_rate, vllm_version, gpu, result) AS (SELECT 'a', 'b', 'c', 'd', 1, 1, 'v', 'g', 'r' "
+                   "UNION ALL SELECT * FROM n) SELECT * FROM n")
+    r = run_specreg("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "history history.sqlite not read" in r.stderr
+
+
+@pytest.mark.parametrize("name, limit", [("result.json", 8), ("per_position.png", 16)])
+def test_an_oversized_result_file_is_not_read_whole(one_run, tmp_path, name, limit):
+    reg, results = results_copy(one_run, tmp_path)
+    with open(results / "org--draft" / name, "r+b") as fh:
+        fh.truncate(limit * 2**20 + 1)  # sparse: no disk, but too large to read
+    r = run("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    if name == "result.json":
+        assert "larger than 8 MiB" in r.stderr
+    else:
+        assert not (tmp_path / "site" / "models" / "org--draft-per-position.png").exists()
+
+
+def test_a_history_that_is_a_link_is_not_followed(tmp_path):
+    """sqlite followed a history.sqlite link and created the file it pointed to, outside the run."""
+    from openai_server import OpenAIServer
+    from test_verify import ENTRY, verify_args, write_rows
+
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY)
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    out = tmp_path / "results" / "org--draft"
+    out.parent.mkdir(parents=True)
+    (out.parent / "history.sqlite").symlink_to(tmp_path / "elsewhere.sqlite")
+    with OpenAIServer() as server:
+        r = run_specreg(*verify_args(server, reg, rows, out), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "elsewhere.sqlite").exists()
+    assert "not added to the history" in r.stderr and (out / "result.json").is_file()

@@ -132,6 +132,9 @@ HISTORY_INSERT = f"INSERT INTO runs ({', '.join(HISTORY_COLUMNS)}) VALUES ({', '
 
 def append_history(db: Path, r: dict[str, Any]) -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
+    if db.is_symlink() or (db.exists() and not db.is_file()):
+        # sqlite would follow the link and create or change the file it points to
+        raise OSError(f"{db} is a link or not a regular file; a history is a plain SQLite file")
     with contextlib.closing(sqlite3.connect(db, timeout=HISTORY_WAIT)) as conn, conn:
         conn.execute(HISTORY_SCHEMA)
         s = r.get("statistics") or {}

@@ -28,17 +28,65 @@ td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{ba
 
 
 
+#: what report reads from a results directory (untrusted: artifacts of other machines)
+MAX_RESULT_BYTES = 8 * 2**20
+MAX_PLOT_BYTES = 16 * 2**20
+#: SQLite virtual-machine steps one history may take to read (a recursive view never ends)
+MAX_HISTORY_STEPS = 50_000_000
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _bounded_read(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, at most `limit` of them (a larger file is refused, not read whole)."""
+    if path.is_symlink() or not path.is_file():
+        raise ValueError("not a regular file")
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit // 2**20} MiB")
+    return data
+
+
+def _real(value: Any) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_result(r: Any) -> None:
+    """The fields the report reads, with the types it reads them as (ValueError otherwise)."""
+    if not isinstance(r, dict) or not isinstance(r.get("model"), str) or not isinstance(r.get("verdict"), str):
+        raise ValueError("not a verify result (an object with model and verdict)")
+    if not 0 < len(r["model"]) <= 200 or len(r["verdict"]) > 40:
+        raise ValueError("model or verdict of an impossible length")
+    if not isinstance(r.get("started") or "", str):
+        raise ValueError("started is not a date")
+    for key in ("harness", "statistics", "judgement", "baseline", "environment"):
+        if not isinstance(r.get(key) or {}, dict):
+            raise ValueError(f"{key} is not an object")
+    s = r.get("statistics") or {}
+    if s.get("acceptance_length") is not None and not _real(s["acceptance_length"]):
+        raise ValueError("statistics.acceptance_length is not a number")
+    ci = s.get("al_interval")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_real, ci))):
+        raise ValueError("statistics.al_interval is not two numbers")
+    for key in ("per_position",):
+        if s.get(key) is not None and not (isinstance(s[key], list) and all(map(_real, s[key]))):
+            raise ValueError(f"statistics.{key} is not a list of numbers")
+    checks = (r.get("judgement") or {}).get("checks") or []
+    if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("metric"), str) for c in checks):
+        raise ValueError("judgement.checks is not a list of checks")
+
+
 def _results(results_dir: Path, warnings: list[str]) -> list[dict[str, Any]]:
     found = []
     for path in sorted(results_dir.rglob(RESULT)):
         try:
-            if path.is_symlink() or not path.is_file():
-                raise ValueError("not a regular file")
-            r = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(r, dict) or not isinstance(r.get("model"), str) or not isinstance(r.get("verdict"), str):
-                raise ValueError("not a verify result (an object with model and verdict)")
-            if not isinstance(r.get("harness") or {}, dict) or not isinstance(r.get("statistics") or {}, dict):
-                raise ValueError("harness or statistics is not an object")
+            r = json.loads(_bounded_read(path, MAX_RESULT_BYTES).decode("utf-8"))
+            _check_result(r)
+        except RecursionError:
+            warnings.append(f"skipped {path.relative_to(results_dir)}: nested too deeply")
+            continue
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             warnings.append(f"skipped {path.relative_to(results_dir)}: {exc}")
             continue
@@ -51,13 +99,25 @@ def _history_rows(db: Path, warnings: list[str], where: str) -> list[tuple]:
     """The runs of one history file, or none with a warning (corrupt, locked, not a history)."""
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=2)
+        steps = [0]
+
+        def budget() -> int:  # called every 1,000 steps; non-zero interrupts the query
+            steps[0] += 1000
+            return int(steps[0] > MAX_HISTORY_STEPS)
+
+        conn.set_progress_handler(budget, 1000)
         try:
-            return list(conn.execute(f"SELECT {', '.join(HISTORY_COLUMNS)} FROM runs"))
+            rows = list(conn.execute(f"SELECT {', '.join(HISTORY_COLUMNS)} FROM runs"))
         finally:
             conn.close()
     except sqlite3.Error as exc:
         warnings.append(f"history {where} not read: {type(exc).__name__}: {exc}")
         return []
+    good = [row for row in rows if isinstance(row[0], str) and isinstance(row[2], str)
+            and (row[4] is None or _real(row[4])) and isinstance(row[8], (str, type(None)))]
+    if len(good) < len(rows):
+        warnings.append(f"history {where}: {len(rows) - len(good)} malformed row(s) skipped")
+    return good
 
 
 def merged_history(results_dir: Path, warnings: list[str]) -> list[tuple]:
@@ -227,8 +287,12 @@ def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tu
         parts.append(f"<p>Latest verdict: <b class='{v}'>{v}</b> ({html.escape(str(r.get('started') or ''))})</p>")
         parts.append(_run_html(r))
         plot = Path(r["_dir"]) / PLOT
-        if plot.is_file() and not plot.is_symlink():
-            _write(site / "models" / f"{name}-per-position.png", plot.read_bytes())
+        try:
+            image = _bounded_read(plot, MAX_PLOT_BYTES) if plot.exists() or plot.is_symlink() else None
+        except (OSError, ValueError):
+            image = None
+        if image is not None and image.startswith(_PNG):
+            _write(site / "models" / f"{name}-per-position.png", image)
             parts.append(f"<img alt='per-position acceptance' src='{_url(name + '-per-position.png')}'>")
     if len(trend) >= 2:  # one point is not a trend
         _trend_png(site / "models" / f"{name}-trend.png", model, trend)
