@@ -473,3 +473,27 @@ def test_a_history_that_is_a_link_is_not_followed(tmp_path):
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "elsewhere.sqlite").exists()
     assert "not added to the history" in r.stderr and (out / "result.json").is_file()
+
+
+# -- every config fetch is capped ------------------------------------------------------------------------
+
+BIG_CONFIG = b'{"pad": "' + b"x" * (5 * 1024 * 1024) + b'"}'
+
+
+def test_the_verifier_config_of_the_pre_flight_is_capped(hub, tmp_path):
+    """A 300 MiB verifier config.json was downloaded into the HF cache and kept."""
+    hub.add("org/huge-verifier", {"config.json": BIG_CONFIG})
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    r = run("check", str(src), "--verifier", "org/huge-verifier", "--no-weights")
+    assert r.returncode == 2 and "over the 4194304-byte limit" in r.stderr, r.stderr
+    assert hub.bytes_sent("config.json") == 0
+
+
+def test_catalog_pin_is_capped(hub, tmp_path):
+    hub.add("org/huge", {"config.json": BIG_CONFIG})
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "huge.toml").write_text(MINIMAL.format(id="org/huge"))
+    r = run("catalog", "pin", "org/huge", "--registry", str(reg))
+    assert r.returncode == 2 and "over the 4194304-byte limit" in r.stderr, r.stderr
+    assert hub.bytes_sent("config.json") == 0

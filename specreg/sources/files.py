@@ -17,7 +17,7 @@ from specreg.errors import ConfigError
 from specreg.sources import hub
 
 #: config.json files are a few KiB; anything this large is not one (and is not read whole).
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
+MAX_CONFIG_BYTES = hub.MAX_CONFIG_BYTES
 #: the manifest a directory specreg wrote carries beside its config.json
 MANIFEST = "specreg.json"
 

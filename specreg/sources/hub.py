@@ -150,8 +150,12 @@ def _incomplete_bytes(blobs: Path, since: float) -> int:
     return biggest
 
 
+#: the largest config.json specreg fetches or reads (every config: drafts, verifiers, pins)
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
 def fetch_config(repo_id: str, revision: str | None = None, *, source: str | None = None,
-                 max_bytes: int | None = None) -> Fetched:
+                 max_bytes: int | None = MAX_CONFIG_BYTES) -> Fetched:
     """Download (or find in the cache) `config.json` of `repo_id` at `revision`.
 
     Transient failures (429, 5xx, dropped connections, timeouts) are retried with backoff; when
