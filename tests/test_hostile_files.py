@@ -497,3 +497,32 @@ def test_catalog_pin_is_capped(hub, tmp_path):
     r = run("catalog", "pin", "org/huge", "--registry", str(reg))
     assert r.returncode == 2 and "over the 4194304-byte limit" in r.stderr, r.stderr
     assert hub.bytes_sent("config.json") == 0
+
+
+# -- the file system says no ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["link to an empty directory", "dangling link", "regular file"])
+def test_a_target_that_is_not_a_real_directory_is_one_line_exit_2(tmp_path, shape):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    target = tmp_path / "out"
+    if shape == "link to an empty directory":
+        (tmp_path / "empty").mkdir()
+        target.symlink_to(tmp_path / "empty", target_is_directory=True)
+    elif shape == "dangling link":
+        target.symlink_to(tmp_path / "gone")
+    else:
+        target.write_text("mine")
+    r = run("materialize", str(src), str(target), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert str(target) in r.stderr
+    assert not (tmp_path / "gone").exists() and (shape != "link to an empty directory"
+                                                 or list((tmp_path / "empty").iterdir()) == [])
+
+
+def test_an_unusable_specreg_cache_is_one_line_naming_it(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    (tmp_path / "a-file").write_text("x")
+    r = run("materialize", str(src), str(tmp_path / "out"), "--config-only", "--verifier", "Qwen/Qwen3-8B",
+            env={"SPECREG_CACHE": str(tmp_path / "a-file" / "cache")})
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert str(tmp_path / "a-file") in r.stderr and "not a directory" in r.stderr.lower()

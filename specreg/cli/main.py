@@ -65,6 +65,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: what to do about the file-system failures a user can fix
+_OS_HINTS = {
+    "EROFS": "the file system is read-only: choose a writable place",
+    "ENOSPC": "no space left on the device: free some or choose another place",
+    "EDQUOT": "the disk quota is exhausted: free some or choose another place",
+    "EACCES": "permission denied: choose a place you can write, or fix its permissions",
+    "EPERM": "not permitted: choose a place you can write, or fix its permissions",
+    "ENOTDIR": "a part of the path is not a directory",
+    "EISDIR": "a directory is where a file was expected",
+    "ENOENT": "is SPECREG_CACHE or HOME set to a place that exists?",
+    "ENAMETOOLONG": "the name is too long for the file system",
+    "ELOOP": "too many levels of links",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OSError: the path, the system's words and what to do."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    where = exc.filename if exc.filename is not None else "?"
+    hint = _OS_HINTS.get(name)
+    return f"{where}: {exc.strerror or exc}" + (f" ({hint})" if hint else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from specreg.errors import SpecregError
 
@@ -100,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:  # the machine said no (read-only, full, permissions): not a specreg bug
+        print(printable(f"error: {os_error_line(exc)}"), file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:  # Ctrl-C: one line; what was being written is rolled back by its writer
         print(f"interrupted: specreg {args.command} stopped", file=sys.stderr)
         return EXIT_INTERRUPTED

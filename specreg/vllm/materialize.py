@@ -496,6 +496,11 @@ def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dic
                  manifest: dict[str, Any], say: Callable[[str], None]) -> None:
     """Check and write DIR under its lock: concurrent writers (processes or threads) take turns, so DIR
     always holds one whole draft; a refused or failed first write removes the DIR it created."""
+    if target.is_symlink():
+        raise SpecregError(f"{target} is a link (to {os.readlink(target)}): name the directory itself; specreg "
+                           "writes and replaces files only in a real directory", source=str(target))
+    if target.exists() and not target.is_dir():
+        raise SpecregError(f"{target} exists and is not a directory", source=str(target))
     with atomic.locked(target) as created:
         started = False
         try:
