@@ -526,3 +526,34 @@ def test_an_unusable_specreg_cache_is_one_line_naming_it(tmp_path):
             env={"SPECREG_CACHE": str(tmp_path / "a-file" / "cache")})
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
     assert str(tmp_path / "a-file") in r.stderr and "not a directory" in r.stderr.lower()
+
+
+# -- catalog values verify would refuse --------------------------------------------------------------------
+
+HARNESS_ENTRY = ('id = "org/x"\nalgorithm = "eagle3"\nstatus = "unpinned"\n\n[verifier]\nid = "org/v"\n\n'
+                 '[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\ndataset = "gsm8k"\n{harness}\n'
+                 '[baselines.metrics.acceptance_length]\nvalue = 2.0\n')
+
+
+@pytest.mark.parametrize("line, path", [
+    ("temperature = 200.0", "harness.temperature"),
+    ("seed = -1", "harness.seed"),
+    ("max_tokens = 2000000000", "harness.max_tokens"),
+    ('\n[baselines.harness.prompt]\ntemplate = "{question:>1500000000}"', "harness.prompt.template"),
+    ('\n[baselines.harness.prompt]\ntemplate = "{question.__class__}"', "harness.prompt.template"),
+])
+def test_catalog_check_refuses_a_harness_value_verify_would_refuse(tmp_path, line, path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "x.toml").write_text(HARNESS_ENTRY.format(harness=line))
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1 and f"$.baselines[0].{path}" in r.stderr, r.stderr
+
+
+def test_verify_refuses_a_template_with_a_format_spec_before_allocating(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"question": "q"}\n')
+    r = run("verify", str(write_draft(tmp_path / "d", fixture_config("eagle3_generated"))), "--server",
+            "http://127.0.0.1:9", "--dataset", "gsm8k", "--dataset-file", str(rows), "--template",
+            "{question:>1500000000}")
+    assert r.returncode == 2 and "not a plain field" in r.stderr and "MemoryError" not in r.stderr, r.stderr

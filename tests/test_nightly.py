@@ -41,6 +41,21 @@ def shell(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
                           text=True, timeout=300)
 
 
+def report_night(runner: Path, reporter: Path, shards: list, history_cache: Path, report_step: str,
+                 env: dict[str, str]) -> None:
+    """What the workflow does after the verify shards of one night: download-artifact puts each shard's
+    results in results/results-shard-N, the history cache is restored into history/, the report step
+    runs, and the cache save step keeps history/ for the next night."""
+    for shard in shards:
+        shutil.copytree(runner / "results" / f"shard-{shard}", reporter / "results" / f"results-shard-{shard}")
+    if history_cache.exists():
+        shutil.copytree(history_cache, reporter / "history")
+    r = shell(report_step, reporter, env)
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(history_cache, ignore_errors=True)
+    shutil.copytree(reporter / "history", history_cache)
+
+
 def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
@@ -68,15 +83,7 @@ def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
             assert results == {"org--a": "pass", "org--b": "regressed", "org--c": "not-runnable"}
             assert sorted(codes.values()) == [0, 0, 0, 1]
             assert not any(p.is_symlink() for p in runner.rglob("*"))  # nothing for upload-artifact to follow
-            # download-artifact: results/results-shard-N; the history cache restored into history/
-            for shard in shards:
-                shutil.copytree(runner / "results" / f"shard-{shard}", reporter / "results" / f"results-shard-{shard}")
-            if history_cache.exists():
-                shutil.copytree(history_cache, reporter / "history")
-            r = shell(report_step, reporter, env)
-            assert r.returncode == 0, r.stderr
-            shutil.rmtree(history_cache, ignore_errors=True)
-            shutil.copytree(reporter / "history", history_cache)  # the cache save step
+            report_night(runner, reporter, shards, history_cache, report_step, env)
             with sqlite3.connect(reporter / "history" / "history.sqlite") as db:
                 per_model = dict(db.execute("SELECT model, count(*) FROM runs GROUP BY model"))
             assert per_model == {"org/a": night, "org/b": night, "org/c": night}

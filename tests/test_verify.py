@@ -462,10 +462,29 @@ def test_shards_partition_the_catalog():
         nightly.parse_shard("4/3")
 
 
+def ENTRY_OBJ():
+    entry, problems = entries.parse_entry(ENTRY, file="registry/org/draft.toml")
+    assert not problems, problems
+    return entry
+
+
 def test_harness_args_reproduce_the_baseline():
     entry = entries.catalog()["nm-testing/dflash-qwen3-8b-speculators"]
     args = nightly.harness_args(entry)
-    assert args[:2] == ["--dataset", "gsm8k"] and "--few-shot" in args and args[args.index("--max-tokens") + 1] == "256"
+    from specreg.cli.main import _parser
+
+    parsed = _parser().parse_args(["verify", entry.id, *args])
+    assert (parsed.dataset, parsed.max_tokens, parsed.few_shot) == ("gsm8k", 256, 5)
+
+
+def test_harness_args_pass_a_stop_string_that_looks_like_a_flag():
+    """A stop string "--all" was parsed by verify as its own --all flag."""
+    from specreg.cli.main import _parser
+
+    b = attrs.evolve(ENTRY_OBJ().baselines[0], harness=attrs.evolve(ENTRY_OBJ().baselines[0].harness, stop=("--all",)))
+    entry = attrs.evolve(ENTRY_OBJ(), baselines=(b,))
+    parsed = _parser().parse_args(["verify", entry.id, *nightly.harness_args(entry)])
+    assert parsed.stop == ["--all"] and not parsed.all
 
 
 def test_all_isolates_crashes_and_timeouts_and_resumes(tmp_path):

@@ -25,6 +25,28 @@ def _count(minimum: int) -> Any:
     return parse
 
 
+def harness_int(field: str) -> Any:
+    """An argparse type for an integer harness field, with the catalog's limits (entries/limits.py)."""
+    from specreg.entries.limits import INTEGERS
+
+    def parse(text: str) -> int:
+        lo, hi = INTEGERS[field]
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer from {lo} to {hi}, got {value}")
+        return value
+    return parse
+
+
+def harness_number(field: str) -> Any:
+    from specreg.entries.limits import NUMBERS
+
+    return _number(*NUMBERS[field])
+
+
 def _number(low: float, high: float) -> Any:
     """An argparse type: a finite number in [low, high] (nan and inf refused)."""
     def parse(text: str) -> float:

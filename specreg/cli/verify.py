@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, _count, _number, _progress
+from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, _count, _number, _progress, harness_int,
+                                harness_number)
 
 
 def add_verify(sub: Any) -> None:
@@ -16,17 +17,17 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
     ver.add_argument("--dataset", default="gsm8k", help="gsm8k | mt-bench | humaneval | speed-bench[:category] | FILE.jsonl")
     ver.add_argument("--dataset-file", metavar="FILE", help="the named dataset's rows from a local JSONL file")
-    ver.add_argument("--num-prompts", type=_count(1), default=80)
-    ver.add_argument("--temperature", type=_number(0.0, 100.0), default=0.0)
-    ver.add_argument("--max-tokens", type=_count(1), default=256)
-    ver.add_argument("--k", type=_count(1), help="draft tokens (default: the config's)")
-    ver.add_argument("--batch-size", type=_count(1), help="max_num_seqs (in-process)")
-    ver.add_argument("--concurrency", type=_count(1), default=1, help="requests in flight (--server)")
-    ver.add_argument("--seed", type=_count(0), default=42)
+    ver.add_argument("--num-prompts", type=harness_int("num_prompts"), default=80)
+    ver.add_argument("--temperature", type=harness_number("temperature"), default=0.0)
+    ver.add_argument("--max-tokens", type=harness_int("max_tokens"), default=256)
+    ver.add_argument("--k", type=harness_int("k"), help="draft tokens (default: the config's)")
+    ver.add_argument("--batch-size", type=harness_int("batch_size"), help="max_num_seqs (in-process)")
+    ver.add_argument("--concurrency", type=harness_int("concurrency"), default=1, help="requests in flight (--server)")
+    ver.add_argument("--seed", type=harness_int("seed"), default=42)
     fmt = ver.add_mutually_exclusive_group()
     fmt.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat template (default)")
     fmt.add_argument("--raw", dest="chat", action="store_false", help="raw completion prompts")
-    ver.add_argument("--few-shot", type=_count(0), default=0)
+    ver.add_argument("--few-shot", type=harness_int("few_shot"), default=0)
     think = ver.add_mutually_exclusive_group()
     think.add_argument("--thinking", dest="thinking", action="store_true", default=None)
     think.add_argument("--no-thinking", dest="thinking", action="store_false")
@@ -34,7 +35,7 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("--shots-file", metavar="FILE", help="the few-shot split's rows from a local JSONL file")
     ver.add_argument("--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'")
     ver.add_argument("--stop", action="append", metavar="TEXT", help="a stop string (repeatable)")
-    ver.add_argument("--max-model-len", type=_count(1), metavar="N", help="the engine's max_model_len (default: the entry's [serving])")
+    ver.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N", help="the engine's max_model_len (default: the entry's [serving])")
     ver.add_argument("--mode", choices=("batched", "prompt-at-a-time"), default="batched",
                      help="all prompts batched, or one generate per prompt")
     ver.add_argument("--statistic", choices=("pooled", "mean-per-prompt"), default=None,
@@ -44,7 +45,7 @@ def add_verify(sub: Any) -> None:
     cache = ver.add_mutually_exclusive_group()
     cache.add_argument("--prefix-caching", dest="prefix_caching", action="store_true", default=None)
     cache.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false")
-    ver.add_argument("--chunks", type=_count(1), default=10, help="prompts run in this many chunks (for the interval)")
+    ver.add_argument("--chunks", type=harness_int("chunks"), default=10, help="prompts run in this many chunks (for the interval)")
     ver.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
     ver.add_argument("--tensor-parallel-size", type=int)
     ver.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")

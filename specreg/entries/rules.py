@@ -10,6 +10,7 @@ from pathlib import Path
 
 import attrs
 
+from specreg.entries import limits
 from specreg.entries.schema import Baseline, Entry, _cattrs_problems, _converter
 from specreg.errors import Problem, SpecregError
 
@@ -93,14 +94,18 @@ def _baseline_problems(b: Baseline, at: str) -> list[Problem]:
     if b.source_commit is not None and not _SHORT_COMMIT.match(b.source_commit):
         out.append(Problem(f"{at}.source_commit", f"{json.dumps(b.source_commit)} is not a commit (7-40 hex)"))
     h = b.harness
-    for field in ("num_prompts", "max_tokens", "k", "batch_size", "tensor_parallel_size", "runs", "max_model_len"):
-        v = getattr(h, field)
-        if v is not None and v < 1:
-            out.append(Problem(f"{at}.harness.{field}", f"must be >= 1, got {v}"))
-    if h.prompt.few_shot is not None and h.prompt.few_shot < 0:
-        out.append(Problem(f"{at}.harness.prompt.few_shot", f"must be >= 0, got {h.prompt.few_shot}"))
-    if h.temperature is not None and h.temperature < 0:
-        out.append(Problem(f"{at}.harness.temperature", f"must be >= 0, got {h.temperature}"))
+    # the limits verify's own flags apply (entries/limits.py): nothing here that verify refuses
+    for field in ("num_prompts", "max_tokens", "k", "batch_size", "tensor_parallel_size", "runs", "max_model_len",
+                  "seed"):
+        v = getattr(h, field, None)
+        if v is not None and (why := limits.integer_problem(field, v)):
+            out.append(Problem(f"{at}.harness.{field}", why))
+    if h.prompt.few_shot is not None and (why := limits.integer_problem("few_shot", h.prompt.few_shot)):
+        out.append(Problem(f"{at}.harness.prompt.few_shot", why))
+    if h.temperature is not None and (why := limits.number_problem("temperature", h.temperature)):
+        out.append(Problem(f"{at}.harness.temperature", why))
+    if h.prompt.template is not None and (why := limits.template_problem(h.prompt.template)):
+        out.append(Problem(f"{at}.harness.prompt.template", why))
     m = b.metrics
     if not any((m.acceptance_length, m.per_position, m.draft_acceptance_rate, m.accuracy)):
         out.append(Problem(f"{at}.metrics", "a baseline needs at least one metric"))

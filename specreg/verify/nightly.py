@@ -76,9 +76,9 @@ def harness_args(entry: Entry) -> list[str]:
                         ("--mode", h.mode), ("--statistic", h.statistic),
                         ("--draft-sample-method", h.draft_sample_method)):
         if value is not None:
-            args += [flag, str(value)]
+            args.append(f"{flag}={value}")  # one argument: a value may begin with "-" (a stop string "--all")
     for text in h.stop or ():
-        args += ["--stop", text]
+        args.append(f"--stop={text}")
     if h.prompt.chat_template is False:
         args.append("--raw")
     if h.prompt.thinking is not None:

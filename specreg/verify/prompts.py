@@ -114,6 +114,11 @@ def _rows(name: str, dataset_file: str | None, category: str | None,
 def _apply(template: str | None, row: dict[str, Any], where: str) -> str:
     if template is None:
         return _text(row, where)
+    from specreg.entries.limits import template_problem
+
+    why = template_problem(template)
+    if why:
+        raise SpecregError(f"{where}: the prompt template {template[:80]!r}: {why}")
     try:
         return template.format(**row)
     except (KeyError, IndexError, ValueError) as exc:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import sqlite3
 import subprocess
@@ -41,36 +40,16 @@ P = len(ROWS)
 HARNESS = ["--dataset", "gsm8k", "--num-prompts", str(P), "--temperature", "0", "--max-tokens", str(MAX_TOKENS),
            "--k", str(K), "--raw", "--chunks", "1"]
 
-ENTRY = """id = "org/{name}"
-algorithm = "eagle3"
-status = "unpinned"
 
-[verifier]
-id = "org/verifier"
+def tiny_entry(name: str) -> str:
+    """test_nightly's entry (test_verify's, renamed) with this harness: 2 raw prompts of 13 tokens, AL 4
+    with every position 1.0 (what the agreeing draft gives by construction)."""
+    from test_nightly import entry
 
-[[baselines]]
-kind = "published"
-source = "constructed: every draft token of the agreeing draft is accepted (tests/engine_tier/constructed.py)"
-
-[baselines.harness]
-dataset = "gsm8k"
-num_prompts = 2
-temperature = 0.0
-max_tokens = 13
-k = 3
-
-[baselines.harness.prompt]
-chat_template = false
-few_shot = 0
-
-[baselines.metrics.acceptance_length]
-value = 4.0
-direction = "two-sided"
-tolerance = 0.05
-
-[baselines.metrics.per_position]
-values = [1.0, 1.0, 1.0]
-"""
+    return (entry(name, "gsm8k", 4.0).replace("num_prompts = 20", "num_prompts = 2\nmax_tokens = 13")
+            .replace("[baselines.metrics.acceptance_length]",
+                     "[baselines.harness.prompt]\nchat_template = false\nfew_shot = 0\n\n[baselines.metrics.acceptance_length]")
+            .replace("[0.8, 0.6, 0.4]", "[1.0, 1.0, 1.0]"))
 
 
 @pytest.fixture(scope="module")
@@ -173,14 +152,14 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
     two tiny entries served by a loopback Hub: the regressed one exits its shard 1 and keeps its
     result; night 2's report has both verdicts and a trend for each."""
     from hub_server import FakeHub
-    from test_nightly import shell, steps
+    from test_nightly import report_night, shell, steps
 
     import yaml
 
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
     for name in ("tiny-eagle3", "tiny-eagle3-regressed"):
-        (reg / "org" / f"{name}.toml").write_text(ENTRY.format(name=name))
+        (reg / "org" / f"{name}.toml").write_text(tiny_entry(name))
     wf = yaml.safe_load((Path(__file__).resolve().parents[2] / ".github" / "workflows" / "nightly.yml").read_text())
     shards = wf["jobs"]["verify"]["strategy"]["matrix"]["shard"]
     verify_step = steps("verify")["Verify this shard"]["run"]
@@ -206,14 +185,7 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
             bad = results["org--tiny-eagle3-regressed"]["statistics"]
             assert (bad["acceptance_length"], bad["per_position"]) == (1.0, [0.0] * K)
             assert sorted(codes.values()) == [0] * (len(shards) - 1) + [1]
-            for s in shards:
-                shutil.copytree(runner / "results" / f"shard-{s}", reporter / "results" / f"results-shard-{s}")
-            if history_cache.exists():
-                shutil.copytree(history_cache, reporter / "history")
-            r = shell(report_step, reporter, env)
-            assert r.returncode == 0, r.stderr
-            shutil.rmtree(history_cache, ignore_errors=True)
-            shutil.copytree(reporter / "history", history_cache)
+            report_night(runner, reporter, shards, history_cache, report_step, env)
             with sqlite3.connect(reporter / "history" / "history.sqlite") as db:
                 per_model = dict(db.execute("SELECT model, count(*) FROM runs GROUP BY model"))
             assert per_model == {"org/tiny-eagle3": night, "org/tiny-eagle3-regressed": night}
