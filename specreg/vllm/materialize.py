@@ -404,6 +404,10 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
     names = ["config.json", *sources, MANIFEST]
     tag = uuid.uuid4().hex[:8]
     kept: dict[str, Path] = {}
+    # the journal says what this write set aside and writes: a write killed half-way (SIGKILL, power)
+    # is rolled back from it by the next run on this directory (recover_interrupted_write)
+    fresh = not any(p for p in target.iterdir() if p.name != JOURNAL)
+    _journal(target, {"tag": tag, "state": "writing", "names": names, "fresh": fresh})
     try:
         for name in names:
             old = target / name
@@ -424,6 +428,7 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
         signed = dict(manifest)
         signed[SIGNATURE] = _signature(manifest)
         atomic.write_bytes(target / MANIFEST, _json_bytes(signed))
+        _journal(target, {"tag": tag, "state": "done", "names": names, "fresh": fresh})
     except BaseException:
         for name in names:
             new = target / name
@@ -432,6 +437,8 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
                     new.unlink()
         for name, aside in kept.items():
             os.replace(aside, target / name)
+        with contextlib.suppress(FileNotFoundError):
+            (target / JOURNAL).unlink()
         raise
     for aside in kept.values():
         aside.unlink()
@@ -439,6 +446,57 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
         path = target / stale
         if path.is_symlink() or path.is_file():
             path.unlink()
+    (target / JOURNAL).unlink()
+
+
+#: a write in progress in DIR (see write_directory); never left behind by a write that ends
+JOURNAL = ".specreg-write.json"
+_ASIDE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,254})\.specreg-old-(?P<tag>[0-9a-f]{8})\Z")
+_TEMP = re.compile(r"\.[A-Za-z0-9][A-Za-z0-9._-]{0,254}\.specreg-tmp-[0-9]+-[0-9]+-[0-9a-f]{8}\Z")
+
+
+def _journal(target: Path, doc: dict[str, Any]) -> None:
+    atomic.write_bytes(target / JOURNAL, _json_bytes(doc))
+
+
+def recover_interrupted_write(target: Path) -> str | None:
+    """Undo (or finish) a write into `target` that was killed half-way, from its journal; called under
+    DIR's lock before anything else. Returns what was done, or None when there was nothing to do.
+
+    "writing": every file the write set aside is put back, every file it wrote is removed (a DIR it
+    found empty is left empty), and its temporary files go. "done": the new draft is whole; only the
+    set-aside originals and temporary files go. Only names the journal lists and specreg's own
+    temporary-name patterns are touched."""
+    path = target / JOURNAL
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_bytes()[:1 << 20])
+        tag, state, names = doc["tag"], doc["state"], [n for n in doc["names"] if _PLAIN_NAME.match(n)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # not ours: left alone (the --force check refuses what it does not trust)
+    asides = {}
+    for entry in target.iterdir():
+        m = _ASIDE.match(entry.name)
+        if m and m["tag"] == tag and not entry.is_dir():
+            asides[m["name"]] = entry
+        elif _TEMP.match(entry.name) and not entry.is_dir():
+            entry.unlink()
+    if state == "writing":
+        for name in names:
+            new = target / name
+            if new.is_symlink() or new.is_file():
+                new.unlink()
+        for name, aside in asides.items():
+            if name in names:
+                os.replace(aside, target / name)
+        done = "rolled back an interrupted write"
+    else:
+        for aside in asides.values():
+            aside.unlink()
+        done = "finished cleaning up after a write that was interrupted once it was whole"
+    path.unlink()
+    return done
 
 
 def materialize(
@@ -504,6 +562,9 @@ def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dic
     with atomic.locked(target) as created:
         started = False
         try:
+            recovered = recover_interrupted_write(target)
+            if recovered:
+                say(f"{target}: {recovered}")
             previous = _check_target(target, force)
             started = created and not previous and not any(target.iterdir())
             write_directory(target, config, sources, weights, manifest, previous, say)
