@@ -643,3 +643,20 @@ def test_twenty_sigkills_at_random_points_never_lose_the_users_files(tmp_path):
         again = run("materialize", str(src), str(out), "--copy", "--force", "--verifier", "Qwen/Qwen3-8B")
         assert again.returncode == 0, (trial, again.stderr)
         assert snapshot(out) == before, trial
+
+
+# -- bytes vLLM's reader refuses ------------------------------------------------------------------------------
+
+def test_a_config_with_a_byte_order_mark_is_named_and_written_without_it(tmp_path):
+    """transformers reads config.json as `json.loads(open(f, encoding="utf-8").read())`, which refuses a BOM;
+    specreg read it and said nothing, so vLLM failed on a file specreg called fine."""
+    src = write_draft(tmp_path / "src", fixture_config("eagle3_generated"))
+    (src / "config.json").write_bytes(b"\xef\xbb\xbf" + (src / "config.json").read_bytes())
+    with pytest.raises(json.JSONDecodeError, match="BOM"):
+        json.loads((src / "config.json").read_text(encoding="utf-8"))  # what transformers does
+    spec = specreg.load(src)
+    assert "config-byte-order-mark" in [f.code for f in spec.served_differently]
+    r = run("show", str(src))
+    assert "config-byte-order-mark" in r.stdout
+    done = spec.materialize(tmp_path / "out", weights="none")
+    json.loads((done.directory / "config.json").read_text(encoding="utf-8"))  # transformers can read it

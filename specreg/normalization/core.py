@@ -297,6 +297,13 @@ def _normalize_speculators(
     if envelope.verifier is not None:
         provenance["verifier"] = Provenance("source", ("$.speculators_config.verifier.name_or_path",))
     try:  # the Speculator freezes a deep copy of the source
+        if origin is not None and origin.bom:
+            findings.append(Finding.of(
+                "config-byte-order-mark",
+                "config.json begins with a UTF-8 byte-order mark: transformers' config reader refuses it "
+                "(\"Unexpected UTF-8 BOM\"), so vLLM cannot load the unmodified file; serve the directory "
+                "specreg materialize writes, which has none",
+                "$", fix="specreg serve DRAFT (or materialize it), or save the file without the mark"))
         return Speculator(
             algorithm=algo.name,
             method=method,

@@ -13,7 +13,7 @@ SEVERITIES = ("error", "warning", "info")
 #: was trained; specreg's draft_config (a materialized directory) serves it as trained.
 SERVED_DIFFERENTLY = frozenset(
     {"served-causal-mismatch", "served-length-mismatch", "served-default-mismatch", "top-level-model-type",
-     "proposal-method-not-first", "served-layer-ids-mismatch"}
+     "proposal-method-not-first", "served-layer-ids-mismatch", "config-byte-order-mark"}
 )
 
 
@@ -78,6 +78,14 @@ CODES: dict[str, Code] = {
             "no verifier named",
             "`speculators_config.verifier.name_or_path` is missing or null; vLLM's automatic path "
             "needs it. Pass the verifier explicitly (`vllm serve VERIFIER --speculative-config ...`).",
+        ),
+        Code(
+            "config-byte-order-mark",
+            "warning",
+            "vLLM cannot read the unmodified config.json",
+            "The file begins with a UTF-8 byte-order mark. specreg reads it, but transformers' config reader "
+            "(`json.loads` of the text, which refuses a BOM) does not, so vLLM fails to load the unmodified "
+            "directory. The directory `specreg materialize` writes has no BOM.",
         ),
         Code(
             "verifier-local-path",

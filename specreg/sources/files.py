@@ -38,6 +38,8 @@ class Origin:
     revision: str | None = None
     commit: str | None = None
     sha256: str | None = None
+    #: the file begins with a UTF-8 byte-order mark (specreg reads it; transformers' reader does not)
+    bom: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -124,6 +126,14 @@ class Read:
     stale: str | None = None
 
 
+def _has_bom(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
+
+
 def read_source(text: str, revision: str | None = None) -> Read:
     """A local directory or config file, or a Hub "org/name[@revision]" (config.json only is fetched)."""
     if not isinstance(text, str) or not text.strip():
@@ -136,12 +146,13 @@ def read_source(text: str, revision: str | None = None) -> Read:
         if not path.is_file():
             raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
         config, digest = read_config(path, source=text)
-        return Read(config, Origin(source=text, path=str(path), sha256=digest), manifest_beside(path, text))
+        return Read(config, Origin(source=text, path=str(path), sha256=digest, bom=_has_bom(path)),
+                    manifest_beside(path, text))
     if text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
         raise ConfigError("no such file or directory", "source", source=text)
     repo_id, rev = split_source(text, revision)
     fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
     config, digest = read_config(fetched.path, source=text)
     origin = Origin(source=text, path=str(fetched.path), repo_id=repo_id, revision=rev, commit=fetched.commit,
-                    sha256=digest)
+                    sha256=digest, bom=_has_bom(fetched.path))
     return Read(config, origin, None, fetched.stale)
