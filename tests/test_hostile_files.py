@@ -746,3 +746,42 @@ def test_every_reader_meets_every_file_shape_with_a_clear_outcome(tmp_path, read
         assert outcome.startswith("refused"), outcome
     if shape in ("fifo", "directory", "dangling link", "link loop") and reader in ("config", "weights"):
         assert outcome.startswith("refused"), outcome
+
+
+@pytest.mark.parametrize("where", ["speculators", "native"])
+def test_a_hidden_size_that_is_an_object_is_not_an_internal_error(tmp_path, where):
+    if where == "native":
+        cfg = json.loads((DATA_NATIVE / "zlab_dflash_qwen3_8b_fixture.json").read_text())
+        cfg["hidden_size"] = {}
+    else:
+        cfg = fixture_config("eagle3_generated")
+        cfg["transformer_layer_config"]["hidden_size"] = {}
+    src = write_draft(tmp_path / "src", cfg)
+    r = run("check", str(src), "--verifier", str(local_verifier(tmp_path)))
+    assert r.returncode in (1, 2) and "internal error" not in r.stderr, r.stderr
+
+
+def test_a_disk_that_fills_up_after_measuring_does_not_lose_the_measurement(tmp_path, monkeypatch, capsys):
+    """verify on a full disk lost the measurement: the result is printed whole before the error."""
+    import errno
+
+    from openai_server import OpenAIServer
+    from specreg.cli.main import main
+    from specreg.verify import outputs
+    from test_verify import ENTRY, verify_args, write_rows
+
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY)
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "result.json"))
+
+    monkeypatch.setattr(outputs, "write_all", full)
+    with OpenAIServer() as server:
+        code = main(list(verify_args(server, reg, rows, tmp_path / "out")))
+    err = capsys.readouterr().err
+    assert code == 2 and "No space left on device" in err and "no space left" in err.lower()
+    line = next(x for x in err.splitlines() if x.startswith("{"))
+    assert json.loads(line)["statistics"]["acceptance_length"] == pytest.approx(2.8)

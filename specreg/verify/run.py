@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import sys
 import platform
 import shutil
 import tempfile
@@ -250,7 +252,13 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     if opts.update_baseline and entry is not None:
         result["baseline_written"] = write_measured_baseline(entry, harness, stats, environment, opts.registry)
     if out is not None:
-        outputs.write_all(out, result, history)
+        try:
+            outputs.write_all(out, result, history)
+        except OSError:
+            # the measurement is not lost with the disk: the whole result goes to stderr first
+            print(f"# {out / outputs.RESULT} could not be written; the result, whole:", file=sys.stderr)
+            print(json.dumps(result, default=str), file=sys.stderr)
+            raise
     return result
 
 
