@@ -785,3 +785,50 @@ def test_a_disk_that_fills_up_after_measuring_does_not_lose_the_measurement(tmp_
     assert code == 2 and "No space left on device" in err and "no space left" in err.lower()
     line = next(x for x in err.splitlines() if x.startswith("{"))
     assert json.loads(line)["statistics"]["acceptance_length"] == pytest.approx(2.8)
+
+
+TARGET_SHAPES = ["absent", "empty directory", "regular file", "link to a directory", "dangling link", "fifo"]
+
+
+def make_target(path, shape: str) -> None:
+    if shape == "empty directory":
+        path.mkdir()
+    elif shape == "regular file":
+        path.write_text("mine")
+    elif shape == "link to a directory":
+        (path.parent / "linked").mkdir()
+        path.symlink_to(path.parent / "linked", target_is_directory=True)
+    elif shape == "dangling link":
+        path.symlink_to(path.parent / "gone")
+    elif shape == "fifo":
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("writer", ["materialize", "report"])
+@pytest.mark.parametrize("shape", TARGET_SHAPES)
+def test_every_writer_meets_every_target_shape_without_touching_what_is_not_its_own(tmp_path, writer, shape):
+    """A writer writes into an absent or real (empty) directory, and refuses anything else in one line,
+    exit 2, leaving it, and whatever a link points to, as it was."""
+    target = tmp_path / "target"
+    make_target(target, shape)
+    if writer == "materialize":
+        src = write_draft(tmp_path / "src", fixture_config("dflash"))
+        r = run("materialize", str(src), str(target), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    else:
+        (tmp_path / "results").mkdir()
+        r = run("report", str(tmp_path / "results"), "--out", str(target))
+    if shape in ("absent", "empty directory"):
+        assert r.returncode == 0, r.stderr
+        assert target.is_dir() and not target.is_symlink()
+        return
+    assert r.returncode == 2 and "internal error" not in r.stderr and r.stderr.count("\n") <= 3, r.stderr
+    if shape == "regular file":
+        assert target.read_text() == "mine"
+    elif shape == "link to a directory":
+        assert target.is_symlink() and list((tmp_path / "linked").iterdir()) == []
+    elif shape == "dangling link":
+        assert target.is_symlink() and not (tmp_path / "gone").exists()
+    else:
+        import stat
+
+        assert stat.S_ISFIFO(os.lstat(target).st_mode)
