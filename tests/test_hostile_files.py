@@ -832,3 +832,16 @@ def test_every_writer_meets_every_target_shape_without_touching_what_is_not_its_
         import stat
 
         assert stat.S_ISFIFO(os.lstat(target).st_mode)
+
+
+@pytest.mark.parametrize("shape", ["fifo", "link outside"])
+def test_check_reads_weight_headers_by_the_same_rule_as_materialize(tmp_path, shape):
+    """check opened a FIFO x.safetensors and waited for ever; it read headers through links out of the draft."""
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    if shape == "fifo":
+        os.mkfifo(src / "x.safetensors")
+    else:
+        (tmp_path / "elsewhere.safetensors").write_bytes((src / "model.safetensors").read_bytes())
+        (src / "x.safetensors").symlink_to(tmp_path / "elsewhere.safetensors")
+    r = run("check", str(src), "--verifier", str(local_verifier(tmp_path)))
+    assert r.returncode == 2 and "x.safetensors" in r.stderr, r.stderr
