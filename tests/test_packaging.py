@@ -87,3 +87,28 @@ def test_the_sdist_holds_the_sources_the_wheel_is_built_from(built):
     names = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}
     for must in ("pyproject.toml", "specreg/verify/run.py", "algos/dflash.py", "registry/README.md", "README.md"):
         assert must in names, must
+
+
+def test_the_declared_python_has_every_standard_module_specreg_imports():
+    """pyproject said >=3.10 while specreg imports tomllib (3.11+): on 3.10 catalog, verify and show
+    org/name ended in "internal error (ModuleNotFoundError: tomllib)". Read every import with ast."""
+    import ast
+    import re
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    declared = re.search(r'requires-python = ">=(\d+)\.(\d+)"', (root / "pyproject.toml").read_text())
+    lowest = (int(declared[1]), int(declared[2]))
+    #: standard modules that are newer than some Python this project might declare
+    since = {"tomllib": (3, 11), "zoneinfo": (3, 9), "graphlib": (3, 9)}
+    used = set()
+    for path in [*root.joinpath("specreg").rglob("*.py"), *root.joinpath("algos").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                used |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                used.add(node.module.split(".")[0])
+    needed = max((since[m] for m in used if m in since), default=(3, 0))
+    assert lowest >= needed, f"requires-python >={lowest[0]}.{lowest[1]}, but specreg imports a module of {needed}"
+    assert sys.version_info[:2] >= lowest
