@@ -845,3 +845,13 @@ def test_check_reads_weight_headers_by_the_same_rule_as_materialize(tmp_path, sh
         (src / "x.safetensors").symlink_to(tmp_path / "elsewhere.safetensors")
     r = run("check", str(src), "--verifier", str(local_verifier(tmp_path)))
     assert r.returncode == 2 and "x.safetensors" in r.stderr, r.stderr
+
+
+def test_a_verifier_config_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
+    """read_config opened whatever it was given: a FIFO verifier config.json made check wait for ever."""
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    verifier = tmp_path / "verifier"
+    verifier.mkdir()
+    os.mkfifo(verifier / "config.json")
+    r = run("check", str(src), "--verifier", str(verifier), "--no-weights")
+    assert r.returncode == 2 and "a FIFO, not a regular file" in r.stderr, r.stderr

@@ -12,15 +12,15 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
 
-def _count(minimum: int) -> Any:
-    """An argparse type: an integer >= minimum (a clear usage error, exit 2, otherwise)."""
+def _count(minimum: int, maximum: int = 10**9) -> Any:
+    """An argparse type: an integer from minimum to maximum (a clear usage error, exit 2, otherwise)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum or value > 10**9:
-            raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to 1000000000, got {value}")
+        if value < minimum or value > maximum:
+            raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to {maximum}, got {value}")
         return value
     return parse
 
@@ -29,16 +29,7 @@ def harness_int(field: str) -> Any:
     """An argparse type for an integer harness field, with the catalog's limits (entries/limits.py)."""
     from specreg.entries.limits import INTEGERS
 
-    def parse(text: str) -> int:
-        lo, hi = INTEGERS[field]
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be an integer from {lo} to {hi}, got {value}")
-        return value
-    return parse
+    return _count(*INTEGERS[field])
 
 
 def harness_number(field: str) -> Any:

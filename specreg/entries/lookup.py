@@ -19,6 +19,7 @@ import attrs
 from specreg.entries.rules import parse_entry
 from specreg.entries.schema import CatalogError, Entry
 from specreg.errors import Problem, SpecregError
+from specreg.sources.files import FileTooLarge, read_regular
 
 #: an entry is a page of TOML; anything larger is not read whole
 MAX_ENTRY_BYTES = 1024 * 1024
@@ -27,20 +28,10 @@ MAX_ENTRY_BYTES = 1024 * 1024
 def read_entry_text(path: Path, root: Path | None = None) -> str:
     """An entry file's text: a regular file (or a link to one inside `root`), at most 1 MiB, UTF-8.
     Anything else is a ValueError saying what it is (a FIFO is not opened for reading)."""
-    import stat
-
-    if root is not None and path.is_symlink():
-        real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
-        if top not in real.parents:
-            raise ValueError(f"a link to {real}, outside the catalog directory {top}")
-    mode = os.stat(path).st_mode  # OSError (a dangling link, a loop) is the caller's "cannot read"
-    if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise ValueError(f"{kind}, not an entry file")
-    with open(path, "rb") as f:
-        data = f.read(MAX_ENTRY_BYTES + 1)
-    if len(data) > MAX_ENTRY_BYTES:
-        raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes: not a catalog entry")
+    try:
+        data = read_regular(path, MAX_ENTRY_BYTES, root=root, root_name="the catalog directory")
+    except FileTooLarge:
+        raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes: not a catalog entry") from None
     return data.decode("utf-8")
 
 

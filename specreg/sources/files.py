@@ -46,15 +46,59 @@ class Origin:
 
 
 
+# -- the one rule for a file a user or a remote supplied -------------------------------------------
+
+class FileTooLarge(ValueError):
+    """The file is larger than its reader reads (read_regular)."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for an error: "a FIFO", "a device", "a directory"."""
+    import stat
+
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+
+
+def link_outside(path: Path, root: Path) -> Path | None:
+    """Where `path` really is, if that is outside `root` (a link out of it); None if it stays inside."""
+    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return None if top in real.parents else real
+
+
+def read_regular(path: Path, limit: int, *, root: Path | None = None, root_name: str = "the directory") -> bytes:
+    """The bytes of a regular file, at most `limit` of them. With `root`, a link must resolve inside it.
+    The file is opened without blocking (a FIFO is never read) and checked on the open descriptor, so
+    what is read is what was checked. ValueError (FileTooLarge for the size) says why not; OSError
+    (a dangling link, a loop, permissions) passes through."""
+    import stat
+
+    if root is not None and path.is_symlink() and (real := link_outside(path, root)) is not None:
+        raise ValueError(f"a link to {real}, outside {root_name} {os.path.realpath(root)}")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{file_kind(mode)}, not a regular file")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(f"larger than {limit} bytes")
+    return data
+
+
 def read_config(path: Path, *, source: str) -> tuple[dict[str, Any], str]:
     """Parse a config.json with a size cap; returns the object and the file's sha256."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
+        data = read_regular(path, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", "$", source=source) from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source)
+    except FileTooLarge:
+        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source) from None
+    except ValueError as exc:
+        raise ConfigError(f"{path} is {exc}", "$", source=source) from None
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8-sig")

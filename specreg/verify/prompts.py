@@ -114,11 +114,6 @@ def _rows(name: str, dataset_file: str | None, category: str | None,
 def _apply(template: str | None, row: dict[str, Any], where: str) -> str:
     if template is None:
         return _text(row, where)
-    from specreg.entries.limits import template_problem
-
-    why = template_problem(template)
-    if why:
-        raise SpecregError(f"{where}: the prompt template {template[:80]!r}: {why}")
     try:
         return template.format(**row)
     except (KeyError, IndexError, ValueError) as exc:
@@ -136,6 +131,12 @@ def load_prompts(dataset: str, *, dataset_file: str | None = None, num_prompts: 
     whole text is one user message, as CI's `use_chat_completions` sends it. The examples are the
     first rows of `shots_split` (CI: "train") or, without it, of the questions' own split (then
     skipped as questions); `shots_file` gives those rows locally."""
+    if template is not None:
+        from specreg.entries.limits import template_problem
+
+        why = template_problem(template)  # once, before any row is read or formatted
+        if why:
+            raise SpecregError(f"{dataset}: the prompt template {template[:80]!r}: {why}")
     if dataset in DATASETS or os.path.exists(dataset):
         name, category = dataset, ""
     else:

@@ -19,6 +19,7 @@ from typing import Any
 from specreg.verify.nightly import directory_name
 from specreg import atomic
 from specreg.errors import SpecregError
+from specreg.sources.files import FileTooLarge, read_regular
 from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, PLOT, RESULT,
                                     bounds_text, metric_rows)
 
@@ -37,14 +38,14 @@ _PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _bounded_read(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, at most `limit` of them (a larger file is refused, not read whole)."""
-    if path.is_symlink() or not path.is_file():
-        raise ValueError("not a regular file")
-    with open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"larger than {limit // 2**20} MiB")
-    return data
+    """A regular file's bytes, at most `limit` of them (sources.files.read_regular); a results tree's
+    links are not followed at all, wherever they point."""
+    if path.is_symlink():
+        raise ValueError("a link, not a regular file")
+    try:
+        return read_regular(path, limit)
+    except FileTooLarge:
+        raise ValueError(f"larger than {limit // 2**20} MiB") from None
 
 
 def _real(value: Any) -> bool:
@@ -70,9 +71,9 @@ def _check_result(r: Any) -> None:
     ci = s.get("al_interval")
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_real, ci))):
         raise ValueError("statistics.al_interval is not two numbers")
-    for key in ("per_position",):
-        if s.get(key) is not None and not (isinstance(s[key], list) and all(map(_real, s[key]))):
-            raise ValueError(f"statistics.{key} is not a list of numbers")
+    pp = s.get("per_position")
+    if pp is not None and not (isinstance(pp, list) and all(map(_real, pp))):
+        raise ValueError("statistics.per_position is not a list of numbers")
     checks = (r.get("judgement") or {}).get("checks") or []
     if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("metric"), str) for c in checks):
         raise ValueError("judgement.checks is not a list of checks")
@@ -288,8 +289,8 @@ def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tu
         parts.append(_run_html(r))
         plot = Path(r["_dir"]) / PLOT
         try:
-            image = _bounded_read(plot, MAX_PLOT_BYTES) if plot.exists() or plot.is_symlink() else None
-        except (OSError, ValueError):
+            image = _bounded_read(plot, MAX_PLOT_BYTES)
+        except (OSError, ValueError):  # none, a link, too large, not a file: no image
             image = None
         if image is not None and image.startswith(_PNG):
             _write(site / "models" / f"{name}-per-position.png", image)

@@ -32,7 +32,7 @@ from specreg import atomic
 from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
 from specreg.normalization import speculator as _speculator
 from specreg.sources import hub
-from specreg.sources.files import MANIFEST, read_config
+from specreg.sources.files import MANIFEST, file_kind, link_outside, read_config
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -114,17 +114,9 @@ def _local_weights(directory: Path) -> dict[str, Path]:
         if path is None:
             continue
         if candidate.endswith(".index.json"):
-            found = {candidate: path}
-            for name in shards_of(path, where=str(path)):
-                shard = _weight_file(directory, name)
-                if shard is None:
-                    raise ConfigError(f"names {name}, which is not in {directory}", "$.weight_map", source=str(path))
-                found[name] = shard
-            return found
+            return {candidate: path, **_index_shards(directory, path)}
         if candidate == "model.safetensors":
-            # sharded files without an index are still served by vLLM (it globs *.safetensors)
-            names = sorted(p.name for p in directory.glob("*.safetensors") if _PLAIN_NAME.match(p.name))
-            return {name: shard for name in names if (shard := _weight_file(directory, name)) is not None}
+            return safetensors_files(directory)  # sharded files without an index are served too
         return {candidate: path}
     return {}
 
@@ -136,24 +128,37 @@ def _weight_file(directory: Path, name: str) -> Path | None:
     import stat
 
     path = directory / name
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    real = Path(os.path.realpath(path))
-    root = Path(os.path.realpath(directory))
-    if root not in real.parents:
-        raise SpecregError(f"{path} is a link to {real}, outside the draft directory {root}: refusing to read it "
-                           "(copy the file into the directory)", source=str(path))
+    real = link_outside(path, directory)
+    if real is not None:
+        raise SpecregError(f"{path} is a link to {real}, outside the draft directory {os.path.realpath(directory)}: "
+                           "refusing to read it (copy the file into the directory)", source=str(path))
     try:
-        mode = os.stat(real).st_mode
+        mode = os.stat(path).st_mode
     except OSError as exc:
         raise SpecregError(f"{path}: {exc.strerror}", source=str(path)) from None
     if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
-            "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise SpecregError(f"{path} is {kind}, not a weight file: refusing to read it", source=str(path))
+        raise SpecregError(f"{path} is {file_kind(mode)}, not a weight file: refusing to read it", source=str(path))
     return path
+
+
+def _index_shards(directory: Path, index: Path) -> dict[str, Path]:
+    """The weight files a weight index names, each by the rule of _weight_file (all must be there)."""
+    found = {}
+    for name in shards_of(index, where=str(index)):
+        shard = _weight_file(directory, name)
+        if shard is None:
+            raise ConfigError(f"names {name}, which is not in {directory}", "$.weight_map", source=str(index))
+        found[name] = shard
+    return found
+
+
+def safetensors_files(directory: Path) -> dict[str, Path]:
+    """Every *.safetensors with a plain name beside a config, by the rule of _weight_file (vLLM globs
+    them when there is no index)."""
+    names = sorted(p.name for p in directory.glob("*.safetensors") if _PLAIN_NAME.match(p.name))
+    return {name: shard for name in names if (shard := _weight_file(directory, name)) is not None}
 
 
 def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[str, Path]:
@@ -178,11 +183,8 @@ def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[st
 
 
 def _check_target(directory: Path, force: bool) -> list[str]:
-    """Refuse a non-directory or (without force) a non-empty DIR; return a previous manifest's files."""
-    if directory.exists() and not directory.is_dir():
-        raise SpecregError(f"{directory} exists and is not a directory")
-    if not directory.exists():
-        return []
+    """Refuse (without force) a non-empty DIR; return a previous manifest's files. Called under DIR's
+    lock (write_locked), so DIR is a real directory by then."""
     entries = sorted(p.name for p in directory.iterdir())
     if entries and not force:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
@@ -406,8 +408,7 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
     kept: dict[str, Path] = {}
     # the journal says what this write set aside and writes: a write killed half-way (SIGKILL, power)
     # is rolled back from it by the next run on this directory (recover_interrupted_write)
-    fresh = not any(p for p in target.iterdir() if p.name != JOURNAL)
-    _journal(target, {"tag": tag, "state": "writing", "names": names, "fresh": fresh})
+    _journal(target, {"tag": tag, "state": "writing", "names": names})
     try:
         for name in names:
             old = target / name
@@ -428,7 +429,7 @@ def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Pat
         signed = dict(manifest)
         signed[SIGNATURE] = _signature(manifest)
         atomic.write_bytes(target / MANIFEST, _json_bytes(signed))
-        _journal(target, {"tag": tag, "state": "done", "names": names, "fresh": fresh})
+        _journal(target, {"tag": tag, "state": "done", "names": names})
     except BaseException:
         for name in names:
             new = target / name

@@ -165,28 +165,22 @@ def _local_header(path: Path) -> tuple[dict[str, Tensor], int]:
 
 def local_weights(directory: Path) -> tuple[dict[str, Tensor], tuple[str, ...], int] | None:
     """Tensor headers of the safetensors beside a local config (None: there are none)."""
-    from specreg.vllm.materialize import SAFETENSORS_INDEX, _PLAIN_NAME, _weight_file, shards_of
+    from specreg.vllm.materialize import SAFETENSORS_INDEX, _index_shards, _weight_file, safetensors_files
 
     # the same rule as materialize: regular files, or links that stay inside the draft directory
     # (a FIFO here once made check wait for ever; a link could point anywhere)
     index = _weight_file(directory, SAFETENSORS_INDEX)
-    if index is not None:
-        files = shards_of(index, where=str(index))
-    else:
-        files = sorted(p.name for p in directory.glob("*.safetensors") if _PLAIN_NAME.match(p.name))
-    if not files:
+    paths = _index_shards(directory, index) if index is not None else safetensors_files(directory)
+    if not paths:
         return None
+    files = tuple(paths)
     tensors: dict[str, Tensor] = {}
     read = 0
-    for name in files:
-        path = _weight_file(directory, name)
-        if path is None:
-            raise ConfigError(f"names {name}, which is not in {directory}", "$.weight_map",
-                              source=str(directory / SAFETENSORS_INDEX))
+    for path in paths.values():
         found, n = _local_header(path)
         tensors.update(found)
         read += n
-    return tensors, tuple(files), read
+    return tensors, files, read
 
 
 def hub_weights(repo_id: str, revision: str | None, *, source: str) -> tuple[dict[str, Tensor], tuple[str, ...]] | None:
