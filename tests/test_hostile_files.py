@@ -648,8 +648,9 @@ def test_twenty_sigkills_at_random_points_never_lose_the_users_files(tmp_path):
 # -- bytes vLLM's reader refuses ------------------------------------------------------------------------------
 
 def test_a_config_with_a_byte_order_mark_is_named_and_written_without_it(tmp_path):
-    """transformers reads config.json as `json.loads(open(f, encoding="utf-8").read())`, which refuses a BOM;
-    specreg read it and said nothing, so vLLM failed on a file specreg called fine."""
+    """transformers reads config.json as `json.loads(open(f, encoding="utf-8").read())`, which refuses a BOM
+    (transformers 5.19.0, configuration_utils.py `PretrainedConfig._dict_from_json_file`; the engine tier
+    shows vLLM failing on such a file); specreg read it and said nothing."""
     src = write_draft(tmp_path / "src", fixture_config("eagle3_generated"))
     (src / "config.json").write_bytes(b"\xef\xbb\xbf" + (src / "config.json").read_bytes())
     with pytest.raises(json.JSONDecodeError, match="BOM"):

@@ -149,6 +149,16 @@ def served(tmp_path_factory):
             continue
         edit(root / f"{name}-control" / "config.json", changes)
         on.append({"name": f"{name}/control", **kwargs, "prompts": PROMPTS, "max_tokens": N})
+    # a config.json with a UTF-8 byte-order mark: the unmodified file, plugin on, and what materialize writes
+    bom = constructed.eagle3(root / "bom", verifiers["next_token"], head="qwen3", norm_before_residual=False)
+    (bom / "config.json").write_bytes(b"\xef\xbb\xbf" + (bom / "config.json").read_bytes())
+    plans["bom"] = specreg.load(bom, vllm=VLLM)
+    on.append({"name": "bom/plugin", "model": str(bom), "prompts": PROMPTS, "max_tokens": N})
+    kwargs = materialize(bom, root / "bom-materialized", verifiers["next_token"])
+    if isinstance(kwargs, str):
+        failed["bom/materialized"] = kwargs
+    else:
+        off.append({"name": "bom/materialized", **kwargs, "prompts": PROMPTS, "max_tokens": N})
     results = collect(start_engines([(False, off), (True, on)], root), root)
     results.update({name: {"name": name, "error": why, "log": "-"} for name, why in failed.items()})
     return results, plans
@@ -231,3 +241,14 @@ def test_the_plugin_says_what_it_did_in_vllms_log(served):
     assert "specreg plugin: this dflash draft is planned by specreg" in on and "for vLLM 0.32.0" in on
     assert "outside the tested range" not in on
     assert "specreg plugin off (SPECREG_VLLM_PLUGIN=0)" in off
+
+
+def test_a_config_with_a_byte_order_mark_fails_in_vllm_as_specreg_says_and_its_materialized_twin_serves(served):
+    """transformers' PretrainedConfig._dict_from_json_file (json.loads of the text) refuses the mark, so
+    vLLM cannot start on the unmodified file, plugin or not; the directory materialize writes serves."""
+    results, plans = served
+    assert "config-byte-order-mark" in served_differently(plans["bom"])
+    error = results["bom/plugin"].get("error", "")
+    assert "bom/config.json' is not a valid JSON file" in error, results["bom/plugin"]  # transformers' words
+    assert measured(results["bom/materialized"]) == full()
+
