@@ -2,6 +2,7 @@
 
 from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
+from specreg.normalization.fields import BOOL, NUMBER
 
 DFLASH = Variant(
     name="dflash",
@@ -9,6 +10,8 @@ DFLASH = Variant(
     sample_from_anchor_default=False,
     non_causal_default=True,
     non_causal_why="the field predates speculators' causal sliding layers: treated as non-causal",
+    # read by vLLM's DFlash model from dflash_config (qwen3_dflash.py: sinks from 0.26, value scale from 0.31)
+    extras=(("attention_sink_bias", BOOL, "dflash_config"), ("attention_value_scale", NUMBER, "dflash_config")),
 )
 
 
@@ -20,6 +23,8 @@ def dflash(cfg, ctx):
     |---|---|---|---|
     | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
+    | `transformer_layer_config.rope_parameters` | object | checked | an M-RoPE section makes vLLM's drafter refuse DFlash and parallel drafting at startup |
+    | `transformer_layer_config.rope_scaling` | object | checked | as rope_parameters (transformers 5 loads it as rope_parameters) |
     | `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |
     | `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |
     | `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |
@@ -33,6 +38,8 @@ def dflash(cfg, ctx):
     | `block_size` | int in 1..4096 | optional | the trained block: checks the draft length |
     | `sample_from_anchor` | bool | derived from length vs block, else false | false: the anchor is the bonus token, block_size - 1 drafts (speculators' default) |
     | `sliding_window_non_causal` | bool | default true | a missing field predates causal sliding layers; vLLM >= 0.26 reads missing as non-causal too |
+    | `attention_sink_bias` | bool | optional, passed through | into dflash_config: attention sinks in every layer (vLLM >= 0.26) |
+    | `attention_value_scale` | number | optional, passed through | into dflash_config: vLLM >= 0.31 scales attention values |
     | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
     | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
     | `architectures` | list[str] | optional | read for the family's DSpark Omni class; ignored here |

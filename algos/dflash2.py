@@ -2,7 +2,7 @@
 
 from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
-from specreg.normalization.fields import COUNT, POS_INT
+from specreg.normalization.fields import BOOL, COUNT, NUMBER, POS_INT
 
 DFLASH2 = Variant(
     name="dflash2",
@@ -15,6 +15,13 @@ DFLASH2 = Variant(
         ("conv_group_size", POS_INT, "dflash_config"),
         ("selector_rank", POS_INT, "dflash_config"),
         ("selector_top_k", COUNT, "dflash_config"),
+        # read by vLLM's DFlash2 classes (qwen3_dflash2.py, 0.33): embeddings and candidate logits
+        ("input_embedding_scale", NUMBER, "dflash_config"),
+        ("output_multiplier", NUMBER, "dflash_config"),
+        ("final_logit_softcapping", NUMBER, "dflash_config"),
+        # read by the DFlash model DFlash2 subclasses (qwen3_dflash.py)
+        ("attention_sink_bias", BOOL, "dflash_config"),
+        ("attention_value_scale", NUMBER, "dflash_config"),
     ),
 )
 
@@ -27,6 +34,8 @@ def dflash2(cfg, ctx):
     |---|---|---|---|
     | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
+    | `transformer_layer_config.rope_parameters` | object | checked | an M-RoPE section makes vLLM's drafter refuse DFlash and parallel drafting at startup |
+    | `transformer_layer_config.rope_scaling` | object | checked | as rope_parameters (transformers 5 loads it as rope_parameters) |
     | `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |
     | `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |
     | `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |
@@ -44,6 +53,11 @@ def dflash2(cfg, ctx):
     | `conv_group_size` | int >= 1 | optional, passed through | into dflash_config |
     | `selector_rank` | int >= 1 | optional, passed through | into dflash_config |
     | `selector_top_k` | int in 1..4096 | optional, passed through | into dflash_config |
+    | `input_embedding_scale` | number | optional, passed through | into dflash_config: vLLM scales the input embeddings by it |
+    | `output_multiplier` | number | optional, passed through | into dflash_config: the scale of the candidate logits |
+    | `final_logit_softcapping` | number | optional, passed through | into dflash_config: the candidate logits' soft cap |
+    | `attention_sink_bias` | bool | optional, passed through | into dflash_config: attention sinks in every layer |
+    | `attention_value_scale` | number | optional, passed through | into dflash_config: vLLM >= 0.31 scales attention values |
     | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
     | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
     | `architectures` | list[str] | optional | read for the family's DSpark Omni class; ignored here |

@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import json
 from typing import Any, NoReturn, Sequence
 
 from specreg.cli import catalog, serve, show, verify
+from specreg.errors import ConfigError, SpecregError
 from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,
                                 SpecregErrorLine, _Refused,
                                 print_lines, printable)
@@ -120,7 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecregErrorLine as exc:
         print(printable(f"error: {exc}"), file=sys.stderr)
         return EXIT_BAD_INPUT
-    except SpecregError as exc:  # ConfigError included: its line carries the JSON path
+    except ConfigError as exc:  # every problem of the file, one line each with its JSON path
+        if getattr(args, "json", False):
+            print(json.dumps({"error": exc.line(), "source": exc.source,
+                              "problems": [{"path": p.path, "message": p.message} for p in exc.problems]}, indent=2))
+        prefix = f"{exc.source}: " if exc.source else ""
+        print_lines([f"error: {prefix}{p.path}: {p.message}" for p in exc.problems], file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SpecregError as exc:
         print(printable(f"error: {exc.line()}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:

@@ -67,6 +67,10 @@ RULES: dict[str, Version] = {
     # A user --speculative-config is merged on the automatic speculators path (discarded before).
     # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
     "user_speculative_config_merged": Version("0.29"),
+    # LLMBaseProposer.__init__ raises "does not support M-RoPE yet" when the drafter adds input slots
+    # per request (DFlash, parallel drafting) and the draft config declares M-RoPE
+    # (vllm/v1/spec_decode/llm_base_proposer.py `_raise_if_mrope`, in every wheel 0.20-0.33; tests/conformance reads each).
+    "mrope_refused_with_extra_slots": Version("0.20"),
 }
 
 

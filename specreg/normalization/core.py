@@ -133,14 +133,17 @@ def normalize(
     if readback.is_manifest(manifest) and isinstance(config, Mapping) and "speculators_config" not in config:
         converted = readback.to_speculators(config, manifest, source=source)  # type: ignore[arg-type]
         vllm = vllm if vllm is not None else manifest.get("vllm_version")  # type: ignore[union-attr]
+        served = native._arch(config)  # the class specreg wrote; vLLM loads it by that registry name
     else:
-        fmt = native.detect(config, source=source)
-        if fmt is None:
+        found = native.recognize(config, source=source)
+        if found is None:
             return _normalize_speculators(config, vllm=vllm, source=source, origin=origin)
-        converted = native.to_speculators(config, fmt, verifier=verifier, source=source)
+        layout, name = found
+        converted = native.to_speculators(config, layout.format, verifier=verifier, source=source)
+        served = layout.names[name if name is not None else next(iter(layout.names))].vllm_class
     try:
         spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin,
-                                      native_architecture=native._arch(config))
+                                      native_architecture=served)
     except ConfigError as exc:
         remapped = [Problem(converted.native_path(p.path) or "$", p.message) for p in exc.problems]
         raise type(exc)(remapped, source=exc.source) from None

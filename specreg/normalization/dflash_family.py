@@ -27,7 +27,7 @@ from packaging.version import Version
 
 from specreg.normalization.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
 from specreg.normalization.plan import Context, Plan
-from specreg.normalization.shape import check_layer_shape
+from specreg.normalization.shape import check_layer_shape, check_startup
 from specreg.normalization.speculator import LayerAttention
 
 FULL, SLIDING = "full_attention", "sliding_attention"
@@ -170,6 +170,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             plan.copy(f"{dest}.{key}", extras[key], cfg.at(key))
 
     _draft_length(cfg, ctx, variant, plan, block, anchor_in_file)
+    v1 = variant.name == "dflash" or (variant.name == "dflash2" and not ctx.since("v1_runner_refuses_dflash_candidate_head"))
+    check_startup(layer_cfg, plan, ctx, parallel_slots=v1, why="DFlash (it drafts the whole block in one pass)")
     _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file)
     return plan
 

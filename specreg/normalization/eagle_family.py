@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from specreg.normalization.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
 from specreg.normalization.plan import Context, Plan
-from specreg.normalization.shape import check_layer_shape
+from specreg.normalization.shape import check_layer_shape, check_startup
 from specreg.normalization.speculator import LayerAttention
 
 ARCH_PREFIX_BY_MODEL_TYPE = {"llama": "Llama", "qwen3": "Qwen3"}
@@ -68,14 +68,14 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     native = ctx.native_architecture
     if native is not None:
         # A native EAGLE-3 file is loaded by vLLM through its registry entry for the name it gives
-        # (LlamaForCausalLMEagle3 -> llama_eagle3.Eagle3LlamaForCausalLM, vLLM 0.33 registry.py): the
-        # llama/qwen3 model_type rule belongs to vLLM's speculators mapping only.
-        prefix = "Qwen3" if "Qwen3" in native else "Llama"
+        # (LlamaForCausalLMEagle3 -> llama_eagle3.Eagle3LlamaForCausalLM, vLLM 0.33 registry.py; the
+        # table is specreg.sources.native.eagle3): the llama/qwen3 model_type rule belongs to vLLM's
+        # speculators mapping only.
         plan.derive(
             "draft_config.architectures",
-            [variant.architecture.format(prefix)],
+            [native],
             ["$.architectures"],
-            f"the class vLLM's registry serves {native} with ({model_type} config, {prefix} Eagle-3 layers)",
+            f"vLLM's model registry serves the file's architecture with {native} ({model_type} config)",
         )
         prefix = None
     else:
@@ -171,5 +171,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             ["$.transformer_layer_config.num_hidden_layers"],
             "Eagle draft layers are causal decoder layers",
         )
-    plan.copy("num_speculative_tokens", ctx.envelope.num_speculative_tokens, ctx.envelope.tokens_path)
+    k = ctx.envelope.num_speculative_tokens
+    check_startup(layer_cfg, plan, ctx, parallel_slots=variant.name == "peagle" and (k or 0) > 1,
+                  why="parallel drafting (P-EAGLE drafts k tokens in one pass)")
+    plan.copy("num_speculative_tokens", k, ctx.envelope.tokens_path)
     return plan

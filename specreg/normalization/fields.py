@@ -81,6 +81,16 @@ def _bool(v: Any) -> str | None:
     return None
 
 
+def _number(v: Any) -> str | None:
+    import math
+
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"expected a number, got {_type_name(v)} {show_value(v)}"
+    if not math.isfinite(v):
+        return f"expected a finite number, got {show_value(v)}"
+    return None
+
+
 def _str(v: Any) -> str | None:
     if not isinstance(v, str):
         return f"expected a string, got {_type_name(v)} {show_value(v)}"
@@ -111,6 +121,7 @@ NONNEG_INT = Kind("int >= 0", _int_in(0, MAX_ID))
 COUNT = Kind(f"int in 1..{MAX_COUNT}", _int_in(1, MAX_COUNT))
 BOOL = Kind("bool", _bool)
 STR = Kind("str", _str)
+NUMBER = Kind("number", _number)
 LAYER_ID = Kind("int >= 0", _int_in(0, MAX_COUNT))
 LAYER_IDS = Kind("list[int]", _list_of(LAYER_ID))
 STR_LIST = Kind("list[str]", _list_of(STR, min_len=0))

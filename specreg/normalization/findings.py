@@ -116,6 +116,42 @@ CODES: dict[str, Code] = {
             "targeted (`--vllm`, or the installed vLLM).",
         ),
         Code(
+            "composite-model-type",
+            "error",
+            "the draft's model_type is a composite (vision-language) config",
+            "transformers builds a vision-language (or audio) config for this `model_type`, with the "
+            "language fields under `text_config`; vLLM's draft classes read `vocab_size` and the layer "
+            "fields at the top level and fail at startup. The list is generated from transformers "
+            "(`specreg/normalization/composite_types.py`).",
+        ),
+        Code(
+            "vllm-startup-refusal",
+            "error",
+            "vLLM refuses this draft at startup",
+            "The targeted vLLM version raises while building the drafter for this config (for example "
+            "`_raise_if_mrope` in `v1/spec_decode/llm_base_proposer.py`: DFlash and parallel drafting "
+            "do not support M-RoPE). docs/semantics.md lists each refusal with the wheel line that "
+            "decides it; specreg reports it before any GPU time.",
+        ),
+        Code(
+            "trained-key-not-served",
+            "error",
+            "a training setting vLLM does not read",
+            "The file records a setting of how the draft was trained (a position encoding, a "
+            "prefix-visibility rule, an attention mode) that the targeted vLLM's draft classes never "
+            "read, so the served draft would differ from the trained one. The keys vLLM does read, "
+            "and the trained-side keys that do not change what is served, are tables in "
+            "`specreg/sources/native/keys.py` checked against each wheel's code.",
+        ),
+        Code(
+            "unknown-trained-key",
+            "warning",
+            "a training key neither vLLM nor specreg knows",
+            "The file's `dflash_config` holds a key no vLLM draft class reads and specreg's tables "
+            "(`specreg/sources/native/keys.py`) do not list; if it changed how the draft was trained, "
+            "the served draft differs. Tell specreg what it means (an issue), or check the trainer.",
+        ),
+        Code(
             "vllm-unsupported-feature",
             "error",
             "the targeted vLLM version cannot serve a trained feature",

@@ -98,5 +98,5 @@ class Plan:
         self.provenance[f"attention[{attn.layer}]"] = Provenance("derived", tuple(sources), why)
 
     # -- findings --------------------------------------------------------------------------------
-    def find(self, code: str, message: str, path: str | None = None) -> None:
-        self.findings.append(Finding.of(code, message, path))
+    def find(self, code: str, message: str, path: str | None = None, fix: str | None = None) -> None:
+        self.findings.append(Finding.of(code, message, path, fix))

@@ -4,13 +4,16 @@ Each fails only after a GPU has been allocated and weights fetched, so specreg r
 - transformers' `LlamaConfig.validate_architecture` (transformers 5) refuses a hidden size that is not
   a multiple of the attention heads; for any model type, a missing `head_dim` is computed by vLLM as
   hidden_size // num_attention_heads, so the division must be exact there too;
-- vLLM's attention layer needs the query heads to be a multiple of the key/value heads (GQA groups).
+- vLLM's attention layer needs the query heads to be a multiple of the key/value heads (GQA groups);
+- a composite model_type (vision-language and kin, `composite_types`) makes transformers build a
+  config with no top-level vocab_size or layers, which vLLM's draft classes read.
 """
 
 from __future__ import annotations
 
+from specreg.normalization.composite_types import COMPOSITE_MODEL_TYPES, TRANSFORMERS_VERSION
 from specreg.normalization.fields import Fields
-from specreg.normalization.plan import Plan
+from specreg.normalization.plan import Context, Plan
 
 
 def _positive_int(value: object) -> bool:
@@ -24,6 +27,14 @@ def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
     kv_heads = layer_cfg.raw("num_key_value_heads")
     head_dim = layer_cfg.raw("head_dim")
     model_type = layer_cfg.raw("model_type")
+    if isinstance(model_type, str) and model_type in COMPOSITE_MODEL_TYPES:
+        plan.find("composite-model-type",
+                  f"model_type {model_type!r} makes transformers build a composite (vision-language) config whose "
+                  "language fields sit under text_config: vLLM's draft class then fails reading vocab_size "
+                  f"(\"'{type_name(model_type)}' object has no attribute 'vocab_size'\"; transformers "
+                  f"{TRANSFORMERS_VERSION}). The draft's layers are a text model: give the text model_type "
+                  "they were trained as", layer_cfg.at("model_type"),
+                  fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)")
     if heads is not None and not _positive_int(heads):
         plan.find("invalid-draft-shape", f"num_attention_heads must be a positive integer, got {heads!r}",
                   layer_cfg.at("num_attention_heads"))
@@ -45,3 +56,42 @@ def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
         plan.find("invalid-draft-shape", f"num_attention_heads {heads} is not a multiple of num_key_value_heads "
                   f"{kv_heads}: vLLM's attention groups query heads per key/value head",
                   layer_cfg.at("num_key_value_heads"))
+
+
+def type_name(model_type: str) -> str:
+    """The config class name transformers gives a model_type, as vLLM's error names it (best effort)."""
+    known = {"qwen2_5_vl": "Qwen2_5_VLConfig", "qwen2_vl": "Qwen2VLConfig", "qwen3_vl": "Qwen3VLConfig",
+             "llava": "LlavaConfig", "llava_next": "LlavaNextConfig", "gemma3": "Gemma3Config"}
+    return known.get(model_type, "".join(p.capitalize() for p in model_type.replace("-", "_").split("_")) + "Config")
+
+
+def mrope_section(layer_cfg: Fields) -> tuple[str, object] | None:
+    """(path, section) of the M-RoPE section a draft layer config declares, as vLLM finds it
+    (vllm/transformers_utils/config.py `_mrope_section`: ``mrope_section`` or ``xdrope_section`` in
+    each rope-parameters dict, nested per layer type or not; transformers 5 loads a JSON
+    ``rope_scaling`` as ``rope_parameters``)."""
+    for key in ("rope_parameters", "rope_scaling"):
+        params = layer_cfg.raw(key)
+        if not isinstance(params, dict):
+            continue
+        nested = [(f"{key}.{k}", v) for k, v in params.items() if isinstance(v, dict)]
+        for where, d in [(key, params)] + nested:
+            for name in ("mrope_section", "xdrope_section"):
+                if isinstance(d.get(name), list):
+                    return f"{layer_cfg.at(where)}.{name}", d[name]
+    return None
+
+
+def check_startup(layer_cfg: Fields, plan: Plan, ctx: Context, *, parallel_slots: bool, why: str) -> None:
+    """Config-dependent refusals on vLLM's drafter startup path (docs/semantics.md lists each).
+
+    `parallel_slots`: the drafter adds input slots per request (DFlash always, parallel drafting
+    with k > 1), which is when `LLMBaseProposer.__init__` calls `_raise_if_mrope`
+    (vllm/v1/spec_decode/llm_base_proposer.py, vLLM 0.20-0.33)."""
+    found = mrope_section(layer_cfg)
+    if found is not None and parallel_slots and ctx.since("mrope_refused_with_extra_slots"):
+        plan.find("vllm-startup-refusal",
+                  f"the draft's rope parameters declare M-RoPE (mrope_section {found[1]}); {ctx.vllm_label}'s drafter "
+                  f"raises \"Speculative Decoding with draft models or parallel drafting does not support M-RoPE "
+                  f"yet\" at startup for {why}", found[0],
+                  fix="serve a draft trained with plain RoPE, or an EAGLE-3 draft (which M-RoPE does not stop)")
