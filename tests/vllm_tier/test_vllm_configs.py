@@ -375,3 +375,31 @@ def test_serve_output_for_a_catalog_draft_with_vllm_flags_parses_in_vllms_own_cl
     got = json.loads(parsed.stdout.strip().splitlines()[-1])
     assert got["model"] == "meta-llama/Llama-3.1-8B-Instruct" and got["tp"] == 2
     assert "eagle3" in str(got["spec"]) and str(tmp_path / "d") in str(got["spec"])
+
+
+OTHER_REAL = sorted(str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
+                    if p.parent.name != "specforge")
+
+
+@pytest.mark.parametrize("name", OTHER_REAL)
+def test_other_trainers_real_configs_are_served_with_the_planned_class_or_refused(tmp_path, name):
+    """The 40 configs of tests/test_native_structure.py's OUTCOMES: what specreg serves, vLLM 0.33's
+    own config objects accept from the materialized directory, with the class specreg planned."""
+    import shutil
+
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(DATA / "real" / name, src / "config.json")
+    try:
+        spec = specreg.load(src, verifier="Qwen/Qwen3-8B")
+    except specreg.ConfigError:
+        return  # refused with its reason (the default suite checks the reason)
+    if not spec.servable:
+        return  # an error finding (trained-key-not-served): nothing is written for vLLM
+    target = build(tmp_path, spec)
+    out = spec.materialize(tmp_path / "draft", weights="none")
+    sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
+    got, want = resolved(sc), trained(spec)
+    arch = got.pop("architecture")
+    assert {k: got.get(k) for k in want} == want
+    assert model_class(arch) == model_class(spec.draft_config_dict()["architectures"][0])

@@ -1,0 +1,144 @@
+"""Field coverage from vLLM's own code, per wheel (issue 23): every ``dflash_config`` key the DFlash
+family's model classes read (found with ``ast`` in each wheel) is either written by specreg itself
+(`keys.CONSUMED`) or carried unchanged (`keys.CARRIED`, and the algorithm module's extras), and a
+native file holding it gets it in ``draft_config.dflash_config`` with its value. A wheel that starts
+reading a key specreg drops fails here. Also each wheel's M-RoPE startup refusal, as specreg models it."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import specreg
+from specreg.normalization import algorithms
+from specreg.sources.native import keys
+from tests.conformance.vllm_mapping import wheel
+
+pytestmark = pytest.mark.conformance
+
+VERSIONS = ["0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"]
+MODELS = "vllm/model_executor/models/"
+#: the classes each algorithm is served with (DFlash2Qwen3Model subclasses the DFlash model)
+FILES = {"dflash": ["qwen3_dflash.py"], "dflash2": ["qwen3_dflash2.py", "qwen3_dflash.py"]}
+DATA = Path(__file__).parent.parent / "data"
+
+
+def _is_dflash_config(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr == "dflash_config":
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        return len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "dflash_config"
+    if isinstance(node, ast.BoolOp):  # getattr(config, "dflash_config", None) or {}
+        return any(_is_dflash_config(v) for v in node.values)
+    return False
+
+
+def dflash_config_keys(source: str) -> set[str]:
+    """The keys a module reads from a ``dflash_config`` (directly or through a local alias)."""
+    tree = ast.parse(source)
+    aliases = {n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name) and _is_dflash_config(n.value)}
+
+    def is_config(node: ast.AST) -> bool:
+        return _is_dflash_config(node) or (isinstance(node, ast.Name) and node.id in aliases)
+
+    found = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
+                and is_config(n.func.value) and n.args and isinstance(n.args[0], ast.Constant):
+            found.add(n.args[0].value)
+        elif isinstance(n, ast.Subscript) and is_config(n.value) and isinstance(n.slice, ast.Constant):
+            found.add(n.slice.value)
+        elif isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In) \
+                and isinstance(n.left, ast.Constant) and is_config(n.comparators[0]):
+            found.add(n.left.value)
+    return {k for k in found if isinstance(k, str)}
+
+
+def wheel_keys(version: str, algorithm: str) -> set[str] | None:
+    with zipfile.ZipFile(wheel(version)) as z:
+        names = set(z.namelist())
+        if f"{MODELS}{FILES[algorithm][0]}" not in names:
+            return None
+        return set().union(*(dflash_config_keys(z.read(f"{MODELS}{f}").decode()) for f in FILES[algorithm]
+                             if f"{MODELS}{f}" in names))
+
+
+def carried(algorithm: str) -> set[str]:
+    """What specreg carries into dflash_config for an algorithm: its module's extras and the native table."""
+    extras = {key for key, _kind, where in algorithms.get(algorithm).function.__globals__[algorithm.upper()].extras
+              if where == "dflash_config"}
+    return extras | set(keys.CARRIED.get(algorithm, {}))
+
+
+def uncovered(version: str, algorithm: str) -> set[str]:
+    read = wheel_keys(version, algorithm) or set()
+    return read - set(keys.CONSUMED) - {"sample_from_anchor"} - carried(algorithm)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("algorithm", sorted(FILES))
+def test_every_dflash_config_key_a_wheel_reads_is_carried_or_written(version, algorithm):
+    if wheel_keys(version, algorithm) is None:  # DFlash2 arrives in 0.28; specreg's vllm_min says 0.29
+        assert algorithm == "dflash2" and version < "0.28"
+        return
+    assert uncovered(version, algorithm) == set()
+
+
+def test_the_extraction_finds_the_keys_named_in_the_issue():
+    assert {"input_embedding_scale", "output_multiplier", "final_logit_softcapping"} <= wheel_keys("0.33.0", "dflash2")
+    assert "attention_sink_bias" in wheel_keys("0.33.0", "dflash")
+    assert "attention_value_scale" in wheel_keys("0.31.0", "dflash") - wheel_keys("0.30.0", "dflash")
+
+
+def test_dropping_a_dflash2_key_from_specregs_tables_fails_the_coverage(monkeypatch):
+    module = algorithms.get("dflash2").function.__globals__
+    variant = module["DFLASH2"]
+    import attrs
+
+    monkeypatch.setitem(module, "DFLASH2", attrs.evolve(
+        variant, extras=tuple(e for e in variant.extras if e[0] != "output_multiplier")))
+    monkeypatch.setitem(keys.CARRIED, "dflash2", {k: v for k, v in keys.CARRIED["dflash2"].items()
+                                                  if k != "output_multiplier"})
+    assert uncovered("0.33.0", "dflash2") == {"output_multiplier"}
+
+
+@pytest.mark.parametrize("version", ["0.28.0", "0.31.0", "0.33.0"])
+def test_a_native_file_gets_every_key_the_wheel_reads_in_its_draft_config(version):
+    values = {"attention_sink_bias": True, "attention_value_scale": 0.5, "input_embedding_scale": 78.38,
+              "output_multiplier": 0.25, "final_logit_softcapping": 30.0}
+    for algorithm, fixture in (("dflash", "zlab_dflash_qwen3_8b_fixture.json"), ("dflash2", "zlab_dflash2_museglimmer.json")):
+        read = wheel_keys(version, algorithm)
+        if read is None:
+            continue
+        config = copy.deepcopy(json.loads((DATA / "native" / fixture).read_text()))
+        wanted = {k: v for k, v in values.items() if k in read}
+        config["dflash_config"].update(wanted)
+        spec = specreg.normalize(config, vllm=version, verifier="org/v")
+        got = spec.draft_config_dict()["dflash_config"]
+        assert {k: got.get(k) for k in wanted} == wanted, (algorithm, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS + ["0.20.0", "0.22.0", "0.24.0", "0.25.0"])
+def test_each_wheel_refuses_mrope_when_the_drafter_adds_slots(version):
+    """The rule specreg models (`check_startup`): `_raise_if_mrope` is called only under
+    `needs_extra_input_slots`, which is `net_num_new_slots_per_request > 0`, and raises on the draft
+    config's `uses_mrope`."""
+    with zipfile.ZipFile(wheel(version)) as z:
+        text = z.read("vllm/v1/spec_decode/llm_base_proposer.py").decode()
+    tree = ast.parse(text)
+    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "needs_extra_input_slots" in ast.unparse(n.test)
+               and "_raise_if_mrope" in ast.unparse(n)]
+    assert guarded, version
+    assert "self.needs_extra_input_slots = self.net_num_new_slots_per_request > 0" in text
+    raiser = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_raise_if_mrope")
+    assert "draft_model_config.uses_mrope" in ast.unparse(raiser) and "does not support M-RoPE" in ast.unparse(raiser)
+    spec = specreg.normalize({**json.loads((DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json").read_text()),
+                              "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
+                             vllm=version, verifier="org/v")
+    assert "vllm-startup-refusal" in {f.code for f in spec.findings}
