@@ -377,8 +377,18 @@ def test_serve_output_for_a_catalog_draft_with_vllm_flags_parses_in_vllms_own_cl
     assert "eagle3" in str(got["spec"]) and str(tmp_path / "d") in str(got["spec"])
 
 
-OTHER_REAL = sorted(str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
-                    if p.parent.name != "specforge")
+#: found by this test on vLLM 0.33, not fixed yet: specreg plans these with exit 0 and vLLM refuses them
+KNOWN_WRONG = {
+    # a model_type transformers does not know ("dspark"): vLLM's config loading refuses the draft
+    "torchspec/dspark_draft_config.json": "model type `dspark` but Transformers does not recognize",
+    # SpeculativeConfig.hf_config_override (vllm/config/speculative.py) turns every draft with model_type
+    # deepseek_v3 into deepseek_mtp / DeepSeekMTPModel, so the EAGLE-3 class becomes Eagle3DeepSeekMTPModel
+    "torchspec/qwen3_8b_eagle3_mla.json": "Eagle3DeepSeekMTPModel",
+}
+OTHER_REAL = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"open defect: vLLM says {KNOWN_WRONG[name]!r}"))
+              if name in KNOWN_WRONG else name
+              for name in sorted(str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
+                                 if p.parent.name != "specforge")]
 
 
 @pytest.mark.parametrize("name", OTHER_REAL)
