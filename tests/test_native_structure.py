@@ -138,9 +138,7 @@ def test_dflash_attention_sinks_are_carried():
 
 
 def test_speculators_format_carries_them_too():
-    config = cfg("speculators/dflash.json") if (DATA / "speculators/dflash.json").exists() else None
-    if config is None:
-        pytest.fail("the speculators DFlash fixture is missing")
+    config = cfg("speculators/dflash.json")
     config["attention_sink_bias"] = True
     spec = specreg.normalize(config, vllm="0.33")
     assert spec.draft_config_dict()["dflash_config"]["attention_sink_bias"] is True

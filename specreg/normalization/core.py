@@ -140,7 +140,7 @@ def normalize(
             return _normalize_speculators(config, vllm=vllm, source=source, origin=origin)
         layout, name = found
         converted = native.to_speculators(config, layout.format, verifier=verifier, source=source)
-        served = layout.names[name if name is not None else next(iter(layout.names))].vllm_class
+        served = layout.serves(name).vllm_class
     try:
         spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin,
                                       native_architecture=served)

@@ -24,7 +24,7 @@ from specreg.errors import ConfigError
 from specreg.sources.native.common import Converted, _arch, speculators_envelope
 from specreg.sources.native.layout import Layout, Serves, check_structure
 
-__all__ = ["Converted", "Layout", "Serves", "detect", "layouts", "not_a_draft", "recognize", "served_class",
+__all__ = ["Converted", "Layout", "Serves", "detect", "layouts", "not_a_draft", "recognize",
            "speculators_envelope", "to_speculators", "_arch"]
 
 _SUPPORT = {"common", "layout", "structure", "keys", "dflash_common"}
@@ -49,9 +49,6 @@ def _all() -> tuple[Layout, ...]:
     if _LAYOUTS is None:
         _LAYOUTS = layouts()
     return _LAYOUTS
-
-
-FORMATS = ("zlab", "zlab-dflash2", "deepspec", "eagle3-native")
 
 
 def _names(config: Mapping[str, Any]) -> list[str]:
@@ -82,7 +79,7 @@ def recognize(config: Mapping[str, Any], *, source: str | None = None) -> tuple[
     if not archs:
         for layout in _all():
             if layout.convert is not None and layout.unnamed is not None and layout.unnamed(config):
-                check_structure(layout, next(iter(layout.names)), config, source)
+                check_structure(layout, None, config, source)
                 return layout, None
     draft_fields = [k for k in ("dflash_config", "eagle_config") if isinstance(config.get(k), Mapping) and config[k]]
     if archs and draft_fields:
@@ -97,15 +94,6 @@ def detect(config: Mapping[str, Any], *, source: str | None = None) -> str | Non
     """The native format of a parsed config, or None (speculators format, or not a draft we know)."""
     found = recognize(config, source=source)
     return None if found is None else found[0].format
-
-
-def served_class(config: Mapping[str, Any]) -> str | None:
-    """The vLLM class a recognized native config is served with (written to draft_config.architectures)."""
-    found = recognize(config)
-    if found is None:
-        return None
-    layout, name = found
-    return layout.names[name if name is not None else next(iter(layout.names))].vllm_class
 
 
 def layout_names() -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from specreg.errors import ConfigError, Problem
+from specreg.errors import ConfigError, Problem, show_value
 from specreg.sources.native import structure
 
 
@@ -45,10 +45,14 @@ class Layout:
     #: (attention, mlp) -> a vLLM class that builds that structure, where the name's class does not
     alternatives: Mapping[tuple[str, str], str] = attrs.field(factory=dict)
 
+    def serves(self, name: str | None) -> Serves:
+        """What `name` is served with; a file that names no architecture takes the layout's first name."""
+        return self.names[name if name is not None else next(iter(self.names))]
 
-def check_structure(layout: Layout, name: str, config: Mapping[str, Any], source: str | None) -> Serves:
+
+def check_structure(layout: Layout, name: str | None, config: Mapping[str, Any], source: str | None) -> Serves:
     """The Serves of `name`, or ConfigError naming every field whose structure its class does not build."""
-    serves = layout.names[name]
+    serves = layout.serves(name)
     att, mlp = structure.attention(config), structure.mlp(config)
     problems = []
     for got, want in ((att, serves.attention), (mlp, serves.mlp)):
@@ -59,7 +63,7 @@ def check_structure(layout: Layout, name: str, config: Mapping[str, Any], source
                     else "; no vLLM draft class builds it")
             problems.append(Problem(got.path or "$.architectures", (
                 f"{got.path[2:] if got.path else 'the config'} = {_show(got.value)} says the draft's layers have "
-                f"{structure.NAMES[got.kind]}, but {name} is served by vLLM's {serves.vllm_class}, which builds "
+                f"{structure.NAMES[got.kind]}, but {name or layout.label} is served by vLLM's {serves.vllm_class}, which builds "
                 f"{structure.NAMES[want]} and would load none of the trained weights' structure{hint}")))
     if problems:
         raise ConfigError(problems, source=source)
@@ -67,6 +71,4 @@ def check_structure(layout: Layout, name: str, config: Mapping[str, Any], source
 
 
 def _show(value: Any) -> str:
-    from specreg.errors import show_value
-
     return show_value(value, 40)
