@@ -201,6 +201,45 @@ def test_a_composite_model_type_is_an_error():
     assert [f.path for f in found] == ["$.model_type"] and "Qwen2_5_VLConfig" in found[0].message
 
 
+def test_a_model_type_neither_transformers_nor_vllm_knows_is_an_error():
+    spec = specreg.normalize(cfg("real/torchspec/dspark_draft_config.json"), vllm="0.33", verifier=VERIFIER)
+    found = [f for f in spec.findings if f.code == "unknown-model-type"]
+    assert [f.path for f in found] == ["$.model_type"] and "'dspark'" in found[0].message
+    assert not spec.servable
+    fixed = {**cfg("real/torchspec/dspark_draft_config.json"), "model_type": "qwen3"}
+    spec = specreg.normalize(fixed, vllm="0.33", verifier=VERIFIER)
+    assert not [f for f in spec.findings if f.severity == "error"]
+    # a type only vLLM's own registry has is known too
+    assert "kimi_k2" in specreg.normalization.model_types.VLLM_MODEL_TYPES
+
+
+@pytest.mark.parametrize("vllm, refused_there", [("0.33", True), ("0.26", True), ("0.20", True)])
+def test_a_deepseek_v3_draft_is_rewritten_to_an_mtp_model_by_vllm(vllm, refused_there):
+    spec = specreg.normalize(cfg("real/torchspec/qwen3_8b_eagle3_mla.json"), vllm=vllm, verifier=VERIFIER)
+    found = [f for f in spec.findings if f.code == "vllm-startup-refusal"]
+    assert bool(found) == refused_there
+    assert found[0].path == "$.model_type" and "DeepSeekMTPModel" in found[0].message
+    assert "deepseek_v2" in found[0].fix
+
+
+def test_the_same_draft_as_deepseek_v2_is_served_with_the_mla_class():
+    config = {**cfg("real/torchspec/qwen3_8b_eagle3_mla.json"), "model_type": "deepseek_v2"}
+    spec = specreg.normalize(config, vllm="0.33", verifier=VERIFIER)
+    assert not [f for f in spec.findings if f.severity == "error"]
+    assert spec.draft_config_dict()["architectures"] == ["Eagle3DeepseekV2ForCausalLM"]
+
+
+@pytest.mark.parametrize("model_type, vllm, rewritten", [
+    ("qwen3_next", "0.33", True), ("longcat_flash_ngram", "0.31", True), ("longcat_flash_ngram", "0.32", False),
+    ("step5", "0.32", False), ("step5", "0.33", True), ("qwen3", "0.33", False), ("kimi_k2", "0.33", False),
+])
+def test_the_rewrite_table_is_read_per_version(model_type, vllm, rewritten):
+    from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.model_types import mtp_rewrite
+
+    assert (mtp_rewrite(model_type, parse_version(vllm)) is not None) == rewritten
+
+
 def test_show_on_a_written_directory_rechecks_it(tmp_path):
     from tests.weights import write_draft
 
@@ -266,7 +305,7 @@ OUTCOMES = {
     "torchspec/ci-qwen3_8_27b_eagle3_draft.json": "served Eagle3LlamaForCausalLM",
     "torchspec/dflash_draft_config.json": "refused missing: block_size",
     "torchspec/domino_draft_config.json": "refused no vLLM release has a Domino class",
-    "torchspec/dspark_draft_config.json": "served Qwen3DSparkModel",
+    "torchspec/dspark_draft_config.json": "error unknown-model-type",
     "torchspec/glm4_moe_eagle3.json": "refused name no layout specreg reads",
     "torchspec/glm52_dspark_draft_config.json": "refused missing: block_size",
     "torchspec/kimi_k25_eagle3.json": "served Eagle3LlamaForCausalLM",
@@ -277,7 +316,7 @@ OUTCOMES = {
     "torchspec/minimax_m25_eagle3.json": "served Eagle3LlamaForCausalLM",
     "torchspec/qwen3_8b_dflash.json": "refused missing: the target layer ids",
     "torchspec/qwen3_8b_eagle3.json": "served Eagle3LlamaForCausalLM",
-    "torchspec/qwen3_8b_eagle3_mla.json": "served Eagle3DeepseekV2ForCausalLM",
+    "torchspec/qwen3_8b_eagle3_mla.json": "error vllm-startup-refusal",
     "vdflash/qwen2.5-vl-3b-dflash-h32-depth1.json": "error trained-key-not-served",
     "vdflash/qwen2.5-vl-3b-dflash.json": "error trained-key-not-served",
     "vdflash/qwen2.5-vl-3b-eagle3.json": "served Eagle3LlamaForCausalLM",

@@ -5,13 +5,14 @@ Each fails only after a GPU has been allocated and weights fetched, so specreg r
   a multiple of the attention heads; for any model type, a missing `head_dim` is computed by vLLM as
   hidden_size // num_attention_heads, so the division must be exact there too;
 - vLLM's attention layer needs the query heads to be a multiple of the key/value heads (GQA groups);
-- a composite model_type (vision-language and kin, `composite_types`) makes transformers build a
-  config with no top-level vocab_size or layers, which vLLM's draft classes read.
+- a composite model_type (vision-language and kin, `model_types`) makes transformers build a
+  config with no top-level vocab_size or layers, which vLLM's draft classes read;
+- a model_type neither transformers nor vLLM's own config registry knows ends vLLM's config loading.
 """
 
 from __future__ import annotations
 
-from specreg.normalization.composite_types import COMPOSITE_MODEL_TYPES, TRANSFORMERS_VERSION
+from specreg.normalization.model_types import COMPOSITE_MODEL_TYPES, KNOWN_MODEL_TYPES, TRANSFORMERS_VERSION, mtp_rewrite
 from specreg.normalization.fields import Fields
 from specreg.normalization.plan import Context, Plan
 
@@ -34,6 +35,13 @@ def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
                   f"(\"'{type_name(model_type)}' object has no attribute 'vocab_size'\"; transformers "
                   f"{TRANSFORMERS_VERSION}). The draft's layers are a text model: give the text model_type "
                   "they were trained as", layer_cfg.at("model_type"),
+                  fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)")
+    elif isinstance(model_type, str) and model_type not in KNOWN_MODEL_TYPES:
+        plan.find("unknown-model-type",
+                  f"model_type {model_type!r} is known neither to transformers ({TRANSFORMERS_VERSION}) nor to "
+                  "vLLM's config registry: vLLM's config loading ends in \"The checkpoint you are trying to load "
+                  f"has model type `{model_type}` but Transformers does not recognize this architecture\"",
+                  layer_cfg.at("model_type"),
                   fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)")
     if heads is not None and not _positive_int(heads):
         plan.find("invalid-draft-shape", f"num_attention_heads must be a positive integer, got {heads!r}",
@@ -88,6 +96,14 @@ def check_startup(layer_cfg: Fields, plan: Plan, ctx: Context, *, parallel_slots
     `parallel_slots`: the drafter adds input slots per request (DFlash always, parallel drafting
     with k > 1), which is when `LLMBaseProposer.__init__` calls `_raise_if_mrope`
     (vllm/v1/spec_decode/llm_base_proposer.py, vLLM 0.20-0.33)."""
+    model_type = layer_cfg.raw("model_type")
+    becomes = mtp_rewrite(model_type, ctx.vllm)
+    if becomes is not None:
+        into = "an MTP model's config it cannot build from a draft" if becomes == "refused" else f"{becomes}"
+        plan.find("vllm-startup-refusal",
+                  f"{ctx.vllm_label}'s SpeculativeConfig.hf_config_override rewrites every draft config with model_type "
+                  f"{model_type!r} into {into} (vllm/config/speculative.py), so the draft class is never built",
+                  layer_cfg.at("model_type"), fix=_rewrite_fix(model_type))
     found = mrope_section(layer_cfg)
     if found is not None and parallel_slots and ctx.since("mrope_refused_with_extra_slots"):
         plan.find("vllm-startup-refusal",
@@ -95,3 +111,10 @@ def check_startup(layer_cfg: Fields, plan: Plan, ctx: Context, *, parallel_slots
                   f"raises \"Speculative Decoding with draft models or parallel drafting does not support M-RoPE "
                   f"yet\" at startup for {why}", found[0],
                   fix="serve a draft trained with plain RoPE, or an EAGLE-3 draft (which M-RoPE does not stop)")
+
+
+def _rewrite_fix(model_type: str) -> str:
+    if model_type.startswith("deepseek_v3"):
+        return ("set model_type to deepseek_v2 (transformers' DeepseekV2Config reads the same MLA fields) or kimi_k2 "
+                "(vLLM's registry maps it to the same DeepseekV3Config); neither is rewritten")
+    return "set model_type to a text model type vLLM does not take for an MTP target's (llama, qwen3, ...)"

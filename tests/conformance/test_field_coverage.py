@@ -142,3 +142,150 @@ def test_each_wheel_refuses_mrope_when_the_drafter_adds_slots(version):
                               "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
                              vllm=version, verifier="org/v")
     assert "vllm-startup-refusal" in {f.code for f in spec.findings}
+
+
+# -- model types vLLM takes for an MTP target's -------------------------------------------------------
+
+ALL_WHEELS = ["0.20.0", "0.22.0", "0.24.0", "0.25.0", *VERSIONS]
+
+
+@pytest.mark.parametrize("version", ALL_WHEELS)
+def test_the_mtp_rewrite_table_is_each_wheels_own_hf_config_override(version):
+    """specreg's `MTP_REWRITES`, read at `version`, is exactly what that wheel's function does to a
+    draft config of each model_type it names (tests/conformance/draft_overrides.py runs it)."""
+    from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.model_types import MTP_REWRITES, mtp_rewrite
+    from tests.conformance.draft_overrides import rewrites
+
+    ran = rewrites(version)
+    assert "deepseek_v3" in ran  # the function was found and run
+    table = {t: mtp_rewrite(t, parse_version(version)) for t in MTP_REWRITES}
+    assert {t: v for t, v in table.items() if v is not None}.keys() == ran.keys()
+    if version == ALL_WHEELS[-1]:
+        assert {t: table[t] for t in ran} == ran
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_model_type_of_vllms_config_registry_is_known(version):
+    """vLLM's `_CONFIG_REGISTRY` of each wheel (the model types it ships config classes for) is inside
+    specreg's known types, so no draft with one of them is called unknown."""
+    from specreg.normalization.model_types import KNOWN_MODEL_TYPES, VLLM_MODEL_TYPES
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        tree = ast.parse(z.read("vllm/transformers_utils/config.py"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_CONFIG_REGISTRY":
+            for kw in node.value.keywords:
+                found |= {kw.arg} if kw.arg else set(ast.literal_eval(kw.value))
+    assert found and found <= VLLM_MODEL_TYPES <= KNOWN_MODEL_TYPES
+
+
+def test_vllms_table_is_the_union_of_the_wheels_registries():
+    from specreg.normalization.model_types import VLLM_MODEL_TYPES
+
+    union = set()
+    for version in VERSIONS:
+        with zipfile.ZipFile(wheel(version)) as z:
+            tree = ast.parse(z.read("vllm/transformers_utils/config.py"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_CONFIG_REGISTRY":
+                for kw in node.value.keywords:
+                    union |= {kw.arg} if kw.arg else set(ast.literal_eval(kw.value))
+    assert union == VLLM_MODEL_TYPES
+
+
+# -- EAGLE-3: the keys its classes read from the draft config ------------------------------------------
+
+EAGLE3_FILES = ["llama_eagle3.py", "qwen3_eagle3.py", "deepseek_eagle3.py"]
+_NOT_KEYS = {"get", "to_dict", "update", "get_text_config", "__class__"}
+
+
+def _is_draft_config(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id in ("config", "hf_config")) or \
+        (isinstance(node, ast.Attribute) and node.attr in ("config", "hf_config"))
+
+
+def eagle3_reads(version: str) -> tuple[set[str], set[str]]:
+    """(top-level keys, eagle_config keys) the wheel's EAGLE-3 draft classes read from the draft config:
+    ``config.X``, ``getattr(config, "X", ...)``, ``hasattr(config, "X")``, and ``eagle_config`` reads."""
+    top, nested = set(), set()
+    with zipfile.ZipFile(wheel(version)) as z:
+        names = set(z.namelist())
+        sources = [z.read(MODELS + f).decode() for f in EAGLE3_FILES if MODELS + f in names]
+    for source in sources:
+        tree = ast.parse(source)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _is_draft_config(n.value) \
+                    and n.attr not in _NOT_KEYS:
+                top.add(n.attr)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr") \
+                    and len(n.args) >= 2 and _is_draft_config(n.args[0]) and isinstance(n.args[1], ast.Constant):
+                top.add(n.args[1].value)
+        aliases = {t.id for a in ast.walk(tree) if isinstance(a, ast.Assign) for t in a.targets
+                   if isinstance(t, ast.Name) and t.id == "eagle_config"}
+        if aliases:
+            nested |= dflash_config_keys(source.replace("eagle_config", "dflash_config"))
+    top.discard("dflash_config")
+    top.discard("eagle_config")
+    return top, nested
+
+
+def test_the_eagle3_extraction_finds_what_the_classes_read():
+    top, nested = eagle3_reads("0.33.0")
+    assert {"hidden_size", "rms_norm_eps", "norm_before_residual", "target_hidden_size", "draft_vocab_size",
+            "kv_lora_rank", "q_lora_rank"} <= top
+    assert {"use_aux_hidden_state", "norm_before_fc", "eagle_aux_hidden_state_layer_ids"} <= nested
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_eagle_config_key_a_wheel_reads_is_consumed(version):
+    """A ModelOpt-style ``eagle_config`` is not passed through: each key vLLM reads from it must be one
+    specreg rewrites to the top level (`keys.CONSUMED`)."""
+    _, nested = eagle3_reads(version)
+    assert nested and nested - set(keys.CONSUMED) == set()
+
+
+def _eagle3_sources():
+    for path in sorted((DATA / "real").glob("*/*.json")) + sorted((DATA / "native").glob("*.json")):
+        config = json.loads(path.read_text())
+        try:
+            spec = specreg.normalize(config, vllm="0.33", verifier="org/v")
+        except specreg.ConfigError:
+            continue
+        if spec.method == "eagle3" and spec.servable:
+            yield path, config, spec
+
+
+@pytest.mark.parametrize("version", ["0.26.0", "0.30.0", "0.33.0"])
+def test_every_key_an_eagle3_file_carries_that_vllm_reads_arrives_with_its_value(version):
+    """For every served EAGLE-3 config of tests/data (native and speculators format): each key its layer
+    config holds that the wheel's EAGLE-3 classes read is in draft_config with the same value, unless
+    specreg rewrites it with a recorded reason (the provenance says derived, from the key)."""
+    top, _ = eagle3_reads(version)
+    checked = 0
+    for path, config, spec in _eagle3_sources():
+        layer = config.get("transformer_layer_config", config)
+        draft = spec.draft_config_dict()
+        for key in sorted(top & set(layer)):
+            checked += 1
+            if draft.get(key) != layer[key]:
+                prov = spec.provenance.get(f"draft_config.{key}")
+                assert prov is not None and prov.kind == "derived", (path.name, key, layer[key], draft.get(key))
+    assert checked > 100
+
+
+@pytest.mark.parametrize("version", ["0.33.0"])
+def test_every_other_key_of_an_eagle3_file_is_passed_through_or_tabled(version):
+    known = set(keys.CONSUMED) | set(keys.TRAINED_SIDE) | set(keys.NOT_SERVED)
+    for path, config, spec in _eagle3_sources():
+        layer = config.get("transformer_layer_config", config)
+        draft = spec.draft_config_dict()
+        left = {k for k in layer if k not in draft and k not in known}
+        assert left == set(), path.name
+
+
+def test_dropping_an_eagle_config_key_from_specregs_tables_fails_the_coverage(monkeypatch):
+    monkeypatch.delitem(keys.CONSUMED, "use_aux_hidden_state")
+    _, nested = eagle3_reads("0.33.0")
+    assert nested - set(keys.CONSUMED) == {"use_aux_hidden_state"}

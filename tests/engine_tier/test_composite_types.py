@@ -1,4 +1,4 @@
-"""The composite model_type table (specreg/normalization/composite_types.py) is transformers' own
+"""The model_type tables (specreg/normalization/model_types.py) are transformers' own
 answer: regenerated from the transformers installed beside the engine, and the claim behind it
 (no top-level vocab_size, so vLLM's draft classes cannot read one) shown on a real config object."""
 
@@ -25,7 +25,7 @@ def composite_model_types():
 def test_the_table_is_what_the_installed_transformers_says():
     import transformers
 
-    from specreg.normalization.composite_types import COMPOSITE_MODEL_TYPES, TRANSFORMERS_VERSION
+    from specreg.normalization.model_types import COMPOSITE_MODEL_TYPES, TRANSFORMERS_VERSION
 
     assert transformers.__version__ == TRANSFORMERS_VERSION
     assert composite_model_types() == set(COMPOSITE_MODEL_TYPES)
@@ -38,3 +38,11 @@ def test_a_qwen2_5_vl_draft_config_has_no_vocab_size_for_vllm_to_read():
     assert type(config).__name__ == "Qwen2_5_VLConfig" and not hasattr(config, "vocab_size")
     text = AutoConfig.for_model("qwen2", vocab_size=151936, hidden_size=2048, num_hidden_layers=1)
     assert text.vocab_size == 151936
+
+
+def test_the_known_model_types_are_the_installed_transformers_config_mapping():
+    from transformers import CONFIG_MAPPING
+
+    from specreg.normalization.model_types import TRANSFORMERS_MODEL_TYPES
+
+    assert set(CONFIG_MAPPING.keys()) == set(TRANSFORMERS_MODEL_TYPES)

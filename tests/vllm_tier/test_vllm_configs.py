@@ -377,18 +377,8 @@ def test_serve_output_for_a_catalog_draft_with_vllm_flags_parses_in_vllms_own_cl
     assert "eagle3" in str(got["spec"]) and str(tmp_path / "d") in str(got["spec"])
 
 
-#: found by this test on vLLM 0.33, not fixed yet: specreg plans these with exit 0 and vLLM refuses them
-KNOWN_WRONG = {
-    # a model_type transformers does not know ("dspark"): vLLM's config loading refuses the draft
-    "torchspec/dspark_draft_config.json": "model type `dspark` but Transformers does not recognize",
-    # SpeculativeConfig.hf_config_override (vllm/config/speculative.py) turns every draft with model_type
-    # deepseek_v3 into deepseek_mtp / DeepSeekMTPModel, so the EAGLE-3 class becomes Eagle3DeepSeekMTPModel
-    "torchspec/qwen3_8b_eagle3_mla.json": "Eagle3DeepSeekMTPModel",
-}
-OTHER_REAL = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"open defect: vLLM says {KNOWN_WRONG[name]!r}"))
-              if name in KNOWN_WRONG else name
-              for name in sorted(str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
-                                 if p.parent.name != "specforge")]
+OTHER_REAL = sorted(str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
+                    if p.parent.name != "specforge")
 
 
 @pytest.mark.parametrize("name", OTHER_REAL)
@@ -413,3 +403,80 @@ def test_other_trainers_real_configs_are_served_with_the_planned_class_or_refuse
     arch = got.pop("architecture")
     assert {k: got.get(k) for k in want} == want
     assert model_class(arch) == model_class(spec.draft_config_dict()["architectures"][0])
+
+
+def _error_codes(spec) -> set[str]:
+    return {f.code for f in spec.findings if f.severity == "error"}
+
+
+@pytest.mark.parametrize("name, model_type, code, vllm_says", [
+    ("torchspec/dspark_draft_config.json", "qwen3", "unknown-model-type",
+     "model type `dspark` but Transformers does not recognize"),
+    ("torchspec/qwen3_8b_eagle3_mla.json", "deepseek_v2", "vllm-startup-refusal", "DeepSeekMTPModel"),
+])
+def test_a_model_type_specreg_refuses_is_one_vllm_cannot_serve_and_the_fix_is_served(tmp_path, name, model_type,
+                                                                                        code, vllm_says):
+    """The two model_type findings, proved with vLLM 0.33's objects: the file as trained, handed to vLLM
+    as it is, fails (transformers does not know the type) or is built as an MTP model
+    (SpeculativeConfig.hf_config_override); with the model_type the finding's fix names, specreg plans it
+    and vLLM serves the planned class."""
+    import shutil
+
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(DATA / "real" / name, src / "config.json")
+    spec = specreg.load(src, verifier="Qwen/Qwen3-8B")
+    assert code in _error_codes(spec)
+    target = build(tmp_path, spec)
+    method = "dspark" if "dspark" in name else "eagle3"
+    try:
+        sc = speculative(target, {"model": str(src), "method": method, "num_speculative_tokens": 3})
+        said = sc.draft_model_config.architectures[0]
+    except Exception as err:  # noqa: BLE001 - vLLM's refusal is what is being shown
+        said = str(err)
+    assert vllm_says in said
+
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    (fixed / "config.json").write_text(json.dumps({**json.loads((src / "config.json").read_text()),
+                                                   "model_type": model_type}))
+    spec = specreg.load(fixed, verifier="Qwen/Qwen3-8B")
+    assert not _error_codes(spec)
+    out = spec.materialize(tmp_path / "draft", weights="none")
+    sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
+    got, want = resolved(sc), trained(spec)
+    arch = got.pop("architecture")
+    assert {k: got.get(k) for k in want} == want
+    assert model_class(arch) == model_class(spec.draft_config_dict()["architectures"][0])
+    if model_type == "deepseek_v2":
+        assert sc.draft_model_config.hf_config.kv_lora_rank == 512
+
+
+def test_vllms_own_hf_config_override_rewrites_exactly_the_tabled_model_types():
+    """vLLM 0.33's SpeculativeConfig.hf_config_override itself (not the conformance tier's copy), on a
+    real transformers config per model_type: the table's types lose the draft class, others keep it."""
+    from transformers import PretrainedConfig
+    from vllm.config import SpeculativeConfig
+
+    from specreg.normalization.capabilities import parse_version
+    from specreg.normalization.model_types import MTP_REWRITES, mtp_rewrite
+
+    def after(model_type):
+        config = PretrainedConfig(architectures=["Eagle3LlamaForCausalLM"])
+        config.model_type = model_type
+        try:
+            return SpeculativeConfig.hf_config_override(config).architectures[0]
+        except Exception:  # noqa: BLE001
+            return "refused"
+
+    version = parse_version("0.33")
+    for model_type in MTP_REWRITES:
+        expected = mtp_rewrite(model_type, version)
+        if expected is None:
+            continue
+        got = after(model_type)
+        assert got != "Eagle3LlamaForCausalLM", model_type
+        if expected != "refused":
+            assert got == expected, model_type
+    for model_type in ("llama", "qwen3", "deepseek_v2", "kimi_k2"):
+        assert after(model_type) == "Eagle3LlamaForCausalLM", model_type
