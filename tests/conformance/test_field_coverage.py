@@ -289,3 +289,44 @@ def test_dropping_an_eagle_config_key_from_specregs_tables_fails_the_coverage(mo
     monkeypatch.delitem(keys.CONSUMED, "use_aux_hidden_state")
     _, nested = eagle3_reads("0.33.0")
     assert nested - set(keys.CONSUMED) == {"use_aux_hidden_state"}
+
+
+# -- the native name tables against each wheel's model registry ------------------------------------------
+
+def _registry(version: str) -> dict[str, tuple[str, str]]:
+    import re
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        text = z.read("vllm/model_executor/models/registry.py").decode()
+    return {name: (module, cls) for name, module, cls in re.findall(r'"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', text)}
+
+
+def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with():
+    """Each architecture name a native layout serves is a key of vLLM 0.33's registry mapping to the
+    same (module, class) as the registry name specreg writes; each vLLM-only name is served there by the
+    module and class the refusal names."""
+    from specreg.sources import native
+    from specreg.sources.native.refused import VLLM_ONLY
+
+    registry = _registry("0.33.0")
+    #: names vLLM's registry serves with another class than the one the file was trained as, which
+    #: specreg therefore replaces in architectures (sources/native/deepspec.py says why)
+    renamed = {"DSparkDraftModel",  # DeepSeek-V4's DSpark in vLLM, DeepSpec's Qwen3 DSpark in the file
+               "LlamaForCausalLM"}  # ModelOpt's EAGLE-3 export names the base model's class
+    checked = 0
+    for layout in native.layouts():
+        for name, serves in layout.names.items():
+            if not serves.vllm_class:
+                continue
+            assert serves.vllm_class in registry, (layout.format, serves.vllm_class)
+            if name in registry:
+                same = registry[name] == registry[serves.vllm_class]
+                assert same != (name in renamed), (name, registry[name], serves.vllm_class)
+                checked += 1
+            if serves.module:
+                assert registry[serves.vllm_class][0] == serves.module, (name, serves.module)
+    for name, (module, cls) in VLLM_ONLY.items():
+        assert name in registry, name
+        got_module, got_cls = registry[name]
+        assert got_cls == cls and got_module.split(".")[-1] == module.split(".")[-1], (name, registry[name])
+    assert checked >= 5
