@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class OpenAIServer:
-    def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="served/model", version="0.33.0"):
+    def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="org/verifier", version="0.33.0"):
         self.rates = list(rates)
         self.k = len(self.rates)
         self.drafts_per_request = drafts_per_request

@@ -76,7 +76,7 @@ def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
             codes = {}
             for shard in shards:
                 cmd = (verify_step.replace("${{ matrix.shard }}", str(shard))
-                       + f" --server {server.url} --dataset-file {rows}")
+                       + f" --server {server.url} --dataset-file gsm8k={rows}")
                 codes[shard] = shell(cmd, runner, env).returncode
             # b regresses (its shard fails) and its results are kept; c cannot be run and says so
             results = {d.parent.name: json.loads(d.read_text())["verdict"] for d in runner.glob("results/*/*/result.json")}

@@ -122,10 +122,11 @@ def test_one_chunk_has_no_interval_and_no_drafts_is_an_error():
 
 # -- verdicts --------------------------------------------------------------------------------------
 
-def entry_with(metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20') -> entries.Entry:
+def entry_with(metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20',
+               extra: str = "") -> entries.Entry:
     text = f"""id = "org/draft"\nalgorithm = "eagle3"\nstatus = "unpinned"\n[verifier]\nid = "org/verifier"\n
 [[baselines]]\nkind = "published"\nsource = "a test"\n[baselines.harness]\n{harness}\n
-[baselines.metrics.acceptance_length]\n{metric_toml}\n"""
+[baselines.metrics.acceptance_length]\n{metric_toml}\n{extra}"""
     entry, problems = entries.parse_entry(text, file="registry/org/draft.toml")
     assert not problems, problems
     return entry
@@ -164,15 +165,48 @@ def test_harness_differences_are_listed_and_strict_refuses():
                     prompt=PromptFormat(chat_template=True), vllm_version="0.33.0")
     j = judge(stats_with_al(2.0), run_h, e)
     texts = {d.field: d.text() for d in j.differences}
-    assert texts["num_prompts"] == "num_prompts: 20 here, 80 in the baseline"
-    assert texts["gpu"] == "gpu: '1xA100' here, '1xH100' in the baseline"
-    assert "does not record it" in texts["vllm_version"]
+    assert texts == {"num_prompts": "num_prompts: here 20, baseline 80", "gpu": "gpu: here 1xA100, baseline 1xH100"}
+    # what the baseline does not record is listed apart, and is no difference
+    assert "vllm_version" in j.unrecorded and "prompt.chat_template" in j.unrecorded
     assert judge(stats_with_al(2.0), run_h, e, strict=True).verdict == "refused"
 
 
-def test_no_baseline_for_the_dataset():
+def test_a_harness_equal_in_everything_the_baseline_records_passes_strict():
+    e = entry_with("value = 2.0", 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20\nk = 3\n'
+                                  '[baselines.harness.prompt]\nfew_shot = 0')
+    run_h = Harness(dataset="gsm8k", num_prompts=20, temperature=0.0, k=3, max_tokens=256, seed=42,
+                    prompt=PromptFormat(chat_template=True, few_shot=None), vllm_version="0.33.0")
+    j = judge(stats_with_al(2.0), run_h, e, strict=True)
+    assert j.verdict == "pass" and j.differences == ()
+    assert set(j.unrecorded) >= {"max_tokens", "seed", "vllm_version"}
+
+
+def test_differences_print_no_reprs_and_no_none():
+    from specreg.verify.judge import Difference
+
+    assert Difference("stop", ("a",), None).text() == "stop: here [a], baseline unset"
+    assert Difference("temperature", 0.5, 0.0).text() == "temperature: here 0.5, baseline 0"
+
+
+def test_no_baseline_for_the_dataset_is_unmatched_naming_the_baselines():
     j = judge(stats_with_al(2.0), attrs.evolve(RUN, dataset="mt-bench"), entry_with("value = 2.0"))
-    assert j.verdict == "no-baseline" and "no baseline for dataset 'mt-bench'" in j.reason
+    assert j.verdict == "unmatched" and "no baseline for dataset 'mt-bench'" in j.reason
+    assert "baseline 0: gsm8k" in j.reason
+
+
+def test_a_model_not_in_the_catalog_is_measured_not_judged():
+    j = judge(stats_with_al(2.0), RUN, None)
+    assert j.verdict == "no-baseline" and "not in the catalog" in j.reason
+
+
+def test_a_measured_baseline_is_judged_beside_the_published_one_never_instead():
+    measured = ('\n[[baselines]]\nkind = "measured"\nsource = "specreg verify"\n[baselines.harness]\n'
+                'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20\n'
+                '[baselines.metrics.acceptance_length]\nvalue = 1.45\n')
+    e = entry_with("value = 2.26", 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20', extra=measured)
+    j = judge(stats_with_al(1.45), attrs.evolve(RUN, num_prompts=20, temperature=0.0), e)
+    assert j.baseline_index == 0 and j.baseline.kind == "published"
+    assert j.verdict == "regressed" and dict(j.others) == {1: "pass"}
 
 
 # -- datasets --------------------------------------------------------------------------------------
@@ -518,12 +552,19 @@ def test_all_through_the_cli_against_the_server(tmp_path):
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
     (reg / "org" / "draft.toml").write_text(ENTRY)
+    (reg / "org" / "chat.toml").write_text(ENTRY.replace("org/draft", "org/chat").replace('"gsm8k"', '"mt-bench"'))
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
-        r = run("verify", "--all", "--server", server.url, "--dataset-file", str(rows), "--out", str(tmp_path / "n"),
-                "--registry", str(reg), "--shard", "1/1")
+        plain = run("verify", "--all", "--server", server.url, "--dataset-file", str(rows), "--out",
+                    str(tmp_path / "n"), "--registry", str(reg))
+        r = run("verify", "--all", "--server", server.url, "--dataset-file", f"gsm8k={rows}", "--out",
+                str(tmp_path / "n"), "--registry", str(reg), "--shard", "1/1")
+    # one file is never fed to every entry whatever its dataset
+    assert plain.returncode == 2 and "name the dataset of each --dataset-file" in plain.stderr
     assert r.returncode == 0, r.stderr + r.stdout
     assert json.loads((tmp_path / "n" / "org--draft" / "result.json").read_text())["verdict"] == "pass"
+    chat = json.loads((tmp_path / "n" / "org--chat" / "result.json").read_text())
+    assert chat["verdict"] == "not-runnable" and "its baseline's dataset is mt-bench" in chat["judgement"]["reason"]
 
 
 # -- the nightly workflow --------------------------------------------------------------------------
@@ -720,3 +761,154 @@ def test_report_replaces_links_planted_in_the_site_and_skips_bad_results(setup, 
     index = (site / "index.html").read_text()
     assert "skipped org--broken/result.json" in index and "history history.sqlite not read" in index
     assert "warning: skipped org--broken/result.json" in r.stderr and "<td class='verdict'>pass</td>" in index
+
+
+# -- one harness, a comparison or a clear non-green, baselines reviewed (issue 24) -------------------
+
+MT_ENTRY = ENTRY.replace('dataset = "gsm8k"', 'dataset = "mt-bench"')
+
+
+def mt_rows(path: Path, n=30) -> Path:
+    path.write_text("".join(json.dumps({"turns": [f"Write about {i}."], "category": "writing"}) + "\n"
+                            for i in range(n)))
+    return path
+
+
+@pytest.fixture
+def mt_setup(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(MT_ENTRY)
+    return reg, mt_rows(tmp_path / "mt.jsonl"), tmp_path / "out"
+
+
+@pytest.mark.parametrize("rates, code, verdict", [((0.8, 0.6, 0.4), 0, "pass"), ((0.3, 0.1, 0.05), 1, "regressed")])
+def test_verify_entry_with_no_harness_flag_reproduces_its_primary_baseline(mt_setup, rates, code, verdict):
+    reg, rows, out = mt_setup
+    with OpenAIServer(rates=rates) as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out))
+        bodies = [b for p, b in server.requests if p == "/v1/chat/completions"]
+    assert r.returncode == code, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == verdict and result["harness"]["dataset"] == "mt-bench"  # not gsm8k, not the file's name
+    assert result["harness"]["num_prompts"] == 20 and len(bodies) == 20  # the baseline's 20, not verify's 80
+    assert result["harness_from"] == {"baseline_index": 0, "overridden": [], "given": []}
+    assert "harness: baseline 0's" in r.stdout
+
+
+def test_a_flag_given_overrides_the_baseline_and_is_recorded(mt_setup):
+    reg, rows, out = mt_setup
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--num-prompts", "10")
+    result = json.loads((out / "result.json").read_text())
+    assert result["harness"]["num_prompts"] == 10 and result["harness_from"]["overridden"] == ["num_prompts"]
+    assert "overridden here: num_prompts" in r.stdout
+    assert result["judgement"]["differences"] == ["num_prompts: here 10, baseline 20"]
+
+
+def test_a_run_that_matches_no_baseline_exits_4_naming_what_it_could_be_compared_with(mt_setup):
+    reg, _, out = mt_setup
+    rows = write_rows(out.parent / "gsm8k.jsonl")
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset", "gsm8k", "--dataset-file", str(rows),
+                "--registry", str(reg), "--out", str(out))
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "unmatched" in r.stdout and "baseline 0: mt-bench, k=3" in r.stdout
+
+
+def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    with OpenAIServer() as server:
+        r = run("verify", "org/unknown", "--server", server.url, "--dataset-file", str(rows), "--num-prompts", "4",
+                "--registry", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "no-baseline" in r.stdout and "not in the catalog" in r.stdout
+
+
+def test_update_baseline_of_a_regressed_run_changes_no_file_and_exits_non_zero(mt_setup):
+    reg, rows, out = mt_setup
+    before = (reg / "org" / "draft.toml").read_bytes()
+    with OpenAIServer(rates=(0.3, 0.1, 0.05)) as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--update-baseline")
+    assert r.returncode == 1 and "nothing written: the run's verdict is regressed" in r.stderr
+    assert (reg / "org" / "draft.toml").read_bytes() == before
+    # and a passing run still needs a catalog directory named: the shipped one is never written
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--out", str(out),
+                "--update-baseline", env={"SPECREG_REGISTRY": ""})
+    assert r.returncode != 0
+
+
+def test_update_baseline_of_a_passing_run_prints_the_change_and_never_shadows_the_published_one(mt_setup):
+    reg, rows, out = mt_setup
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--update-baseline", "--gpu", "1xH100")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "+kind = \"measured\"" in r.stdout and "review the change" in r.stdout
+    entry = entries.lookup("org/draft", reg)
+    assert [b.kind for b in entry.baselines] == ["published", "measured"]
+    # the same harness regressing now: the published baseline still judges it, the measured one beside it
+    with OpenAIServer(rates=(0.3, 0.1, 0.05)) as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--gpu", "1xH100")
+    result = json.loads((out / "result.json").read_text())
+    assert r.returncode == 1 and result["verdict"] == "regressed" and result["judgement"]["baseline_index"] == 0
+
+
+def test_strict_harness_refuses_before_measuring(mt_setup):
+    reg, rows, out = mt_setup
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--strict-harness", "--num-prompts", "10")
+        sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
+    assert r.returncode == 2 and sent == []
+    assert "num_prompts: here 10, baseline 20" in json.loads((out / "result.json").read_text())["error"]
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--strict-harness")
+    assert r.returncode == 0, r.stdout + r.stderr  # the baseline's own harness passes strict
+
+
+def test_a_server_serving_another_model_is_invalid(mt_setup):
+    reg, rows, out = mt_setup
+    with OpenAIServer(model="someone/else") as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out))
+        sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
+    result = json.loads((out / "result.json").read_text())
+    assert r.returncode == 2 and result["verdict"] == "invalid" and sent == []
+    assert "serves someone/else, not org/verifier" in result["error"]
+
+
+def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
+    import signal
+    import time
+
+    reg, rows, out = mt_setup
+    with OpenAIServer() as server:
+        server.delay = 0.2
+        proc = subprocess.Popen([sys.executable, "-m", "specreg", "verify", "org/draft", "--server", server.url,
+                                 "--dataset-file", str(rows), "--registry", str(reg), "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len([p for p, _ in server.requests if p.startswith("/v1/chat")]) < 6:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout + stderr
+    assert "Traceback" not in stderr and stdout.startswith("org/draft: interrupted; AL 2.800")
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == "interrupted" and 1 <= len(result["chunk_counters"]) < 10
+    assert result["statistics"]["acceptance_length"] == 2.8
+
+
+def test_catalog_show_harness_prints_the_command_verify_runs(mt_setup):
+    reg, _, _ = mt_setup
+    r = run("catalog", "show", "org/draft", "--harness", "--registry", str(reg))
+    assert r.returncode == 0
+    assert r.stdout.strip() == ("specreg verify org/draft --dataset mt-bench --num-prompts=20 --temperature=0.0 "
+                                "--k=3")

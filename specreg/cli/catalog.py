@@ -29,6 +29,8 @@ def add_catalog(sub: Any) -> None:
     show = csub.add_parser("show", help="one entry with its baselines and their harnesses")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true")
+    show.add_argument("--harness", nargs="?", const=-1, type=int, metavar="N",
+                      help="print the `specreg verify` command that reproduces baseline N (default: the primary one)")
     registry_arg(show)
 
     chk = csub.add_parser("check", help="validate every entry offline (exit 1 listing every problem)")
@@ -128,6 +130,15 @@ def _show(args: argparse.Namespace) -> int:
 
         close = difflib.get_close_matches(args.id, [e.id for e in cat], n=1)
         raise SpecregError(f"no catalog entry {args.id}" + (f" (did you mean {close[0]}?)" if close else ""))
+    if args.harness is not None:
+        from specreg.verify import harness
+
+        index = None if args.harness == -1 else args.harness
+        if index is not None and not 0 <= index < len(entry.baselines):
+            raise SpecregError(f"{entry.id} has no baseline {index}"
+                               + (f" (its baselines are 0-{len(entry.baselines) - 1})" if entry.baselines else ""))
+        print(harness.command_line(entry, index))
+        return EXIT_OK
     if args.json:
         print(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK

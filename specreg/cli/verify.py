@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, _count, _number, _progress, harness_int,
+from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, _count, _number, _progress, harness_int,
                                 harness_number)
 
 
@@ -15,19 +15,25 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("model", nargs="?", metavar="MODEL", help="a catalog id / Hub id / local draft (omit with --all)")
     ver.add_argument("--server", metavar="URL", help="a running vLLM OpenAI-compatible server (default: vLLM in-process)")
     ver.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
-    ver.add_argument("--dataset", default="gsm8k", help="gsm8k | mt-bench | humaneval | speed-bench[:category] | FILE.jsonl")
-    ver.add_argument("--dataset-file", metavar="FILE", help="the named dataset's rows from a local JSONL file")
-    ver.add_argument("--num-prompts", type=harness_int("num_prompts"), default=80)
-    ver.add_argument("--temperature", type=harness_number("temperature"), default=0.0)
-    ver.add_argument("--max-tokens", type=harness_int("max_tokens"), default=256)
+    ver.add_argument("--dataset", help="gsm8k | mt-bench | mt-bench-h4 | humaneval | speed-bench[:category] | FILE.jsonl "
+                     "(default: the entry's baseline, else gsm8k)")
+    ver.add_argument("--dataset-file", metavar="[DATASET=]FILE", action="append",
+                     help="the rows of the run's dataset from a local JSONL file; with --all, one per dataset "
+                          "(mt-bench=F1 --dataset-file gsm8k=F2)")
+    ver.add_argument("--baseline", type=_count(0, 10_000), metavar="N",
+                     help="reproduce the entry's baseline N (0-based, as `catalog show` numbers them; default: its "
+                          "primary baseline)")
+    ver.add_argument("--num-prompts", type=harness_int("num_prompts"), help="(default 80)")
+    ver.add_argument("--temperature", type=harness_number("temperature"), help="(default 0)")
+    ver.add_argument("--max-tokens", type=harness_int("max_tokens"), help="(default 256)")
     ver.add_argument("--k", type=harness_int("k"), help="draft tokens (default: the config's)")
     ver.add_argument("--batch-size", type=harness_int("batch_size"), help="max_num_seqs (in-process)")
-    ver.add_argument("--concurrency", type=harness_int("concurrency"), default=1, help="requests in flight (--server)")
-    ver.add_argument("--seed", type=harness_int("seed"), default=42)
+    ver.add_argument("--concurrency", type=harness_int("concurrency"), help="requests in flight (--server; default 1)")
+    ver.add_argument("--seed", type=harness_int("seed"), help="(default 42)")
     fmt = ver.add_mutually_exclusive_group()
-    fmt.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat template (default)")
+    fmt.add_argument("--chat", dest="chat", action="store_true", default=None, help="chat template (default)")
     fmt.add_argument("--raw", dest="chat", action="store_false", help="raw completion prompts")
-    ver.add_argument("--few-shot", type=harness_int("few_shot"), default=0)
+    ver.add_argument("--few-shot", type=harness_int("few_shot"), help="(default 0)")
     think = ver.add_mutually_exclusive_group()
     think.add_argument("--thinking", dest="thinking", action="store_true", default=None)
     think.add_argument("--no-thinking", dest="thinking", action="store_false")
@@ -36,8 +42,8 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'")
     ver.add_argument("--stop", action="append", metavar="TEXT", help="a stop string (repeatable)")
     ver.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N", help="the engine's max_model_len (default: the entry's [serving])")
-    ver.add_argument("--mode", choices=("batched", "prompt-at-a-time"), default="batched",
-                     help="all prompts batched, or one generate per prompt")
+    ver.add_argument("--mode", choices=("batched", "prompt-at-a-time"),
+                     help="all prompts batched (default), or one generate per prompt")
     ver.add_argument("--statistic", choices=("pooled", "mean-per-prompt"), default=None,
                      help="AL over the whole run, or the mean of each prompt's AL (default: mean-per-prompt with "
                           "--mode prompt-at-a-time, else pooled)")
@@ -67,22 +73,55 @@ def add_report(sub: Any) -> None:
     rep.add_argument("--registry", metavar="DIR")
 
 
-def verify_options(args: argparse.Namespace):
-    """`specreg verify`'s parsed flags as the run's Options (the nightly's harness flags included)."""
+#: the harness settings a user may give (each overrides the baseline's)
+HARNESS_FLAGS = ("dataset", "num_prompts", "temperature", "max_tokens", "k", "batch_size", "concurrency", "seed",
+                 "chat", "few_shot", "thinking", "shots_split", "template", "stop", "max_model_len",
+                 "tensor_parallel_size", "mode", "statistic", "draft_sample_method", "prefix_caching")
+
+
+def dataset_files(values: list[str] | None) -> tuple[str | None, dict[str, str]]:
+    """`--dataset-file` values: (a file given without a dataset name, {dataset: file})."""
+    plain, named = None, {}
+    for value in values or ():
+        name, sep, path = value.partition("=")
+        if sep and name and "/" not in name and not name.endswith(".jsonl"):
+            if name in named:
+                raise SpecregErrorLine(f"--dataset-file {name}= is given twice")
+            named[name] = path
+        elif plain is not None:
+            raise SpecregErrorLine("--dataset-file FILE is given twice; name each file's dataset "
+                                   "(--dataset-file mt-bench=F1 --dataset-file gsm8k=F2)")
+        else:
+            plain = value
+    return plain, named
+
+
+def verify_options(args: argparse.Namespace, entry: Any = None):
+    """`specreg verify`'s parsed flags as the run's Options: the entry's baseline harness (the one
+    `specreg.verify.harness` builds for the nightly too) with the flags given on top."""
+    from specreg.verify import harness
     from specreg.verify.run import Options
 
-    return Options(server=args.server, dataset=args.dataset, dataset_file=args.dataset_file,
-                   num_prompts=args.num_prompts, temperature=args.temperature, max_tokens=args.max_tokens, k=args.k,
-                   batch_size=args.batch_size, concurrency=args.concurrency, seed=args.seed, chat=args.chat,
-                   few_shot=args.few_shot, thinking=args.thinking, chunks=args.chunks, gpu=args.gpu,
-                   tensor_parallel_size=args.tensor_parallel_size, strict_harness=args.strict_harness,
-                   update_baseline=args.update_baseline, registry=args.registry, served_model=args.served_model,
-                   stop=tuple(args.stop) if args.stop else None, shots_split=args.shots_split,
-                   shots_file=args.shots_file, template=args.template, max_model_len=args.max_model_len,
-                   mode=args.mode, statistic=args.statistic or
-                   ("mean-per-prompt" if args.mode == "prompt-at-a-time" else "pooled"),
-                   draft_sample_method=args.draft_sample_method, prefix_caching=args.prefix_caching,
-                   timeout=args.timeout)
+    given = {f: getattr(args, f) for f in HARNESS_FLAGS if getattr(args, f, None) is not None}
+    if "stop" in given:
+        given["stop"] = tuple(given["stop"])
+    try:
+        values, origin = harness.resolve(entry, given, getattr(args, "baseline", None))
+    except ValueError as exc:
+        raise SpecregErrorLine(str(exc)) from None
+    values["statistic"] = values["statistic"] or ("mean-per-prompt" if values["mode"] == "prompt-at-a-time"
+                                                  else "pooled")
+    plain, named = dataset_files(args.dataset_file)
+    base = values["dataset"].split(":")[0]
+    if named and plain is None:
+        if base not in named:
+            raise SpecregErrorLine(f"--dataset-file names {', '.join(sorted(named))}, but this run's dataset is "
+                                   f"{base}")
+        plain = named[base]
+    return Options(server=args.server, dataset_file=plain, gpu=args.gpu, chunks=args.chunks,
+                   strict_harness=args.strict_harness, update_baseline=args.update_baseline, registry=args.registry,
+                   served_model=args.served_model, shots_file=args.shots_file, timeout=args.timeout,
+                   harness_from=origin, **values)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -101,11 +140,13 @@ def _verify(args: argparse.Namespace) -> int:
 
         if not args.out:
             raise SpecregErrorLine("--all needs --out DIR")
+        plain, named = dataset_files(args.dataset_file)
+        if plain is not None:
+            raise SpecregErrorLine("with --all, name the dataset of each --dataset-file (--dataset-file "
+                                   f"mt-bench={plain}): entries are run on their own baselines' datasets")
         passthrough = []
         if args.server:
             passthrough += ["--server", args.server]
-        if args.dataset_file:
-            passthrough += ["--dataset-file", args.dataset_file]
         if args.shots_file:
             passthrough += ["--shots-file", args.shots_file]
         if args.gpu:
@@ -116,14 +157,16 @@ def _verify(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise SpecregErrorLine(str(exc)) from None
         verdicts = nightly.run_all(Path(args.out), shard_spec=args.shard, resume=args.resume, timeout=args.timeout,
-                                   extra=passthrough, registry=args.registry, progress=_progress)
+                                   extra=passthrough, dataset_files=named, registry=args.registry, progress=_progress)
         bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error", "invalid")}
         print(f"{len(verdicts)} entries: " + ", ".join(f"{v} {list(verdicts.values()).count(v)}"
                                                         for v in sorted(set(verdicts.values()))))
         return EXIT_FINDINGS if bad else EXIT_OK
     if not args.model:
         raise SpecregErrorLine("give a MODEL, or --all")
-    opts = verify_options(args)
+    from specreg.verify.run import catalog_entry
+
+    opts = verify_options(args, catalog_entry(args.model, args.registry))
     out = Path(args.out) if args.out else None
     history = Path(args.history) if args.history else (out.parent / HISTORY if out else None)
     result = verify(args.model, opts, out=out, history=history, progress=_progress)
@@ -135,13 +178,32 @@ def _verify(args: argparse.Namespace) -> int:
         line += f"; {result['error']}"
     print(line)
     judgement = result.get("judgement") or {}
+    origin = result.get("harness_from") or {}
+    if origin.get("baseline_index") is not None:
+        line = f"  harness: baseline {origin['baseline_index']}'s"
+        if origin.get("overridden"):
+            line += f", overridden here: {', '.join(origin['overridden'])}"
+        print(line)
+    if judgement.get("reason") and result["verdict"] not in ("error", "timeout", "invalid", "interrupted"):
+        print(f"  {judgement['reason']}")
     for d in judgement.get("differences", []):
         print(f"  harness differs: {d}")
     if judgement.get("not_recorded_by_baseline"):
-        print(f"  not recorded by the baseline: {', '.join(judgement['not_recorded_by_baseline'])}")
+        print(f"  not recorded by the baseline (not compared): {', '.join(judgement['not_recorded_by_baseline'])}")
+    for other in judgement.get("others", []):
+        print(f"  baseline {other['baseline_index']} (same harness): {other['verdict']}")
+    code = EXIT[result["verdict"]]
+    update = result.get("baseline_update")
+    if update is not None:
+        if update.get("written"):
+            print(f"  baseline written to {update['path']} (review the change):")
+            print(update["diff"], end="")
+        else:
+            print(f"  --update-baseline: nothing written: {update['reason']}", file=sys.stderr)
+            code = code or EXIT_BAD_INPUT
     if out:
         print(f"  outputs in {out}")
-    return EXIT[result["verdict"]]
+    return code
 
 
 def _report(args: argparse.Namespace) -> int:

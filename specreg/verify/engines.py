@@ -47,6 +47,14 @@ def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a measurement, with the chunks measured before it."""
+
+    def __init__(self, deltas: list[SpecCounters], done: int, total: int) -> None:
+        super().__init__(f"interrupted (Ctrl-C) after {done}/{total} prompts")
+        self.deltas, self.done, self.total = deltas, done, total
+
+
 def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks: int,
             run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None],
             deadline: float | None = None) -> list[SpecCounters]:
@@ -58,8 +66,11 @@ def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks
     for i, part in enumerate(chunks(items, n_chunks)):
         if deadline is not None and time.monotonic() > deadline:
             raise RunTimeout(f"the run passed its --timeout after {done}/{len(items)} prompts")
-        before = counters()
-        run_chunk(part)
+        try:
+            before = counters()
+            run_chunk(part)
+        except KeyboardInterrupt:
+            raise Interrupted(deltas, done, len(items)) from None
         try:
             deltas.append(check_delta(counters() - before, chunk=i + 1))
         except CounterError as exc:
@@ -78,7 +89,7 @@ class ServerEngine:
                  deadline: float | None = None):
         import httpx
 
-        from specreg.verify.run import redact
+        from specreg.verify.urls import redact
 
         self.url = url.rstrip("/")
         self.shown = redact(self.url)  # what messages and results may say (no password)
@@ -145,6 +156,17 @@ class ServerEngine:
         if not isinstance(first, dict) or not isinstance(first.get("id"), str) or not first["id"]:
             raise BadAnswer(f"{self.shown}/v1/models: the first model has no id ({str(first)[:80]})")
         return first["id"]
+
+    def served_models(self) -> list[tuple[str, str | None]]:
+        """(id, root) of every model /v1/models lists (vLLM's root is the path or Hub id it loaded)."""
+        doc = self._json("/v1/models")
+        data = doc.get("data") if isinstance(doc, dict) else None
+        out = []
+        for item in data if isinstance(data, list) else ():
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                root = item.get("root")
+                out.append((item["id"], root if isinstance(root, str) else None))
+        return out
 
     def counters(self) -> SpecCounters:
         text = self._request("GET", "/metrics", max_bytes=SMALL_ANSWER_BYTES, seconds=SMALL_ANSWER_SECONDS)

@@ -26,6 +26,21 @@ COMPARED = ("dataset", "subset", "split", "num_prompts", "prompt", "temperature"
             "statistic", "draft_sample_method", "prefix_caching")
 
 
+def show(value: Any) -> str:
+    """A harness value as outputs print it: no reprs, no None."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={show(v)}" for k, v in value.items()) or "unset"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(show(v) for v in value) + "]"
+    return str(value)
+
+
 @attrs.frozen
 class Difference:
     field: str
@@ -33,16 +48,17 @@ class Difference:
     baseline: Any
 
     def text(self) -> str:
-        if self.baseline is None:
-            return f"{self.field}: {self.run!r} (the baseline does not record it)"
-        return f"{self.field}: {self.run!r} here, {self.baseline!r} in the baseline"
+        return f"{self.field}: here {show(self.run)}, baseline {show(self.baseline)}"
 
 
 @attrs.frozen
 class Check:
     metric: str
     measured: float
-    baseline: str
+    #: the reference value (the baseline's value, the low end of its range, or its floor)
+    baseline: float
+    #: the baseline as written: "2.8", "2.5-2.9", ">= 2"
+    baseline_text: str
     direction: str
     tolerance: float
     bounds: tuple[float | None, float | None]
@@ -58,39 +74,88 @@ class Judgement:
     baseline: Baseline | None
     differences: tuple[Difference, ...]
     checks: tuple[Check, ...]
-    verdict: str  # pass | regressed | out-of-band | improved | no-baseline | refused | secondary
+    verdict: str  # pass | regressed | out-of-band | improved | no-baseline | unmatched | refused | secondary
     reason: str | None = None
+    #: fields the run states that the baseline does not record (not differences)
+    unrecorded: tuple[str, ...] = ()
+    #: the other baselines of the same harness (a measured one beside a published one), each judged:
+    #: (index, verdict)
+    others: tuple[tuple[int, str], ...] = ()
 
 
 def _plain(value: Any) -> Any:
     return attrs.asdict(value) if attrs.has(type(value)) else value
 
 
-def differences(run: Harness, baseline: Harness) -> list[Difference]:
-    out = []
+#: a prompt-format value that means the same as the field left out
+_PROMPT_DEFAULTS = {"few_shot": 0}
+
+
+def _compared(run: Harness, baseline: Harness):
+    """(field, run's value, baseline's value) for every field (and prompt key) the baseline records."""
     for field in COMPARED:
         mine, theirs = _plain(getattr(run, field)), _plain(getattr(baseline, field))
         if field == "prompt":
-            theirs = {k: v for k, v in theirs.items() if v is not None}
-            mine = {k: v for k, v in mine.items() if k in theirs or v is not None}
-            if not theirs:
-                theirs = None
-        if mine is None and theirs is None:
+            for key, value in theirs.items():
+                if value is not None:
+                    yield f"prompt.{key}", mine.get(key, _PROMPT_DEFAULTS.get(key)), value
             continue
-        if mine != theirs:
+        if theirs is not None:
+            yield field, mine, theirs
+
+
+def differences(run: Harness, baseline: Harness) -> list[Difference]:
+    """The fields the baseline records whose value differs in the run (a field the baseline does not
+    record is not a difference: see `unrecorded`; few_shot 0 and unset are the same prompt)."""
+    out = []
+    for field, mine, theirs in _compared(run, baseline):
+        if field.startswith("prompt.") and mine is None:
+            mine = _PROMPT_DEFAULTS.get(field[7:])
+        if isinstance(mine, (list, tuple)) and isinstance(theirs, (list, tuple)):
+            mine, theirs = list(mine), list(theirs)
+        if mine != theirs and not (field.startswith("prompt.") and {mine, theirs} <= {0, None}):
             out.append(Difference(field, mine, theirs))
     return out
 
 
+def unrecorded(run: Harness, baseline: Harness) -> list[str]:
+    """Fields the run states that the baseline does not record."""
+    recorded = {f for f, _, _ in _compared(run, baseline)}
+    out = []
+    for field in COMPARED:
+        value = _plain(getattr(run, field))
+        if field == "prompt":
+            out += [f"prompt.{k}" for k, v in value.items() if v is not None and f"prompt.{k}" not in recorded
+                    and v != _PROMPT_DEFAULTS.get(k)]
+        elif value is not None and field not in recorded:
+            out.append(field)
+    return out
+
+
+def candidates(entry: Entry, run: Harness) -> list[tuple[int, Baseline]]:
+    """The entry's baselines a run on this dataset (and subset) can be compared with."""
+    return [(i, b) for i, b in enumerate(entry.baselines)
+            if b.harness.dataset == run.dataset and (b.harness.subset or None) == (run.subset or None)
+            and b.metrics.acceptance_length is not None]
+
+
 def pick_baseline(entry: Entry, run: Harness) -> tuple[int, Baseline] | None:
-    """The entry's baseline for the same dataset (and subset), preferring measured over published and
-    primary over `secondary`, then the one with the fewest harness differences."""
-    candidates = [(i, b) for i, b in enumerate(entry.baselines)
-                  if b.harness.dataset == run.dataset and (b.harness.subset or None) == (run.subset or None)
-                  and b.metrics.acceptance_length is not None]
-    if not candidates:
+    """The entry's baseline for the same dataset (and subset): primary before `secondary`, then the
+    one with the fewest harness differences, then published before measured (a measured baseline is
+    judged beside a published one of the same harness, never instead of it), then catalog order."""
+    found = candidates(entry, run)
+    if not found:
         return None
-    return min(candidates, key=lambda ib: (ib[1].kind != "measured", ib[1].secondary, len(differences(run, ib[1].harness)), -ib[0]))
+    return min(found, key=lambda ib: (ib[1].secondary, len(differences(run, ib[1].harness)), ib[1].kind == "measured",
+                                      ib[0]))
+
+
+def describe(entry: Entry) -> str:
+    """The baselines of an entry, one phrase each, for a run that matched none."""
+    return "; ".join(f"baseline {i}: {b.harness.dataset}" + (f":{b.harness.subset}" if b.harness.subset else "")
+                     + (f", k={b.harness.k}" if b.harness.k is not None else "") + f" ({b.kind}"
+                     + (", secondary" if b.secondary else "") + ")"
+                     for i, b in enumerate(entry.baselines))
 
 
 def _check(name: str, measured: float, metric: Metric, temperature: float | None) -> Check | None:
@@ -121,22 +186,51 @@ def _check(name: str, measured: float, metric: Metric, temperature: float | None
         verdict = "improved"
     else:
         verdict = "pass"
-    return Check(name, measured, shown, direction, tolerance, (low, high), verdict, source)
+    reference = metric.value if metric.value is not None else metric.low if metric.low is not None else metric.floor
+    return Check(name, measured, reference, shown, direction, tolerance, (low, high), verdict, source)
 
 
-def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool = False) -> Judgement:
+def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool = False,
+          baseline: int | None = None) -> Judgement:
+    """The verdict of a run. `baseline`: the index of the baseline the run reproduces (verify's
+    harness); otherwise the closest one of the same dataset."""
     if entry is None:
-        return Judgement(None, None, (), (), "no-baseline", "the model is not in the catalog")
-    picked = pick_baseline(entry, run)
+        return Judgement(None, None, (), (), "no-baseline", "the model is not in the catalog: measured, not judged")
+    if not entry.baselines:
+        return Judgement(None, None, (), (), "no-baseline", f"{entry.id} has no baseline: measured, not judged")
+    found = dict(candidates(entry, run))
+    if baseline is not None and baseline in found:
+        picked: tuple[int, Baseline] | None = (baseline, found[baseline])
+    else:
+        picked = pick_baseline(entry, run)
     if picked is None:
-        return Judgement(None, None, (), (), "no-baseline",
-                         f"{entry.id} has no baseline for dataset {run.dataset!r}" + (f" / {run.subset!r}" if run.subset else ""))
-    index, baseline = picked
-    diffs = tuple(differences(run, baseline.harness))
+        return Judgement(None, None, (), (), "unmatched",
+                         f"{entry.id} has no baseline for dataset {run.dataset!r}"
+                         + (f" / {run.subset!r}" if run.subset else "")
+                         + f"; it could be compared with {describe(entry)} (run it with no harness flags, or "
+                           "--baseline N)")
+    index, chosen = picked
+    diffs = tuple(differences(run, chosen.harness))
     if strict and diffs:
-        return Judgement(index, baseline, diffs, (), "refused",
-                         "--strict-harness: the harness differs from the baseline's, or the baseline does not "
-                         "record part of it (see the differences)")
+        return Judgement(index, chosen, diffs, (), "refused",
+                         "--strict-harness: the harness differs from the baseline's (see the differences)",
+                         tuple(unrecorded(run, chosen.harness)))
+    verdict, checks, reason = _judge_one(stats, run, chosen)
+    others = []
+    if not chosen.secondary:
+        for i, other in sorted(found.items()):
+            if i != index and not other.secondary and not differences(run, other.harness):
+                others.append((i, _judge_one(stats, run, other)[0]))
+    worst = next((v for v in ("regressed", "out-of-band") if v == verdict or v in dict(others).values()), verdict)
+    if worst != verdict:
+        at = next(i for i, v in others if v == worst)
+        reason = (f"baseline {index} says {verdict}, baseline {at} ({entry.baselines[at].kind}, the same harness) "
+                  f"says {worst}") + (f"; {reason}" if reason else "")
+    return Judgement(index, chosen, diffs, checks, worst, reason, tuple(unrecorded(run, chosen.harness)),
+                     tuple(others))
+
+
+def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str, tuple[Check, ...], str | None]:
     checks = []
     m = baseline.metrics
     temperature = run.temperature
@@ -170,9 +264,13 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
     verdicts = {c.verdict for c in checks}
     verdict = next((v for v in ("regressed", "out-of-band") if v in verdicts), head.verdict)
     reason = None
+    failed = [c for c in checks if c.verdict in ("regressed", "out-of-band", "missing")]
+    if failed:
+        reason = "failed: " + ", ".join(f"{c.metric} {c.measured:.3f} ({_bounds(c)})" for c in failed)
     if head.within_noise:
-        reason = (f"within noise: the acceptance length is {gap:.3f} from its bound and this run can only resolve "
-                  f"changes of ±{noise:.3f} (95%); more prompts narrow it")
+        reason = ((reason + "; ") if reason else "") + (
+            f"within noise: the acceptance length is {gap:.3f} from its bound and this run can only resolve "
+            f"changes of ±{noise:.3f} (95%); more prompts narrow it")
     if missing:
         verdict = "regressed"
         reason = (f"the run reported no per-position count for gated position{'s' * (len(missing) > 1)} "
@@ -182,4 +280,11 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
         reason = (f"compared with a secondary baseline ({baseline.source}): reported, not gated; "
                   f"the checks alone would say {verdict}" + (f"; {reason}" if reason else ""))
         verdict = "secondary"
-    return Judgement(index, baseline, diffs, tuple(checks), verdict, reason)
+    return verdict, tuple(checks), reason
+
+
+def _bounds(c: Check) -> str:
+    low, high = c.bounds
+    if high is None:
+        return f"floor {low:.3f}"
+    return f"band {low:.3f}-{high:.3f}"

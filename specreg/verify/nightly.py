@@ -16,10 +16,10 @@ from typing import Callable, Sequence
 
 from specreg.verify import outputs
 from specreg.verify.run import _now, failed_result
-from specreg.verify.prompts import DATASETS
+from specreg.verify import harness
 from specreg.entries import Baseline, Entry, catalog
 
-FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "secondary", "not-runnable", "refused", "invalid",
+FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "secondary", "not-runnable", "refused", "invalid", "unmatched",
          "error", "timeout", "crash"}
 
 
@@ -44,48 +44,16 @@ def directory_name(entry_id: str) -> str:
 
 
 def runnable_baseline(entry: Entry) -> Baseline | None:
-    """The baseline a nightly reproduces: the first primary (not `secondary`) one with an acceptance
-    length on a dataset verify can load; None when the entry has none (reported, not run)."""
-    for b in entry.baselines:
-        if not b.secondary and b.harness.dataset in DATASETS and b.metrics.acceptance_length is not None:
-            return b
-    return None
-
-
-def _why_not_runnable(entry: Entry) -> str:
-    primary = [b for b in entry.baselines if not b.secondary]
-    if not primary:
-        return "only secondary baselines (reported beside a run, never a gate): nothing to reproduce"
-    datasets = sorted({str(b.harness.dataset) for b in primary})
-    return (f"no primary baseline on a dataset verify can load (the baselines use {', '.join(datasets)}; "
-            f"verify knows {', '.join(sorted(DATASETS))})")
+    """The baseline a nightly reproduces (`harness.primary_baseline`); None when the entry has none
+    (reported, not run)."""
+    picked = harness.primary_baseline(entry)
+    return picked[1] if picked else None
 
 
 def harness_args(entry: Entry) -> list[str]:
-    """Arguments reproducing the harness of the entry's runnable baseline: every field it states."""
+    """The command-line form of the harness `verify ENTRY` runs with no flags (`harness.settings`)."""
     b = runnable_baseline(entry)
-    if b is None:
-        return []
-    h = b.harness
-    args = ["--dataset", h.dataset + (f":{h.subset}" if h.subset else "")]
-    for flag, value in (("--num-prompts", h.num_prompts), ("--temperature", h.temperature),
-                        ("--max-tokens", h.max_tokens), ("--k", h.k), ("--batch-size", h.batch_size),
-                        ("--seed", h.seed), ("--few-shot", h.prompt.few_shot),
-                        ("--shots-split", h.prompt.shots_split), ("--template", h.prompt.template),
-                        ("--max-model-len", h.max_model_len), ("--tensor-parallel-size", h.tensor_parallel_size),
-                        ("--mode", h.mode), ("--statistic", h.statistic),
-                        ("--draft-sample-method", h.draft_sample_method)):
-        if value is not None:
-            args.append(f"{flag}={value}")  # one argument: a value may begin with "-" (a stop string "--all")
-    for text in h.stop or ():
-        args.append(f"--stop={text}")
-    if h.prompt.chat_template is False:
-        args.append("--raw")
-    if h.prompt.thinking is not None:
-        args.append("--thinking" if h.prompt.thinking else "--no-thinking")
-    if h.prefix_caching is not None:
-        args.append("--prefix-caching" if h.prefix_caching else "--no-prefix-caching")
-    return args
+    return harness.command_args(harness.settings(b)) if b is not None else []
 
 
 def _done(out: Path) -> bool:
@@ -100,12 +68,15 @@ def _failure(entry: Entry, out: Path, history: Path, verdict: str, message: str)
 
 
 def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> list[str]:
+    """`specreg verify ENTRY --baseline N`: verify builds the baseline's harness itself, as for a single run."""
+    picked = harness.primary_baseline(entry)
+    chosen = ["--baseline", str(picked[0])] if picked else []
     return [sys.executable, "-m", "specreg", "verify", entry.id, "--out", str(out), "--history", str(history),
-            *harness_args(entry), *extra]
+            *chosen, *extra]
 
 
 def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, timeout: float = 3600,
-            extra: Sequence[str] = (), registry: str | None = None,
+            extra: Sequence[str] = (), registry: str | None = None, dataset_files: dict[str, str] | None = None,
             make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command, grace: float = GRACE,
             progress: Callable[[str], None] = lambda _m: None) -> dict[str, str]:
     """Verdict per entry id of this shard."""
@@ -122,16 +93,22 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
             progress(f"[{n}/{len(mine)}] {entry.id}: done before ({verdicts[entry.id]}), skipped")
             continue
         progress(f"[{n}/{len(mine)}] {entry.id}")
-        if runnable_baseline(entry) is None:
+        baseline = runnable_baseline(entry)
+        dataset = baseline.harness.dataset if baseline is not None else None
+        if baseline is None or dataset_files and dataset not in dataset_files:
+            why = harness.why_not_runnable(entry) if baseline is None else (
+                f"its baseline's dataset is {dataset} and --dataset-file gives rows for "
+                f"{', '.join(sorted(dataset_files or ()))} only")
             outputs.write_all(out, failed_result(entry.id, _now(), "none", "not-runnable", "",
-                                                 judgement={"reason": _why_not_runnable(entry)}), history)
+                                                 judgement={"reason": why}), history)
             verdicts[entry.id] = "not-runnable"
-            progress("    not-runnable")
+            progress(f"    not-runnable: {why}")
             continue
+        rows = ["--dataset-file", f"{dataset}={dataset_files[dataset]}"] if dataset_files else []
         env = dict(os.environ)
         if registry:
             env["SPECREG_REGISTRY"] = str(registry)
-        proc = subprocess.Popen(make_command(entry, out, history, extra), env=env, start_new_session=True)
+        proc = subprocess.Popen(make_command(entry, out, history, [*rows, *extra]), env=env, start_new_session=True)
         try:
             code = proc.wait(timeout=timeout + grace)
         except subprocess.TimeoutExpired:

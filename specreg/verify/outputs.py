@@ -49,7 +49,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
             shown = f"{value:.3f}" + (ci_text if name == "acceptance_length" else "")
             c = checks.get(name)
             if c:
-                lines.append(f"| {name} | {shown} | {c['baseline']} | {bounds_text(c)} | {c['verdict']} |")
+                lines.append(f"| {name} | {shown} | {c.get('baseline_text', c['baseline'])} | {bounds_text(c)} | {c['verdict']} |")
             else:
                 lines.append(f"| {name} | {shown} | - | - | - |")
         lines.append("")
@@ -79,7 +79,7 @@ def junit_xml(r: dict[str, Any]) -> bytes:
         case = ET.SubElement(suite, "testcase", classname=r["model"], name=c["metric"])
         if c["verdict"] == "regressed":
             failures += 1
-            ET.SubElement(case, "failure", message=f"{c['measured']:.4f} outside {c['bounds']} of baseline {c['baseline']}")
+            ET.SubElement(case, "failure", message=f"{c['measured']:.4f} outside {c['bounds']} of baseline {c.get('baseline_text', c['baseline'])}")
     if not checks and not r.get("error"):
         case = ET.SubElement(suite, "testcase", classname=r["model"], name="acceptance_length")
         ET.SubElement(case, "skipped", message=(r.get("judgement") or {}).get("reason") or r["verdict"])

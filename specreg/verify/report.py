@@ -251,7 +251,7 @@ def _run_html(r: dict[str, Any]) -> str:
             row = f"<tr><td>{label}</td><td>{value:.3f}{ci_text if name == 'acceptance_length' else ''}</td>"
             c = checks.get(name)
             if c:
-                table.append(f"{row}<td>{esc(str(c['baseline']))}</td><td>{esc(bounds_text(c))}</td>"
+                table.append(f"{row}<td>{esc(str(c.get('baseline_text', c['baseline'])))}</td><td>{esc(bounds_text(c))}</td>"
                              f"<td class='{esc(str(c['verdict']))}'>{esc(str(c['verdict']))}</td></tr>")
             else:
                 table.append(f"{row}<td>-</td><td>-</td><td>-</td></tr>")

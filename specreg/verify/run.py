@@ -16,15 +16,19 @@ import attrs
 
 from specreg.errors import HubError, SpecregError
 from specreg.verify import outputs
-from specreg.verify.engines import (BadAnswer, EngineError, InProcessEngine, RunTimeout, ServerEngine, engine_kwargs,
-                                    gpu_info)
+from specreg.verify.engines import (BadAnswer, EngineError, InProcessEngine, Interrupted, RunTimeout, ServerEngine,
+                                    engine_kwargs, gpu_info)
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
+from specreg.verify.urls import redact
 from specreg.entries import Harness, PromptFormat
 
-EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1, "refused": 2, "invalid": 2,
-        "error": 3, "timeout": 3, "crash": 3}
+#: exit status per verdict (docs/verify.md): 0 judged fine or nothing to judge against, 1 regressed, 2 bad
+#: input or refused, 3 the engine failed, 4 the entry has baselines and the run matched none of them,
+#: 130 interrupted
+EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1,
+        "refused": 2, "invalid": 2, "error": 3, "timeout": 3, "crash": 3, "unmatched": 4, "interrupted": 130}
 
 
 @attrs.define
@@ -60,6 +64,8 @@ class Options:
     prefix_caching: bool | None = None
     #: seconds the whole run may take (None: no limit); requests to a server are bounded by what is left
     timeout: float | None = None
+    #: where the harness came from (`harness.resolve`): the baseline it reproduces, the fields overridden
+    harness_from: dict[str, Any] | None = None
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -76,20 +82,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def redact(url: str) -> str:
-    """A URL as it may be recorded and published: a password in it is replaced by ***."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(an unparsable URL)"
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def _engine_name(opts: Options) -> str:
     return "server " + redact(opts.server) if opts.server else "vllm in-process"
 
@@ -104,7 +96,7 @@ def failed_result(model: str, started: str, engine: str, verdict: str, error: st
             "judgement": None, "baseline": None, "notes": [], **extra}
 
 
-def _entry(model: str, registry: str | None):
+def catalog_entry(model: str, registry: str | None):
     from specreg import entries
 
     try:
@@ -152,7 +144,7 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     from specreg.api import load
     from specreg.version import __version__
 
-    entry = _entry(model, opts.registry)
+    entry = catalog_entry(model, opts.registry)
     spec, notes = None, []
     try:
         spec = load(model)
@@ -204,6 +196,13 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         environment["vllm_version"] = engine.version()
         harness = attrs.evolve(harness, vllm_version=environment["vllm_version"])
         if opts.server:
+            _check_served(engine, model, spec, entry)
+        if opts.strict_harness and entry is not None:
+            # before any prompt is sent: what the harness already says (k may still be corrected by the counters)
+            early = judge_harness(model, harness, entry, opts)
+            if early is not None:
+                return _finish(early, out, history)
+        if opts.server:
             # what the in-process engine would pass to vllm.LLM: a server took it (or not) at launch
             set_at_launch = {k: v for k, v in engine_kwargs({}, **dict(options, seed=None)).items()
                              if k != "disable_log_stats"}
@@ -220,6 +219,20 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                 notes.append(f"k: the server drafted {measured_k} tokens per step (its counters), not the "
                              f"{harness.k} the config or --k named; {measured_k} is recorded")
             harness = attrs.evolve(harness, k=measured_k)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        deltas = exc.deltas if isinstance(exc, Interrupted) else []
+        what = str(exc) if isinstance(exc, Interrupted) else "interrupted (Ctrl-C)"
+        try:
+            partial = compute(deltas, opts.statistic).to_dict() if deltas else None
+        except ValueError:  # the chunks so far drafted nothing
+            partial = None
+        result = failed_result(model, started, result["engine"], "interrupted",
+                               f"{what}: the chunks measured so far are kept, nothing was judged; run it again "
+                               "(with --all, --resume re-runs interrupted entries)",
+                               harness=_plain(harness), environment=environment, notes=notes,
+                               dataset_source=prompts.source, dataset_revision=result["dataset_revision"],
+                               statistics=partial, chunk_counters=[d.to_dict() for d in deltas])
+        return _finish(result, out, history)
     except (EngineError, ValueError) as exc:
         # impossible counters or malformed answers are bad input (exit 2); a failing engine is exit 3
         verdict = "timeout" if isinstance(exc, RunTimeout) else "invalid" if isinstance(exc, BadAnswer) else "error"
@@ -232,25 +245,28 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
-    judgement = judge(stats, harness, entry, strict=opts.strict_harness)
+    from_baseline = (opts.harness_from or {}).get("baseline_index")
+    judgement = judge(stats, harness, entry, strict=opts.strict_harness, baseline=from_baseline)
     baseline = judgement.baseline
     result.update(
         verdict=judgement.verdict,
         harness=_plain(harness),
+        harness_from=opts.harness_from,
         environment=environment,
         statistics=stats.to_dict(),
         chunk_counters=[d.to_dict() for d in deltas],
-        judgement={"baseline_index": judgement.baseline_index, "reason": judgement.reason,
-                   "differences": [d.text() for d in judgement.differences if d.baseline is not None],
-                   "not_recorded_by_baseline": [d.field for d in judgement.differences if d.baseline is None],
-                   "checks": [attrs.asdict(c) for c in judgement.checks]},
+        judgement=_judgement_dict(judgement),
         baseline=None if baseline is None else {
             "kind": baseline.kind, "source": baseline.source, "secondary": baseline.secondary,
             "acceptance_length": attrs.asdict(baseline.metrics.acceptance_length),
             "per_position": list(baseline.metrics.per_position.values) if baseline.metrics.per_position else None},
     )
-    if opts.update_baseline and entry is not None:
-        result["baseline_written"] = write_measured_baseline(entry, harness, stats, environment, opts.registry)
+    if opts.update_baseline:
+        result["baseline_update"] = update_baseline(entry, judgement, harness, stats, environment, opts.registry)
+    return _finish(result, out, history)
+
+
+def _finish(result: dict[str, Any], out: Path | None, history: Path | None) -> dict[str, Any]:
     if out is not None:
         try:
             outputs.write_all(out, result, history)
@@ -262,21 +278,109 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     return result
 
 
+def _judgement_dict(judgement: Any) -> dict[str, Any]:
+    return {"baseline_index": judgement.baseline_index, "reason": judgement.reason,
+            "differences": [d.text() for d in judgement.differences],
+            "not_recorded_by_baseline": list(judgement.unrecorded),
+            "others": [{"baseline_index": i, "verdict": v} for i, v in judgement.others],
+            "checks": [attrs.asdict(c) for c in judgement.checks]}
+
+
+def judge_harness(model: str, harness: Harness, entry: Any, opts: Options) -> dict[str, Any] | None:
+    """--strict-harness before measuring: a refused result when the harness differs from the
+    baseline it would be compared with, else None."""
+    from specreg.verify.judge import candidates, differences, pick_baseline
+
+    index = (opts.harness_from or {}).get("baseline_index")
+    found = dict(candidates(entry, harness))
+    picked = (index, found[index]) if index in found else pick_baseline(entry, harness)
+    if picked is None:
+        return None
+    diffs = [d for d in differences(harness, picked[1].harness) if d.field not in ("vllm_version",)]
+    if not diffs:
+        return None
+    return failed_result(model, _now(), _engine_name(opts), "refused",
+                         "--strict-harness: the harness differs from baseline "
+                         f"{picked[0]}'s, nothing was measured: " + "; ".join(d.text() for d in diffs),
+                         harness=_plain(harness), harness_from=opts.harness_from,
+                         judgement={"baseline_index": picked[0], "differences": [d.text() for d in diffs]})
+
+
+def _served_names(value: str) -> set[str]:
+    names = {value.rstrip("/")}
+    tail = value.rstrip("/").rsplit("/", 1)[-1]
+    if tail:
+        names.add(tail)
+    return names
+
+
+def _check_served(engine: Any, model: str, spec: Any, entry: Any) -> None:
+    """The server serves the verifier (or the draft) being verified: one of /v1/models' ids or roots
+    names it (or a local copy with the same last path component). Unknown verifier: not checked."""
+    expected = {n for n in (getattr(spec, "verifier", None), entry.verifier.id if entry is not None else None)
+                if n}
+    if not expected:
+        return
+    served = engine.served_models()
+    wanted = set().union(*(_served_names(n) for n in expected | {model}))
+    have = set().union(*(_served_names(n) for pair in served for n in pair if n))
+    if not wanted & have:
+        shown = ", ".join(f"{i}" + (f" ({r})" if r and r != i else "") for i, r in served) or "nothing"
+        raise BadAnswer(f"the server serves {shown}, not {', '.join(sorted(expected))} (the verifier of {model}): "
+                        "another model would be measured and judged")
+
+
 def _plain(harness: Harness) -> dict[str, Any]:
     d = attrs.asdict(harness)
     d["prompt"] = {k: v for k, v in d["prompt"].items() if v is not None}
     return d
 
 
-def write_measured_baseline(entry, harness: Harness, stats, environment: dict[str, Any], registry: str | None) -> str:
-    """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept)."""
+def update_baseline(entry: Any, judgement: Any, harness: Harness, stats: Any, environment: dict[str, Any],
+                    registry: str | None) -> dict[str, Any]:
+    """`--update-baseline`: a measured baseline beside the one the run reproduced, only for a run that
+    passed it with the same harness, only into a catalog directory the user names (`--registry`),
+    printed as a diff for review. Otherwise nothing is written and the reason is returned."""
+    import os
+
+    registry = registry or os.environ.get("SPECREG_REGISTRY") or None
+    if entry is None:
+        return {"written": False, "reason": "the model is not in the catalog: there is no entry to add a baseline to"}
+    if registry is None:
+        return {"written": False, "reason": "name the catalog directory to write into with --registry DIR (a "
+                                            "checkout of the catalog); the shipped catalog is never written"}
+    if judgement.verdict != "pass":
+        return {"written": False, "reason": f"the run's verdict is {judgement.verdict}, not pass: a baseline is "
+                                            "recorded only from a run that meets the one it sits beside"}
+    if judgement.differences:
+        return {"written": False, "reason": "the harness differs from baseline "
+                                            f"{judgement.baseline_index}'s: " + "; ".join(d.text() for d in judgement.differences)}
+    try:
+        path, diff = write_measured_baseline(entry, harness, stats, environment, registry)
+    except SpecregError as exc:
+        return {"written": False, "reason": exc.line()}
+    return {"written": True, "path": path, "diff": diff}
+
+
+def write_measured_baseline(entry, harness: Harness, stats, environment: dict[str, Any],
+                            registry: str | None) -> tuple[str, str]:
+    """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept);
+    (the file, the unified diff of the change)."""
+    import difflib
+
     import tomlkit
 
     from specreg import atomic, entries
 
-    entries.writable_root(registry)  # never into an installed package's catalog
+    root = entries.writable_root(registry)  # never into an installed package's catalog
     path = Path(entry.path)
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    try:
+        path.resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        raise SpecregError(f"{entry.id} is read from {path}, not from the catalog directory {registry}: "
+                           "nothing written") from None
+    before = path.read_text(encoding="utf-8")
+    doc = tomlkit.parse(before)
     h = {k: v for k, v in _plain(harness).items() if v not in (None, {}, [])}
     metrics: dict[str, Any] = {"acceptance_length": {"value": round(stats.acceptance_length, 4)},
                                "draft_acceptance_rate": {"value": round(stats.draft_acceptance_rate, 4)}}
@@ -287,7 +391,9 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
         metrics["acceptance_length"]["notes"] = f"95% CI {lo:.3f}-{hi:.3f} over {stats.chunks} chunks"
     table = tomlkit.table()
     table.add("kind", "measured")
-    table.add("source", f"specreg verify (vLLM {environment.get('vllm_version')}, {environment.get('gpu')})")
+    source = "specreg verify" + "".join(f", {v}" for v in (
+        f"vLLM {environment['vllm_version']}" if environment.get("vllm_version") else None, environment.get("gpu")) if v)
+    table.add("source", source)
     table.add("date", dt.date.today().isoformat())
     table.add("harness", h)
     table.add("metrics", metrics)
@@ -300,4 +406,6 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
         raise SpecregError(f"{path}: the measured baseline would not validate: "
                            + "; ".join(f"{p.path}: {p.message}" for p in problems))
     atomic.write_bytes(path, text.encode("utf-8"))
-    return str(path)
+    diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), text.splitlines(keepends=True),
+                                        fromfile=f"a/{path.name}", tofile=f"b/{path.name}"))
+    return str(path), diff

@@ -166,16 +166,17 @@ def verify_plan(entry_id, rows_dir, dataset=None):
     from specreg.cli.main import _parser
     from specreg.cli.verify import verify_options
     from specreg.verify.engines import engine_kwargs, sampling_kwargs
-    from specreg.verify.nightly import harness_args, runnable_baseline
+    from specreg.verify.nightly import runnable_baseline
     from specreg.verify.run import engine_options, run_prompts
 
     entry = catalog().get(entry_id)
     h = runnable_baseline(entry).harness
+    # no harness flag: `verify ENTRY` builds the baseline's harness itself (as the nightly's runs do);
     # each split's rows from its own file: shots from the split the harness names (CI's are train.jsonl's)
-    args = _parser().parse_args(["verify", entry_id, *harness_args(entry), "--dataset-file",
+    args = _parser().parse_args(["verify", entry_id, "--dataset-file",
                                  str(rows_dir / f"{h.split}.jsonl"), "--shots-file",
                                  str(rows_dir / f"{h.prompt.shots_split}.jsonl")])
-    opts = verify_options(args)
+    opts = verify_options(args, entry)
     llm = engine_kwargs({}, **engine_options(opts, entry))
     sampling = sampling_kwargs(temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed, stop=opts.stop)
     return llm, sampling, run_prompts(opts), opts

@@ -175,7 +175,7 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
             runner.mkdir()
             codes = {}
             for s in shards:
-                cmd = verify_step.replace("${{ matrix.shard }}", str(s)) + f" --dataset-file {tiny['rows']} --chunks 1"
+                cmd = verify_step.replace("${{ matrix.shard }}", str(s)) + f" --dataset-file gsm8k={tiny['rows']} --chunks 1"
                 done = shell(cmd, runner, env)
                 codes[s] = done.returncode
             results = {d.parent.name: result(d.parent) for d in runner.glob("results/*/*/result.json")}
@@ -194,3 +194,14 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
             assert "regressed" in index and "pass" in index
             for model in ("org--tiny-eagle3", "org--tiny-eagle3-regressed"):
                 assert (site / "models" / f"{model}-trend.png").exists() is (night == 2), (night, model)
+        # one run of the regressed entry with no harness flag: its baseline's harness, exit 1, and
+        # --update-baseline writes nothing
+        toml = reg / "org" / "tiny-eagle3-regressed.toml"
+        before = toml.read_bytes()
+        done = specreg("verify", "org/tiny-eagle3-regressed", "--dataset-file", str(tiny["rows"]), "--chunks", "1",
+                       "--registry", str(reg), "--update-baseline", "--out", str(tmp_path / "single"), env=env)
+        assert done.returncode == 1, done.stdout + done.stderr
+        single = result(tmp_path / "single")
+        assert single["verdict"] == "regressed" and single["harness_from"]["overridden"] == []
+        assert single["harness"]["num_prompts"] == P and single["harness"]["max_tokens"] == 13
+        assert "nothing written" in done.stderr and toml.read_bytes() == before
