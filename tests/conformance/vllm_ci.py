@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import tarfile
+import urllib.parse
 import urllib.request
 from functools import lru_cache
 from pathlib import Path
@@ -18,14 +19,29 @@ from typing import Any
 CACHE = Path(os.environ.get("SPECREG_VLLM_SDISTS", Path.home() / ".cache" / "specreg" / "vllm-sdists"))
 
 
+def _sdist_url(version: str) -> str:
+    """The sdist's URL from PyPI's JSON API, or from the simple index where only that is reachable."""
+    import re
+    import urllib.error
+
+    try:
+        with urllib.request.urlopen(f"https://pypi.org/pypi/vllm/{version}/json", timeout=60) as r:
+            return [u for u in json.load(r)["urls"] if u["packagetype"] == "sdist"][0]["url"]
+    except urllib.error.HTTPError:
+        with urllib.request.urlopen("https://pypi.org/simple/vllm/", timeout=60) as r:
+            page = r.read().decode()
+        href = re.search(rf'href="([^"]*/vllm-{re.escape(version)}\.tar\.gz)(#[^"]*)?"', page)
+        if href is None:
+            raise
+        return urllib.parse.urljoin("https://pypi.org/simple/vllm/", href.group(1).replace("&amp;", "&"))
+
+
 def sdist(version: str) -> Path:
     path = CACHE / f"vllm-{version}.tar.gz"
     if not path.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        with urllib.request.urlopen(f"https://pypi.org/pypi/vllm/{version}/json", timeout=60) as r:
-            urls = [u for u in json.load(r)["urls"] if u["packagetype"] == "sdist"]
         tmp = path.with_suffix(".part")
-        urllib.request.urlretrieve(urls[0]["url"], tmp)
+        urllib.request.urlretrieve(_sdist_url(version), tmp)
         tmp.rename(path)
     return path
 
