@@ -2,6 +2,7 @@
 shards, isolation and resume, and `--server` end to end against a loopback vLLM-like server."""
 
 import json
+import re
 import os
 import sqlite3
 import subprocess
@@ -335,7 +336,7 @@ def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup
     assert result["harness"]["k"] == 3  # from the server's own counters: 6000 draft tokens / 2000 drafts
     assert len(chat_requests) == 20 and chat_requests[0]["temperature"] == 0.0
     summary = (out / "summary.md").read_text()
-    assert summary.startswith("## org/draft: **pass**") and "| acceptance_length | 2.800" in summary
+    assert summary.startswith("## org/draft: **pass**") and "| acceptance length | 2.800" in summary and "| position 1 | 0.800" in summary
     suite = ET.fromstring((out / "junit.xml").read_bytes())
     assert suite.get("failures") == "0" and int(suite.get("tests")) == 4
     assert (out / "per_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -647,7 +648,7 @@ def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
     stats = stats_with_al(2.0)
     stats = attrs.evolve(stats, per_position=())
     j = judge(stats, RUN, entry)
-    assert j.verdict == "regressed" and "no per-position count for gated positions 0, 1" in j.reason
+    assert j.verdict == "regressed" and "no per-position count for gated positions 1, 2" in j.reason
 
 
 def test_a_password_in_the_server_url_is_never_recorded(tmp_path):
@@ -912,3 +913,68 @@ def test_catalog_show_harness_prints_the_command_verify_runs(mt_setup):
     assert r.returncode == 0
     assert r.stdout.strip() == ("specreg verify org/draft --dataset mt-bench --num-prompts=20 --temperature=0.0 "
                                 "--k=3")
+
+
+TWO_BASELINES = MT_ENTRY + """
+[[baselines]]
+kind = "published"
+source = "another table"
+
+[baselines.harness]
+dataset = "gsm8k"
+num_prompts = 20
+temperature = 0.0
+k = 3
+
+[baselines.metrics.acceptance_length]
+value = 2.8
+direction = "two-sided"
+tolerance = 0.05
+"""
+
+
+def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp_path):
+    """After an MT-Bench regression and two later gsm8k runs of the same entry, the index still shows
+    the entry as regressed (the worst of its baselines' latest verdicts), first, with the counts, and
+    its page shows the two baselines' trends apart, saying which check failed."""
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(TWO_BASELINES)
+    (reg / "org" / "other.toml").write_text(ENTRY.replace("org/draft", "org/other"))
+    mt, gsm = mt_rows(tmp_path / "mt.jsonl"), write_rows(tmp_path / "gsm8k.jsonl")
+    out = tmp_path / "results" / "org--draft"
+    for rates, baseline, rows in (((0.8, 0.6, 0.4), "0", mt), ((0.3, 0.1, 0.05), "0", mt),
+                                  ((0.8, 0.6, 0.4), "1", gsm), ((0.8, 0.6, 0.4), "1", gsm)):
+        with OpenAIServer(rates=rates) as server:
+            r = run("verify", "org/draft", "--server", server.url, "--baseline", baseline, "--dataset-file", str(rows),
+                    "--registry", str(reg), "--out", str(out))
+        assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert json.loads((out / "result.json").read_text())["verdict"] == "pass"  # the newest run alone says pass
+    site = tmp_path / "site"
+    r = run("report", str(tmp_path / "results"), "--out", str(site), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    index = (site / "index.html").read_text()
+    rows = re.findall(r"<tr class='([\w-]+)' data-model='([^']+)'>", index)
+    assert rows == [("regressed", "org/draft"), ("none", "org/other")]  # regressions first
+    assert "regressed 1</span>" in index and "none 1</span>" in index
+    page = (site / "models" / "org--draft.html").read_text()
+    sections = re.findall(r"<section class='series' data-series='([^']+)'><h2>[^<]*<span class='([\w-]+)'>", page)
+    assert sections == [("mt-bench, baseline 0", "regressed"), ("gsm8k, baseline 1", "pass")]
+    assert "failed: acceptance length 1.450 (band 2.660-2.940)" in page
+    assert page.count("<tr class='regressed'>") == 1 and page.count("<tr class='pass'>") == 3
+    for image in ("org--draft-trend.png", "org--draft-trend-2.png"):
+        assert (site / "models" / image).read_bytes()[:4] == b"\x89PNG" and image in page
+
+
+def test_the_change_since_the_previous_night_is_the_verdict_of_the_earlier_runs():
+    from specreg.verify.report import _verdict_before
+
+    def run_(day, verdict, index=0):
+        return {"model": "m", "started": f"{day}T01:00:00+00:00", "verdict": verdict,
+                "harness": {"dataset": "gsm8k"}, "judgement": {"baseline_index": index}}
+
+    runs = [run_("2026-11-29", "pass"), run_("2026-11-30", "pass"), run_("2026-11-30", "pass", 1),
+            run_("2026-12-01", "regressed")]
+    assert _verdict_before(runs, "2026-12-01") == "pass"
+    assert _verdict_before(runs, "2026-11-29") is None
+    assert _verdict_before(runs + [run_("2026-11-30", "regressed", 1)], "2026-12-01") == "regressed"

@@ -26,6 +26,15 @@ COMPARED = ("dataset", "subset", "split", "num_prompts", "prompt", "temperature"
             "statistic", "draft_sample_method", "prefix_caching")
 
 
+def label(metric: str) -> str:
+    """A check's name as every output shows it: positions 1-based ("position 1" is the first drafted
+    token, vLLM's position 0), the rest with spaces."""
+    import re
+
+    m = re.fullmatch(r"per_position\[(\d+)\]", metric)
+    return f"position {int(m.group(1)) + 1}" if m else metric.replace("_", " ")
+
+
 def show(value: Any) -> str:
     """A harness value as outputs print it: no reprs, no None."""
     if value is None:
@@ -266,7 +275,7 @@ def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str
     reason = None
     failed = [c for c in checks if c.verdict in ("regressed", "out-of-band", "missing")]
     if failed:
-        reason = "failed: " + ", ".join(f"{c.metric} {c.measured:.3f} ({_bounds(c)})" for c in failed)
+        reason = "failed: " + ", ".join(f"{label(c.metric)} {c.measured:.3f} ({_bounds(c)})" for c in failed)
     if head.within_noise:
         reason = ((reason + "; ") if reason else "") + (
             f"within noise: the acceptance length is {gap:.3f} from its bound and this run can only resolve "
@@ -274,7 +283,7 @@ def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str
     if missing:
         verdict = "regressed"
         reason = (f"the run reported no per-position count for gated position{'s' * (len(missing) > 1)} "
-                  f"{', '.join(map(str, missing))} (is vllm:spec_decode_num_accepted_tokens_per_pos exposed?)")
+                  f"{', '.join(str(i + 1) for i in missing)} (is vllm:spec_decode_num_accepted_tokens_per_pos exposed?)")
     if baseline.secondary:
         # a secondary number (another harness, a paper's table) is shown beside the run, never a gate
         reason = (f"compared with a secondary baseline ({baseline.source}): reported, not gated; "

@@ -12,6 +12,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from specreg import atomic
+from specreg.verify.judge import label
 
 RESULT, SUMMARY, JUNIT, PLOT = "result.json", "summary.md", "junit.xml", "per_position.png"
 #: the run history beside the results of a nightly (one per shard; `specreg report` merges them)
@@ -27,7 +28,7 @@ def metric_rows(s: dict[str, Any]) -> list[tuple[str, str, float]]:
     """(check name, label, measured value) of every reported metric, in table order."""
     return ([("acceptance_length", "acceptance length", s["acceptance_length"]),
              ("draft_acceptance_rate", "draft acceptance rate", s["draft_acceptance_rate"])]
-            + [(f"per_position[{i}]", f"position {i + 1}", p) for i, p in enumerate(s["per_position"])])
+            + [(f"per_position[{i}]", label(f"per_position[{i}]"), p) for i, p in enumerate(s["per_position"])])
 
 
 def bounds_text(check: dict[str, Any]) -> str:
@@ -45,13 +46,13 @@ def summary_markdown(r: dict[str, Any]) -> str:
         ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f} over {s['chunks']} chunks)" if ci else ""
         lines += ["| metric | measured | baseline | bounds | verdict |", "|---|---|---|---|---|"]
         checks = {c["metric"]: c for c in j.get("checks", [])}
-        for name, _label, value in metric_rows(s):
+        for name, label, value in metric_rows(s):
             shown = f"{value:.3f}" + (ci_text if name == "acceptance_length" else "")
             c = checks.get(name)
             if c:
-                lines.append(f"| {name} | {shown} | {c.get('baseline_text', c['baseline'])} | {bounds_text(c)} | {c['verdict']} |")
+                lines.append(f"| {label} | {shown} | {c.get('baseline_text', c['baseline'])} | {bounds_text(c)} | {c['verdict']} |")
             else:
-                lines.append(f"| {name} | {shown} | - | - | - |")
+                lines.append(f"| {label} | {shown} | - | - | - |")
         lines.append("")
     if j.get("reason"):
         lines += [f"{j['reason']}", ""]

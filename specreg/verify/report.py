@@ -25,7 +25,7 @@ from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HI
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
-.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none,.secondary,.not-runnable{background:#eee}.warning{color:#a60}"""
+.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none,.secondary,.not-runnable,.unmatched,.interrupted{background:#eee}.warning{color:#a60}"""
 
 
 
@@ -151,23 +151,108 @@ def _write(path: Path, data: bytes | str) -> None:
     atomic.write_bytes(path, data.encode() if isinstance(data, str) else data)
 
 
-def _trend_png(path: Path, model: str, points: list[tuple[str, float]]) -> None:
+def _trend_png(path: Path, title: str, points: list[dict[str, Any]]) -> None:
+    """AL against the run's date: each run's 95% interval, regressed runs in red, the vLLM version
+    beside each point, and the baseline's value with its tolerance band (from the newest run's check)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 2.6), dpi=100)
-    ax.plot(range(1, len(points) + 1), [p[1] for p in points], "o-")
-    ax.set_xticks(range(1, len(points) + 1))
-    ax.set_xlabel("run")
+    fig, ax = plt.subplots(figsize=(7, 3), dpi=100)
+    xs = list(range(len(points)))
+    als = [p["al"] for p in points]
+    lows = [max(0.0, p["al"] - p["ci"][0]) if p.get("ci") else 0.0 for p in points]
+    highs = [max(0.0, p["ci"][1] - p["al"]) if p.get("ci") else 0.0 for p in points]
+    ax.errorbar(xs, als, yerr=[lows, highs], fmt="-", color="#36c", capsize=3, label="measured (95% CI)")
+    bad = [i for i, p in enumerate(points) if p["verdict"] in FAILING]
+    good = [i for i in xs if i not in bad]
+    ax.plot(good, [als[i] for i in good], "o", color="#36c")
+    if bad:
+        ax.plot(bad, [als[i] for i in bad], "o", color="#c22", label="regressed")
+    ref = points[-1].get("check") or {}
+    if not isinstance(ref.get("bounds"), list):
+        ref = {}
+    if _real(ref.get("baseline")):
+        ax.axhline(ref["baseline"], color="#444", linestyle="--", linewidth=1, label=f"baseline {ref['baseline']:g}")
+    bounds = ref.get("bounds") or [None, None]
+    low, high = (bounds + [None, None])[:2]
+    if _real(low):
+        ax.axhspan(low, high if _real(high) else max(als + [low]) * 1.05, color="#9c9", alpha=0.2,
+                   label="tolerance band")
+    for i, p in enumerate(points):
+        if p.get("vllm"):
+            ax.annotate(f"vLLM {p['vllm']}", (i, als[i]), textcoords="offset points", xytext=(0, 6), fontsize=6,
+                        ha="center")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([p["date"] for p in points], rotation=30, fontsize=7, ha="right")
     ax.set_ylabel("acceptance length")
-    ax.set_title(model, fontsize=9)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     try:
         atomic.replace(path, lambda tmp: fig.savefig(tmp, format="png"))
     finally:
         plt.close(fig)
+
+
+#: verdicts from worst to best: an entry's verdict is the worst of its baselines' latest verdicts
+SEVERITY = ("regressed", "out-of-band", "crash", "timeout", "error", "invalid", "unmatched", "refused", "interrupted",
+            "secondary", "not-runnable", "no-baseline", "improved", "pass", "none")
+FAILING = {"regressed", "out-of-band"}
+
+
+def _rank(verdict: str) -> int:
+    return SEVERITY.index(verdict) if verdict in SEVERITY else 0
+
+
+def _worst(verdicts: list[str]) -> str:
+    return min(verdicts, key=_rank) if verdicts else "none"
+
+
+def _series_key(r: dict[str, Any]) -> tuple[str, str]:
+    """(sort key, title) of the baseline a run belongs to: its dataset and the baseline it was judged by."""
+    dataset = str((r.get("harness") or {}).get("dataset") or "no dataset")
+    index = (r.get("judgement") or {}).get("baseline_index")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return f"0-{index:04d}-{dataset}", f"{dataset}, baseline {index}"
+    return f"1-{dataset}", f"{dataset}, not judged against a baseline"
+
+
+def _history_results(runs: list[tuple], warnings: list[str]) -> list[dict[str, Any]]:
+    """The result stored with each history row (untrusted: checked as result files are)."""
+    out, bad = [], 0
+    for row in runs:
+        try:
+            text = row[8]
+            if not isinstance(text, str) or len(text) > MAX_RESULT_BYTES:
+                raise ValueError("not a stored result")
+            r = json.loads(text)
+            _check_result(r)
+        except (ValueError, RecursionError):
+            bad += 1
+            continue
+        out.append(r)
+    if bad:
+        warnings.append(f"history: {bad} run(s) without a readable stored result skipped")
+    return out
+
+
+def _series(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """title -> {"runs": [...] oldest first, "key": sort key} for one model."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in sorted(runs, key=lambda r: str(r.get("started") or "")):
+        key, title = _series_key(r)
+        out.setdefault(title, {"key": key, "runs": []})["runs"].append(r)
+    return dict(sorted(out.items(), key=lambda kv: kv[1]["key"]))
+
+
+def _verdict_before(runs: list[dict[str, Any]], day: str) -> str | None:
+    """The entry's verdict from the runs before `day` (the previous night), None without any."""
+    earlier = [r for r in runs if str(r.get("started") or "")[:10] < day]
+    if not earlier:
+        return None
+    return _worst([s["runs"][-1]["verdict"] for s in _series(earlier).values()])
 
 
 def _page(title: str, body: str) -> str:
@@ -202,37 +287,73 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
     runs = merged_history(results_dir, warnings)
     if history_out is not None:
         write_history(history_out, runs)
-    history = [(row[0], str(row[2]), row[4], row[3]) for row in runs]
+    stored = _history_results(runs, warnings)
+    seen = {(r["model"], str(r.get("started") or "")) for r in stored}
+    # a result with no history row (its history was not readable) is still a run
+    stored += [r for r in results if (r["model"], str(r.get("started") or "")) not in seen]
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for r in stored:
+        by_model.setdefault(r["model"], []).append(r)
     latest: dict[str, dict[str, Any]] = {}
     for r in sorted(results, key=lambda r: str(r.get("started") or "")):
         latest[r["model"]] = r
     _directory(site / "models")
-    rows = []
     entries = list(catalog(registry))
     known = {e.id for e in entries}
-    for model in [e.id for e in entries] + sorted(set(latest) - known):
-        r = latest.get(model)
+    order = [e.id for e in entries] + sorted((set(latest) | set(by_model)) - known)
+    summary: list[tuple[str, str, str | None, dict[str, Any] | None]] = []
+    for model in order:
+        series = _series(by_model.get(model, []))
+        verdict = _worst([s["runs"][-1]["verdict"] for s in series.values()]) if series else \
+            (latest[model]["verdict"] if model in latest else "none")
+        newest = max((str(r.get("started") or "") for s in series.values() for r in s["runs"]), default="")
+        before = _verdict_before(by_model.get(model, []), newest[:10]) if newest else None
+        summary.append((model, verdict, before, latest.get(model)))
+        _model_page(site, model, verdict, latest.get(model), series)
+    summary.sort(key=lambda row: (_rank(row[1]), order.index(row[0])))
+    rows = []
+    for model, verdict, before, r in summary:
         entry = next((e for e in entries if e.id == model), None)
-        verdict = r["verdict"] if r else "none"
         al = (r.get("statistics") or {}).get("acceptance_length") if r else None
         base = ((r or {}).get("baseline") or {}).get("acceptance_length") or {}
         link = _url(f"models/{directory_name(model)}.html")
-        verdict = html.escape(str(verdict))  # from a result file: untrusted
+        v = html.escape(str(verdict))  # from a result file: untrusted
+        change = "" if before is None else ("" if before == verdict else f"was {html.escape(before)}")
         rows.append(
-            f"<tr class='{verdict}' data-model='{html.escape(model)}'><td><a href='{link}'>{html.escape(model)}</a></td>"
+            f"<tr class='{v}' data-model='{html.escape(model)}'><td><a href='{link}'>{html.escape(model)}</a></td>"
             f"<td>{html.escape(entry.algorithm if entry else '-')}</td>"
             f"<td>{html.escape(entry.verifier.id if entry else '-')}</td>"
-            f"<td class='verdict'>{verdict}</td><td>{'' if al is None else f'{al:.3f}'}</td>"
-            f"<td>{html.escape(str(base.get('value') or '')) if base else ''}</td>"
+            f"<td class='verdict'>{v}</td><td class='change'>{change}</td>"
+            f"<td>{'' if al is None else f'{al:.3f}'}</td>"
+            f"<td>{html.escape(_number(base.get('value'))) if base else ''}</td>"
             f"<td>{html.escape((r or {}).get('started') or '')}</td></tr>")
-        _model_page(site, model, r, [(s, a) for m, s, a, _ in history if m == model and a is not None])
-    table = ("<table id='catalog'><thead><tr><th>model</th><th>algorithm</th><th>verifier</th><th>latest verdict</th>"
-             "<th>AL measured</th><th>AL baseline</th><th>when</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    counts: dict[str, int] = {}
+    for _, verdict, _, _ in summary:
+        counts[verdict] = counts.get(verdict, 0) + 1
+    changed = sum(1 for _, verdict, before, _ in summary if before is not None and before != verdict)
+    count_line = ", ".join(f"<span class='count {html.escape(v)}'>{html.escape(v)} {n}</span>"
+                           for v, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
+    table = ("<table id='catalog'><thead><tr><th>model</th><th>algorithm</th><th>verifier</th><th>verdict</th>"
+             "<th>since the previous night</th><th>AL measured</th><th>AL baseline</th><th>when</th></tr></thead>"
+             "<tbody>" + "".join(rows) + "</tbody></table>")
     index = site / "index.html"
     notes = "".join(f"<p class='warning'>{html.escape(w)}</p>" for w in warnings)
+    measured = sum(1 for _, v, _, _ in summary if v != "none")
     _write(index, _page("specreg: speculator verification", f"<h1>Speculator verification</h1>"
-                        f"<p>{len(latest)} models measured, {len(entries)} in the catalog.</p>{notes}{table}"))
+                        f"<p>{measured} models measured, {len(entries)} in the catalog; {changed} changed since the "
+                        f"previous night.</p><p id='counts'>{count_line}</p>{notes}{table}"))
     return index
+
+
+def _bounds(check: dict[str, Any] | None) -> str:
+    try:
+        return bounds_text(check) if check else ""
+    except (KeyError, TypeError, ValueError):  # a stored result of another shape
+        return ""
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if _real(value) else ""
 
 
 def _run_html(r: dict[str, Any]) -> str:
@@ -278,14 +399,17 @@ def _url(path: str) -> str:
     return html.escape(quote(path, safe="/."))
 
 
-def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tuple[str, float]]) -> None:
+def _model_page(site: Path, model: str, verdict: str, r: dict[str, Any] | None,
+                series: dict[str, dict[str, Any]]) -> None:
+    esc = html.escape
     name = directory_name(model)
-    parts = [f"<h1>{html.escape(model)}</h1><p><a href='../index.html'>all models</a></p>"]
-    if r is None:
+    parts = [f"<h1>{esc(model)}</h1><p><a href='../index.html'>all models</a></p>"]
+    v = esc(str(verdict))
+    parts.append(f"<p>Verdict: <b class='{v}'>{v}</b> (the worst of its baselines' latest verdicts)</p>")
+    if r is None and not series:
         parts.append("<p>Not measured yet.</p>")
-    else:
-        v = html.escape(str(r["verdict"]))
-        parts.append(f"<p>Latest verdict: <b class='{v}'>{v}</b> ({html.escape(str(r.get('started') or ''))})</p>")
+    if r is not None:
+        parts.append(f"<h2>Latest run ({esc(str(r.get('started') or ''))})</h2>")
         parts.append(_run_html(r))
         plot = Path(r["_dir"]) / PLOT
         try:
@@ -295,7 +419,37 @@ def _model_page(site: Path, model: str, r: dict[str, Any] | None, trend: list[tu
         if image is not None and image.startswith(_PNG):
             _write(site / "models" / f"{name}-per-position.png", image)
             parts.append(f"<img alt='per-position acceptance' src='{_url(name + '-per-position.png')}'>")
-    if len(trend) >= 2:  # one point is not a trend
-        _trend_png(site / "models" / f"{name}-trend.png", model, trend)
-        parts.append(f"<img alt='acceptance length over runs' src='{_url(name + '-trend.png')}'>")
+    for n, (title, s) in enumerate(series.items()):
+        runs = s["runs"]
+        last = runs[-1]
+        lv = esc(str(last["verdict"]))
+        parts.append(f"<section class='series' data-series='{esc(title)}'><h2>{esc(title)}: <span class='{lv}'>{lv}"
+                     f"</span></h2>")
+        reason = (last.get("judgement") or {}).get("reason")
+        if reason and last["verdict"] != "pass":
+            parts.append(f"<p class='why'>{esc(str(reason))}</p>")
+        table = []
+        points = []
+        for run in runs:
+            st = run.get("statistics") or {}
+            al, ci = st.get("acceptance_length"), st.get("al_interval")
+            check = next((c for c in (run.get("judgement") or {}).get("checks") or []
+                          if c.get("metric") == "acceptance_length"), None)
+            env = run.get("environment") or {}
+            date = str(run.get("started") or "")[:10]
+            rv = esc(str(run["verdict"]))
+            table.append(f"<tr class='{rv}'><td>{esc(date)}</td><td>{esc(str(env.get('vllm_version') or '-'))}</td>"
+                         f"<td>{'' if al is None else f'{al:.3f}'}</td>"
+                         f"<td>{f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else ''}</td>"
+                         f"<td>{esc(_bounds(check))}</td><td>{rv}</td></tr>")
+            if _real(al):
+                points.append({"al": al, "ci": ci, "verdict": run["verdict"], "vllm": env.get("vllm_version"),
+                               "date": date, "check": check})
+        parts.append("<table class='runs'><thead><tr><th>date</th><th>vLLM</th><th>AL</th><th>95% CI</th>"
+                     "<th>baseline bounds</th><th>verdict</th></tr></thead><tbody>" + "".join(table) + "</tbody></table>")
+        if len(points) >= 2:  # one point is not a trend
+            image = f"{name}-trend.png" if n == 0 else f"{name}-trend-{n + 1}.png"
+            _trend_png(site / "models" / image, f"{model}: {title}", points)
+            parts.append(f"<img alt='acceptance length over runs: {esc(title)}' src='{_url(image)}'>")
+        parts.append("</section>")
     _write(site / "models" / f"{name}.html", _page(model, "".join(parts)))
