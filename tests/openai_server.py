@@ -16,14 +16,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class OpenAIServer:
-    def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="org/verifier", version="0.33.0"):
+    def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="org/verifier", version="0.33.0",
+                 speculative=True):
         self.rates = list(rates)
         self.k = len(self.rates)
         self.drafts_per_request = drafts_per_request
         self.model = model
         self.version = version
         self.lock = threading.Lock()
-        self.engines = [{"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * self.k} for _ in range(2)]
+        #: False: a server of the verifier alone (one token per step, no spec-decode counters)
+        self.speculative = speculative
+        self.engines = [{"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * self.k, "generated": 0}
+                        for _ in range(2)]
         self.requests: list[tuple[str, dict]] = []
         self.fail_status: int | None = None
         self.delay = 0.0
@@ -120,18 +124,23 @@ class OpenAIServer:
             e["draft_tokens"] += d * self.k
             e["accepted"] += sum(accepted_at)
             e["per_pos"] = [a + b for a, b in zip(e["per_pos"], accepted_at)]
+            # every step makes one token, and a draft step its accepted ones too
+            e["generated"] += d + (sum(accepted_at) if self.speculative else 0)
 
     def metrics(self) -> str:
         lines = []
         with self.lock:
+            lines += ["# HELP vllm:generation_tokens Generation tokens.", "# TYPE vllm:generation_tokens counter"]
+            lines += [f'vllm:generation_tokens_total{{engine="{i}",model_name="{self.model}"}} {float(e["generated"])}'
+                      for i, e in enumerate(self.engines)]
             for name, key in (("num_drafts", "drafts"), ("num_draft_tokens", "draft_tokens"),
                               ("num_accepted_tokens", "accepted")):
                 lines += [f"# HELP vllm:spec_decode_{name} Spec decode counter.", f"# TYPE vllm:spec_decode_{name} counter"]
-                for i, e in enumerate(self.engines):
+                for i, e in enumerate(self.engines if self.speculative else ()):
                     lines.append(f'vllm:spec_decode_{name}_total{{engine="{i}",model_name="{self.model}"}} {float(e[key])}')
             lines += ["# HELP vllm:spec_decode_num_accepted_tokens_per_pos Accepted tokens per position.",
                       "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter"]
-            for i, e in enumerate(self.engines):
+            for i, e in enumerate(self.engines if self.speculative else ()):
                 for pos, value in enumerate(e["per_pos"]):
                     lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{i}",'
                                  f'model_name="{self.model}",position="{pos}"}} {float(value)}')

@@ -114,3 +114,43 @@ def test_a_cpu_canary_runs_the_engine_tier_every_night_without_the_h100s():
     assert (REPO_ROOT / ".ci" / "engine-tier").read_text().count("pytest -q -m engine") == 1
     cached = [s for s in job["steps"] if s.get("uses", "").startswith("actions/cache")]
     assert cached and cached[0]["with"]["path"] == "~/.cache/specreg/engine-venv"
+
+
+def test_the_history_lives_on_a_branch_the_next_night_restores(tmp_path):
+    """The report job's restore and push steps, run as written against a local bare repository
+    standing in for GitHub: night 1 pushes history.sqlite to nightly-history, night 2 restores it
+    (a cache is evicted after 7 days unused; a branch is not)."""
+    report = steps("report")
+    restore = next(s for n, s in report.items() if n.startswith("Restore the merged history"))["run"]
+    push = next(s for n, s in report.items() if n.startswith("Push the merged history"))["run"]
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    url = '"https://x-access-token:${GITHUB_TOKEN}@github.com/${{ github.repository }}.git"'
+    assert url in push
+    push = push.replace(url, str(remote)).replace("${{ github.run_id }}", "1")
+    env = {"GITHUB_TOKEN": "t", "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig")}
+    nights = []
+    for night in (1, 2):
+        work = tmp_path / f"night{night}"
+        subprocess.run(["git", "init", "-q", str(work)], check=True)
+        subprocess.run(["git", "-C", str(work), "remote", "add", "origin", str(remote)], check=True)
+        done = shell(restore, work, env)
+        assert done.returncode == 0, done.stderr
+        nights.append((work / "history" / "history.sqlite").exists())
+        (work / "history" / "history.sqlite").write_bytes(f"night {night}".encode())
+        done = shell(push, work, env)
+        assert done.returncode == 0, done.stderr
+    assert nights == [False, True]
+    shown = subprocess.run(["git", "-C", str(remote), "show", "nightly-history:history.sqlite"], capture_output=True)
+    assert shown.stdout == b"night 2"
+
+
+def test_the_nightly_pins_vllm_to_the_newest_version_specregs_rules_cover():
+    from specreg.normalization.capabilities import NEWEST_KNOWN
+
+    install = steps("verify")["Install specreg, vLLM and the verify dependencies"]
+    assert install["env"]["VLLM_ASKED"] == "${{ github.event.inputs.vllm }}"
+    line = next(s for s in install["run"].splitlines() if s.strip().startswith("VLLM="))
+    code = line.split("-c '", 1)[1].split("'", 1)[0]
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert got == str(NEWEST_KNOWN) and 'pip install -q "vllm==$VLLM"' in install["run"]

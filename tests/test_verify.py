@@ -337,6 +337,7 @@ def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup
     assert len(chat_requests) == 20 and chat_requests[0]["temperature"] == 0.0
     summary = (out / "summary.md").read_text()
     assert summary.startswith("## org/draft: **pass**") and "| acceptance length | 2.800" in summary and "| position 1 | 0.800" in summary
+    assert "None" not in summary and "GPU unset" in summary
     suite = ET.fromstring((out / "junit.xml").read_bytes())
     assert suite.get("failures") == "0" and int(suite.get("tests")) == 4
     assert (out / "per_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -957,6 +958,7 @@ def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp
     rows = re.findall(r"<tr class='([\w-]+)' data-model='([^']+)'>", index)
     assert rows == [("regressed", "org/draft"), ("none", "org/other")]  # regressions first
     assert "regressed 1</span>" in index and "none 1</span>" in index
+    assert "vLLM of the newest runs: 0.33.0" in index
     page = (site / "models" / "org--draft.html").read_text()
     sections = re.findall(r"<section class='series' data-series='([^']+)'><h2>[^<]*<span class='([\w-]+)'>", page)
     assert sections == [("mt-bench, baseline 0", "regressed"), ("gsm8k, baseline 1", "pass")]
@@ -978,3 +980,34 @@ def test_the_change_since_the_previous_night_is_the_verdict_of_the_earlier_runs(
     assert _verdict_before(runs, "2026-12-01") == "pass"
     assert _verdict_before(runs, "2026-11-29") is None
     assert _verdict_before(runs + [run_("2026-11-30", "regressed", 1)], "2026-12-01") == "regressed"
+
+
+# -- what users measure beyond AL -----------------------------------------------------------------
+
+def test_throughput_and_the_speedup_against_a_server_without_the_draft(mt_setup):
+    reg, rows, out = mt_setup
+    with OpenAIServer() as server, OpenAIServer(speculative=False) as plain:
+        server.delay = plain.delay = 0.02  # the same time per request: the speedup is the tokens per request
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--compare-baseline-engine", plain.url)
+        plain_requests = [p for p, _ in plain.requests if p.startswith("/v1/chat")]
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    s, t = result["statistics"], result["throughput"]
+    assert s["output_tokens"] == 20 * (100 + 180) and s["output_tokens_per_s"] > 0 and s["ms_per_output_token"] > 0
+    assert len(plain_requests) == 20 and t["output_tokens_per_s_without_draft"] > 0
+    # 280 tokens per request with the draft, 100 without, at the same pace: 2.8x, as AL says
+    assert t["speedup"] == pytest.approx(2.8, rel=0.25)
+    assert "engine, GPU, batch" in t["note"]
+    summary = (out / "summary.md").read_text()
+    assert "tokens/s" in summary and "speedup 2." in summary and "None" not in summary
+
+
+def test_a_k_sweep_needs_the_in_process_engine(mt_setup):
+    reg, rows, out = mt_setup
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--k", "1,3,5")
+    assert r.returncode == 2 and "a server's draft length is fixed" in r.stderr
+    r = run("verify", "org/draft", "--k", "3,3")
+    assert r.returncode == 2 and "given twice" in r.stderr

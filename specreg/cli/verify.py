@@ -26,7 +26,12 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("--num-prompts", type=harness_int("num_prompts"), help="(default 80)")
     ver.add_argument("--temperature", type=harness_number("temperature"), help="(default 0)")
     ver.add_argument("--max-tokens", type=harness_int("max_tokens"), help="(default 256)")
-    ver.add_argument("--k", type=harness_int("k"), help="draft tokens (default: the config's)")
+    ver.add_argument("--k", type=_k_list, metavar="K[,K...]",
+                     help="draft tokens (default: the baseline's, else the config's); several (1,3,5) run a sweep, "
+                          "in-process, reporting AL, per-position rates and tokens/s per k")
+    ver.add_argument("--compare-baseline-engine", nargs="?", const="in-process", metavar="URL",
+                     help="also run the prompts without the draft and report the speedup in output tokens/s "
+                          "(in-process; with --server, the URL of a server of the verifier alone)")
     ver.add_argument("--batch-size", type=harness_int("batch_size"), help="max_num_seqs (in-process)")
     ver.add_argument("--concurrency", type=harness_int("concurrency"), help="requests in flight (--server; default 1)")
     ver.add_argument("--seed", type=harness_int("seed"), help="(default 42)")
@@ -63,6 +68,14 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N")
     ver.add_argument("--resume", action="store_true", help="with --all: skip entries already done")
     ver.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, help="seconds a run may take (with --all: per entry; a run past it is recorded as timeout)")
+
+
+def _k_list(text: str) -> tuple[int, ...]:
+    parse = harness_int("k")
+    values = tuple(parse(part.strip()) for part in text.split(","))
+    if len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"a k is given twice: {text!r}")
+    return values
 
 
 def add_report(sub: Any) -> None:
@@ -105,6 +118,8 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
     given = {f: getattr(args, f) for f in HARNESS_FLAGS if getattr(args, f, None) is not None}
     if "stop" in given:
         given["stop"] = tuple(given["stop"])
+    if isinstance(given.get("k"), tuple):
+        given["k"] = given["k"][0]  # a sweep's runs each get their own (_sweep)
     try:
         values, origin = harness.resolve(entry, given, getattr(args, "baseline", None))
     except ValueError as exc:
@@ -121,7 +136,8 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
     return Options(server=args.server, dataset_file=plain, gpu=args.gpu, chunks=args.chunks,
                    strict_harness=args.strict_harness, update_baseline=args.update_baseline, registry=args.registry,
                    served_model=args.served_model, shots_file=args.shots_file, timeout=args.timeout,
-                   harness_from=origin, **values)
+                   harness_from=origin, compare_baseline_engine=getattr(args, "compare_baseline_engine", None),
+                   **values)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -166,9 +182,13 @@ def _verify(args: argparse.Namespace) -> int:
         raise SpecregErrorLine("give a MODEL, or --all")
     from specreg.verify.run import catalog_entry
 
-    opts = verify_options(args, catalog_entry(args.model, args.registry))
+    entry = catalog_entry(args.model, args.registry)
+    opts = verify_options(args, entry)
     out = Path(args.out) if args.out else None
     history = Path(args.history) if args.history else (out.parent / HISTORY if out else None)
+    if args.k is not None and len(args.k) > 1:
+        index = (opts.harness_from or {}).get("baseline_index")
+        return _sweep(args, opts, out, history, entry.baselines[index].harness.k if index is not None else None)
     result = verify(args.model, opts, out=out, history=history, progress=_progress)
     s = result.get("statistics")
     line = f"{args.model}: {result['verdict']}"
@@ -204,6 +224,48 @@ def _verify(args: argparse.Namespace) -> int:
     if out:
         print(f"  outputs in {out}")
     return code
+
+
+def _sweep(args: argparse.Namespace, opts: Any, out: Any, history: Any, baseline_k: int | None) -> int:
+    """`--k 1,3,5`: one in-process run per k (a server's k is fixed when it starts), each written to
+    OUT/k-K, and a table of AL, per-position rates and output tokens/s per k. The exit status is the
+    run's whose k is the baseline's (the only one its gate applies to), else 0 when every run measured."""
+    import attrs
+    import json as _json
+
+    from specreg import atomic
+    from specreg.verify.run import EXIT, verify
+
+    if args.server:
+        raise SpecregErrorLine("--k with several values runs in-process: a server's draft length is fixed when it "
+                               "starts (run one server per k, one verify each)")
+    rows, codes = [], {}
+    for k in args.k:
+        run_opts = attrs.evolve(opts, k=k)
+        result = verify(args.model, run_opts, out=out / f"k-{k}" if out else None, history=history, progress=_progress)
+        s = result.get("statistics") or {}
+        rows.append({"k": k, "verdict": result["verdict"], "acceptance_length": s.get("acceptance_length"),
+                     "per_position": s.get("per_position"), "output_tokens_per_s": s.get("output_tokens_per_s"),
+                     "error": result.get("error")})
+        codes[k] = EXIT[result["verdict"]]
+    print(f"{args.model}: k sweep ({', '.join(map(str, args.k))}); a property of this engine, GPU and batch")
+    print("  k  AL      tokens/s  per-position")
+    for r in rows:
+        al = f"{r['acceptance_length']:.3f}" if r["acceptance_length"] is not None else "-"
+        tps = f"{r['output_tokens_per_s']:.1f}" if r["output_tokens_per_s"] is not None else "-"
+        pp = " / ".join(f"{p:.3f}" for p in r["per_position"] or []) or (r["error"] or r["verdict"])
+        print(f"  {r['k']:<2} {al:<7} {tps:<9} {pp}")
+    best = max((r for r in rows if r["output_tokens_per_s"]), key=lambda r: r["output_tokens_per_s"], default=None)
+    if best is not None:
+        print(f"  most output tokens/s: k = {best['k']}")
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.write_bytes(out / "sweep.json", (_json.dumps({"model": args.model, "runs": rows,
+                                                              "best_k": best["k"] if best else None}, indent=2)
+                                                 + "\n").encode())
+    if baseline_k in codes:
+        return codes[baseline_k]
+    return max(codes.values()) if any(c >= 2 for c in codes.values()) else EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -18,6 +18,8 @@ import attrs
 PREFIX = "vllm:spec_decode_"
 DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS = (f"{PREFIX}{n}" for n in (
     "num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos"))
+#: tokens the engine generated (vLLM's own counter, vllm/v1/metrics/loggers.py); optional: throughput only
+GENERATED = "vllm:generation_tokens"
 
 
 class CounterError(ValueError):
@@ -34,11 +36,20 @@ class SpecCounters:
     draft_tokens: int = 0
     accepted: int = 0
     per_pos: tuple[int, ...] = ()
+    #: output tokens generated (vllm:generation_tokens), where the engine exposes it
+    generated: int | None = None
+    #: wall seconds a chunk took (set on a chunk's delta by `engines.measure`)
+    seconds: float | None = None
 
-    def _combine(self, other: "SpecCounters", op: Callable[[int, int], int]) -> "SpecCounters":
-        """Field by field, per-position counters padded with zeros to the longer of the two."""
+    def _combine(self, other: "SpecCounters", op: Callable[[Any, Any], Any]) -> "SpecCounters":
+        """Field by field, per-position counters padded with zeros to the longer of the two; the
+        optional fields only where both have them."""
+        def both(a: Any, b: Any) -> Any:
+            return None if a is None or b is None else op(a, b)
+
         return SpecCounters(op(self.drafts, other.drafts), op(self.draft_tokens, other.draft_tokens),
-                            op(self.accepted, other.accepted), _pairwise(self.per_pos, other.per_pos, op))
+                            op(self.accepted, other.accepted), _pairwise(self.per_pos, other.per_pos, op),
+                            both(self.generated, other.generated), both(self.seconds, other.seconds))
 
     def __sub__(self, before: "SpecCounters") -> "SpecCounters":
         return self._combine(before, operator.sub)
@@ -48,7 +59,7 @@ class SpecCounters:
 
     @property
     def moved(self) -> bool:
-        return bool(self.drafts or self.draft_tokens or self.accepted or any(self.per_pos))
+        return bool(self.drafts or self.draft_tokens or self.accepted or any(self.per_pos) or self.generated)
 
     def to_dict(self) -> dict[str, Any]:
         return {"drafts": self.drafts, "draft_tokens": self.draft_tokens, "accepted": self.accepted,
@@ -65,12 +76,14 @@ def _per_pos(by_position: dict[int, float]) -> tuple[int, ...]:
     return tuple(int(by_position.get(i, 0)) for i in range(max(by_position) + 1))
 
 
-def from_prometheus(text: str) -> SpecCounters:
-    """Counters from a vLLM server's `/metrics` (Prometheus text format)."""
+def from_prometheus(text: str, *, speculative: bool = True) -> SpecCounters:
+    """Counters from a vLLM server's `/metrics` (Prometheus text format). `speculative=False`: a
+    server without a draft (the baseline engine of a speedup), which has only the generated tokens."""
     from prometheus_client.parser import text_string_to_metric_families
 
     totals = {DRAFTS: 0.0, DRAFT_TOKENS: 0.0, ACCEPTED: 0.0}
     by_position: dict[int, float] = {}
+    generated: float | None = None
     seen = set()
     try:
         families = list(text_string_to_metric_families(text))
@@ -84,6 +97,8 @@ def from_prometheus(text: str) -> SpecCounters:
             if name in totals:
                 totals[name] += sample.value
                 seen.add(name)
+            elif name == GENERATED and 0 <= sample.value < float("inf"):
+                generated = (generated or 0.0) + sample.value
             elif name == PER_POS:
                 try:
                     pos = int(sample.labels["position"])
@@ -93,35 +108,45 @@ def from_prometheus(text: str) -> SpecCounters:
                     raise CounterError(f"{PER_POS} position {pos} is out of range (0-{MAX_POSITIONS - 1})")
                 by_position[pos] = by_position.get(pos, 0.0) + sample.value
     missing = [n for n in totals if n not in seen]
-    if missing:
+    if not speculative:
+        if generated is None:
+            raise CounterError(f"no {GENERATED} in the metrics: are stats logged (vLLM: not --disable-log-stats)?")
+    elif missing:
         raise CounterError(f"no {', '.join(missing)} in the metrics: is speculative decoding on, and are "
                            "stats logged (vLLM: not --disable-log-stats)?")
     overflowed = [n for n, v in [*totals.items(), *((f"{PER_POS}[{p}]", v) for p, v in by_position.items())]
                   if not v < float("inf")]
     if overflowed:  # each sample finite, their sum not (two engines at 1e308)
         raise CounterError(f"{overflowed[0]} sums to infinity over its label sets: not a counter")
-    return SpecCounters(int(totals[DRAFTS]), int(totals[DRAFT_TOKENS]), int(totals[ACCEPTED]), _per_pos(by_position))
+    return SpecCounters(int(totals[DRAFTS]), int(totals[DRAFT_TOKENS]), int(totals[ACCEPTED]), _per_pos(by_position),
+                        int(generated) if generated is not None and generated < float("inf") else None)
 
 
-def from_vllm_metrics(metrics: Iterable[Any]) -> SpecCounters:
+def from_vllm_metrics(metrics: Iterable[Any], *, speculative: bool = True) -> SpecCounters:
     """Counters from `vllm.LLM.get_metrics()`: `Counter(name, labels, value)` and, for the
     per-position counter, `Vector(name, labels, values)` (matched by attributes, so vLLM itself
     need not be imported)."""
     totals = {DRAFTS: 0, DRAFT_TOKENS: 0, ACCEPTED: 0}
     per_pos: tuple[int, ...] = ()
+    generated: int | None = None
     seen = set()
     for metric in metrics:
         name = getattr(metric, "name", None)
         if name in totals and hasattr(metric, "value"):
             totals[name] += int(metric.value)
             seen.add(name)
+        elif name == GENERATED and hasattr(metric, "value"):
+            generated = (generated or 0) + int(metric.value)
         elif name == PER_POS and hasattr(metric, "values"):
             per_pos = _pairwise(per_pos, (int(v) for v in metric.values), operator.add)
     missing = [n for n in totals if n not in seen]
-    if missing:
+    if not speculative:
+        if generated is None:
+            raise CounterError(f"no {GENERATED} in LLM.get_metrics(): build the LLM with disable_log_stats=False")
+    elif missing:
         raise CounterError(f"no {', '.join(missing)} in LLM.get_metrics(): build the LLM with "
                            "disable_log_stats=False and a speculative_config")
-    return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], per_pos)
+    return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], per_pos, generated)
 
 
 def check_delta(delta: SpecCounters, *, chunk: int) -> SpecCounters:

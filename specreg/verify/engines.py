@@ -13,6 +13,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import attrs
+
 from specreg.errors import SpecregError
 from specreg.verify.counters import CounterError, SpecCounters, from_prometheus, from_vllm_metrics
 
@@ -68,11 +70,13 @@ def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks
             raise RunTimeout(f"the run passed its --timeout after {done}/{len(items)} prompts")
         try:
             before = counters()
+            began = time.perf_counter()
             run_chunk(part)
+            took = time.perf_counter() - began
         except KeyboardInterrupt:
             raise Interrupted(deltas, done, len(items)) from None
         try:
-            deltas.append(check_delta(counters() - before, chunk=i + 1))
+            deltas.append(attrs.evolve(check_delta(counters() - before, chunk=i + 1), seconds=took))
         except CounterError as exc:
             raise BadAnswer(str(exc)) from None
         done += len(part)
@@ -86,7 +90,7 @@ class ServerEngine:
     pace the server sends at."""
 
     def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0,
-                 deadline: float | None = None):
+                 deadline: float | None = None, speculative: bool = True):
         import httpx
 
         from specreg.verify.urls import redact
@@ -100,6 +104,8 @@ class ServerEngine:
         self.deadline = deadline
         self.client = httpx.Client(timeout=timeout)
         self.idle_wait = idle_wait
+        #: False for the engine without a draft that a speedup is measured against (no spec counters)
+        self.speculative = speculative
         self.model = model or self._served_model()
 
     def _remaining(self, limit: float) -> float:
@@ -171,7 +177,7 @@ class ServerEngine:
     def counters(self) -> SpecCounters:
         text = self._request("GET", "/metrics", max_bytes=SMALL_ANSWER_BYTES, seconds=SMALL_ANSWER_SECONDS)
         try:
-            return from_prometheus(text.decode("utf-8", errors="replace"))
+            return from_prometheus(text.decode("utf-8", errors="replace"), speculative=self.speculative)
         except CounterError as exc:
             raise BadAnswer(f"{self.shown}/metrics: {self._clean(exc)}") from None
 
@@ -217,9 +223,11 @@ class InProcessEngine:
     """vLLM in this process (CUDA needed). Typed against vLLM's public API only."""
 
     def __init__(self, kwargs: dict[str, Any], *, deadline: float | None = None):
-        """`kwargs`: the `vllm.LLM` arguments (`engine_kwargs` builds them). `deadline` is checked
-        between chunks (a `generate` call in progress cannot be interrupted)."""
+        """`kwargs`: the `vllm.LLM` arguments (`engine_kwargs` builds them; without a
+        speculative_config it is the baseline engine of a speedup). `deadline` is checked between
+        chunks (a `generate` call in progress cannot be interrupted)."""
         self.deadline = deadline
+        self.speculative = kwargs.get("speculative_config") is not None
         try:
             from vllm import LLM
         except ImportError:
@@ -230,7 +238,17 @@ class InProcessEngine:
             raise EngineError(f"vLLM could not start: {type(exc).__name__}: {exc}") from None
 
     def counters(self) -> SpecCounters:
-        return from_vllm_metrics(self.llm.get_metrics())
+        return from_vllm_metrics(self.llm.get_metrics(), speculative=self.speculative)
+
+    def close(self) -> None:
+        """Stop the engine (its memory is freed for the next one, e.g. the baseline engine)."""
+        import gc
+
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+        del self.llm
+        gc.collect()
 
     def version(self) -> str | None:
         import vllm

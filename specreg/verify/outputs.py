@@ -12,7 +12,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from specreg import atomic
-from specreg.verify.judge import label
+from specreg.verify.judge import label, show
 
 RESULT, SUMMARY, JUNIT, PLOT = "result.json", "summary.md", "junit.xml", "per_position.png"
 #: the run history beside the results of a nightly (one per shard; `specreg report` merges them)
@@ -61,11 +61,27 @@ def summary_markdown(r: dict[str, Any]) -> str:
         lines += [f"- {d}" for d in j["differences"]]
         lines.append("")
     if j.get("not_recorded_by_baseline"):
-        lines += [f"Not recorded by the baseline (cannot be compared): {', '.join(j['not_recorded_by_baseline'])}", ""]
-    harness = ", ".join(f"{k}={v}" for k, v in h.items() if v not in (None, {}, []))
-    lines += [f"Harness: {harness}", "", f"Engine: {r['engine']}; vLLM {r['environment'].get('vllm_version')}; "
-              f"GPU {r['environment'].get('gpu')}; driver {r['environment'].get('driver')}", ""]
+        lines += [f"Not recorded by the baseline (not compared): {', '.join(j['not_recorded_by_baseline'])}", ""]
+    speed = throughput_text(r)
+    if speed:
+        lines += [speed, ""]
+    harness = ", ".join(f"{k}={show(v)}" for k, v in h.items() if v not in (None, {}, []))
+    env = r.get("environment") or {}
+    lines += [f"Harness: {harness}", "", f"Engine: {r['engine']}; vLLM {show(env.get('vllm_version'))}; "
+              f"GPU {show(env.get('gpu'))}; driver {show(env.get('driver'))}", ""]
     return "\n".join(lines)
+
+
+def throughput_text(r: dict[str, Any]) -> str:
+    """Output tokens per second (and the speedup without the draft, when measured), or ""."""
+    s, t = r.get("statistics") or {}, r.get("throughput") or {}
+    if not s.get("output_tokens_per_s"):
+        return ""
+    text = f"Output: {s['output_tokens_per_s']:.1f} tokens/s, {s['ms_per_output_token']:.2f} ms per token"
+    if t.get("speedup"):
+        text += (f"; without the draft {t['output_tokens_per_s_without_draft']:.1f} tokens/s: speedup "
+                 f"{t['speedup']:.2f}x")
+    return text + " (this engine, GPU, batch and concurrency)"
 
 
 def junit_xml(r: dict[str, Any]) -> bytes:

@@ -20,8 +20,9 @@ from specreg.verify.nightly import directory_name
 from specreg import atomic
 from specreg.errors import SpecregError
 from specreg.sources.files import FileTooLarge, read_regular
+from specreg.verify.judge import show
 from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, PLOT, RESULT,
-                                    bounds_text, metric_rows)
+                                    bounds_text, metric_rows, throughput_text)
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
@@ -339,9 +340,13 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
     index = site / "index.html"
     notes = "".join(f"<p class='warning'>{html.escape(w)}</p>" for w in warnings)
     measured = sum(1 for _, v, _, _ in summary if v != "none")
+    versions = sorted({str(v) for r in latest.values() for v in [(r.get("environment") or {}).get("vllm_version")]
+                       if isinstance(v, str)})
+    engine_line = (f"<p id='vllm'>vLLM of the newest runs: {html.escape(', '.join(versions))}</p>" if versions
+                   else "")
     _write(index, _page("specreg: speculator verification", f"<h1>Speculator verification</h1>"
                         f"<p>{measured} models measured, {len(entries)} in the catalog; {changed} changed since the "
-                        f"previous night.</p><p id='counts'>{count_line}</p>{notes}{table}"))
+                        f"previous night.</p>{engine_line}<p id='counts'>{count_line}</p>{notes}{table}"))
     return index
 
 
@@ -385,10 +390,14 @@ def _run_html(r: dict[str, Any]) -> str:
                    + "".join(f"<li>{esc(d)}</li>" for d in j["differences"]) + "</ul>")
     if j.get("not_recorded_by_baseline"):
         out.append(f"<p>Not recorded by the baseline: {esc(', '.join(j['not_recorded_by_baseline']))}</p>")
+    speed = throughput_text(r)
+    if speed:
+        out.append(f"<p class='throughput'>{esc(speed)}</p>")
     harness = r.get("harness") or {}
-    out.append("<p>Harness: " + esc(", ".join(f"{k}={v}" for k, v in harness.items() if v not in (None, {}, [])))
-               + f"</p><p>Engine: {esc(str(r.get('engine')))}; vLLM {esc(str((r.get('environment') or {}).get('vllm_version')))}"
-               f"; GPU {esc(str((r.get('environment') or {}).get('gpu')))}</p>")
+    env = r.get("environment") if isinstance(r.get("environment"), dict) else {}
+    out.append("<p>Harness: " + esc(", ".join(f"{k}={show(v)}" for k, v in harness.items() if v not in (None, {}, [])))
+               + f"</p><p>Engine: {esc(show(r.get('engine')))}; vLLM {esc(show(env.get('vllm_version')))}"
+               f"; GPU {esc(show(env.get('gpu')))}</p>")
     return "".join(out)
 
 

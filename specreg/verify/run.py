@@ -66,6 +66,8 @@ class Options:
     timeout: float | None = None
     #: where the harness came from (`harness.resolve`): the baseline it reproduces, the fields overridden
     harness_from: dict[str, Any] | None = None
+    #: measure the same prompts without the draft for a speedup: "in-process", or a server's URL
+    compare_baseline_engine: str | None = None
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -175,6 +177,7 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                       max_model_len=max_model_len, mode=opts.mode, statistic=opts.statistic,
                       draft_sample_method=opts.draft_sample_method, prefix_caching=opts.prefix_caching)
     workdir = None
+    kwargs = None
     deadline = None if opts.timeout is None else time.monotonic() + opts.timeout
     try:
         if opts.server:
@@ -213,6 +216,9 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                             temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
                             thinking=opts.thinking if prompts.chat else None, progress=progress, stop=opts.stop)
         stats = compute(deltas, opts.statistic)
+        if opts.compare_baseline_engine:
+            result["throughput"] = _compare_without_draft(engine, opts, prompts, kwargs,
+                                                          options, stats, deadline, n_chunks, concurrency, progress)
         measured_k = _k_from_counters(stats)
         if measured_k is not None and measured_k != harness.k:
             if harness.k is not None:
@@ -264,6 +270,39 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     if opts.update_baseline:
         result["baseline_update"] = update_baseline(entry, judgement, harness, stats, environment, opts.registry)
     return _finish(result, out, history)
+
+
+def _compare_without_draft(engine: Any, opts: Options, prompts: Any, llm_kwargs: dict[str, Any] | None,
+                           options: dict[str, Any], stats: Any, deadline: float | None, n_chunks: int,
+                           concurrency: int, progress: Callable[[str], None]) -> dict[str, Any]:
+    """The same prompts on the engine without the draft: output tokens per second with and without,
+    and the speedup. In-process the drafting engine is stopped first and the verifier started alone;
+    against a server, `--compare-baseline-engine URL` names a server of the same verifier with no draft."""
+    if opts.compare_baseline_engine == "in-process":
+        if opts.server:
+            raise ValueError("--compare-baseline-engine with --server needs the URL of a server without the draft")
+        engine.close()
+        plain = {k: v for k, v in engine_kwargs(llm_kwargs or {}, **options).items() if k != "speculative_config"}
+        baseline: Any = InProcessEngine(plain, deadline=deadline)
+    else:
+        baseline = ServerEngine(opts.compare_baseline_engine, deadline=deadline, speculative=False,
+                                timeout=min(600.0, opts.timeout or 600.0))
+    progress("the same prompts without the draft")
+    deltas = baseline.run(prompts.items, n_chunks=n_chunks, concurrency=concurrency, temperature=opts.temperature,
+                          max_tokens=opts.max_tokens, seed=opts.seed,
+                          thinking=opts.thinking if prompts.chat else None, progress=progress, stop=opts.stop)
+    if hasattr(baseline, "close"):
+        baseline.close()
+    from specreg.verify.stats import total as _total
+
+    total = _total(deltas) if deltas else None
+    without = total.generated / total.seconds if total is not None and total.generated and total.seconds else None
+    with_draft = stats.output_tokens_per_s
+    return {"engine_without_draft": "vllm in-process" if opts.compare_baseline_engine == "in-process"
+            else "server " + redact(opts.compare_baseline_engine),
+            "output_tokens_per_s": with_draft, "output_tokens_per_s_without_draft": without,
+            "speedup": with_draft / without if with_draft and without else None,
+            "note": "a property of this engine, GPU, batch and concurrency, measured once: not of the draft alone"}
 
 
 def _finish(result: dict[str, Any], out: Path | None, history: Path | None) -> dict[str, Any]:

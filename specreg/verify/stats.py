@@ -43,6 +43,20 @@ class Statistics:
     statistic: str = "pooled"
 
     @property
+    def output_tokens_per_s(self) -> float | None:
+        """Output tokens per wall second over the run (vllm:generation_tokens over the chunks' time):
+        a property of this engine, GPU, batch and concurrency, not of the draft alone."""
+        c = self.counters
+        return None if not c.generated or not c.seconds else c.generated / c.seconds
+
+    @property
+    def ms_per_output_token(self) -> float | None:
+        """Wall milliseconds per output token over the run (the inverse of the run's throughput; with one
+        request in flight, the time per output token a user sees)."""
+        c = self.counters
+        return None if not c.generated or not c.seconds else 1000.0 * c.seconds / c.generated
+
+    @property
     def detectable_change(self) -> float | None:
         """The smallest AL change this run could detect at 95% confidence (the interval's half-width)."""
         return None if self.al_interval is None else (self.al_interval[1] - self.al_interval[0]) / 2
@@ -52,20 +66,28 @@ class Statistics:
                 "acceptance_length": self.acceptance_length, "per_position": list(self.per_position),
                 "draft_acceptance_rate": self.draft_acceptance_rate,
                 "al_interval": list(self.al_interval) if self.al_interval else None,
-                "detectable_change": self.detectable_change}
+                "detectable_change": self.detectable_change,
+                "output_tokens": self.counters.generated, "seconds": self.counters.seconds,
+                "output_tokens_per_s": self.output_tokens_per_s, "ms_per_output_token": self.ms_per_output_token}
 
 
 def acceptance_length(c: SpecCounters) -> float:
     return 1.0 + c.accepted / c.drafts
 
 
+def total(chunks: Sequence[SpecCounters]) -> SpecCounters:
+    """The chunks' deltas summed (the optional fields stay only where every chunk has them)."""
+    out = chunks[0] if chunks else SpecCounters()
+    for c in chunks[1:]:
+        out = out + c
+    return out
+
+
 def compute(chunks: Sequence[SpecCounters], statistic: str = "pooled") -> Statistics:
     """Statistics over the chunks' counter deltas (raises ValueError when no draft was made).
     With "mean-per-prompt" each chunk is one prompt."""
-    total = SpecCounters()
-    for c in chunks:
-        total = total + c
-    if total.drafts <= 0:
+    total_ = total(chunks)
+    if total_.drafts <= 0:
         raise ValueError("no drafts were counted: speculative decoding did not run")
     if statistic == "mean-per-prompt":
         per_chunk = [acceptance_length(c) if c.drafts > 0 else 1.0 for c in chunks]
@@ -77,11 +99,11 @@ def compute(chunks: Sequence[SpecCounters], statistic: str = "pooled") -> Statis
         half = t975(len(per_chunk) - 1) * statistics.stdev(per_chunk) / math.sqrt(len(per_chunk))
         interval = (mean - half, mean + half)
     return Statistics(
-        counters=total,
+        counters=total_,
         chunks=len(chunks),
-        acceptance_length=statistics.fmean(per_chunk) if statistic == "mean-per-prompt" else acceptance_length(total),
-        per_position=tuple(p / total.drafts for p in total.per_pos),
-        draft_acceptance_rate=total.accepted / total.draft_tokens if total.draft_tokens else 0.0,
+        acceptance_length=statistics.fmean(per_chunk) if statistic == "mean-per-prompt" else acceptance_length(total_),
+        per_position=tuple(p / total_.drafts for p in total_.per_pos),
+        draft_acceptance_rate=total_.accepted / total_.draft_tokens if total_.draft_tokens else 0.0,
         al_interval=interval,
         statistic=statistic,
     )

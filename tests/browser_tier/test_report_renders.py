@@ -63,3 +63,74 @@ def test_the_report_renders_rows_and_images(chromium, tmp_path):
     images = re.findall(r"<img[^>]*>", page)
     assert len(images) == 2
     assert all('data-loaded="yes"' in img for img in images), images
+
+
+def screenshot(chromium, page, profile, out, size="1000,2400"):
+    flags = [f for f in FLAGS if f != "--dump-dom"]
+    r = subprocess.run([chromium, *flags, f"--user-data-dir={profile}", f"--screenshot={out}",
+                        f"--window-size={size}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and out.exists(), r.stderr[-2000:]
+    from PIL import Image
+
+    return Image.open(out).convert("RGB")
+
+
+def bands(image, colour, tolerance=8):
+    """The rows of the screenshot where a colour (a verdict's background) fills a run of pixels: the
+    structure of the page as drawn, compared without pixel-exact images."""
+    width, height = image.size
+    pixels = image.load()
+    found = []
+    for y in range(0, height, 2):
+        run = 0
+        for x in range(0, width, 2):
+            r, g, b = pixels[x, y]
+            if abs(r - colour[0]) + abs(g - colour[1]) + abs(b - colour[2]) <= tolerance:
+                run += 1
+                if run >= 20:
+                    found.append(y)
+                    break
+            else:
+                run = 0
+    return found
+
+
+def test_a_regressed_entry_with_two_baselines_renders_first_and_with_two_trends(chromium, tmp_path):
+    """The report of test_verify's two-baseline case in Chromium: the index draws the regressed row
+    (red) above the others, the entry page draws two series, each with its decoded trend image, and
+    the regressed series' red band above the passing one's green."""
+    from test_verify import MT_ENTRY, TWO_BASELINES, mt_rows
+
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(TWO_BASELINES)
+    (reg / "org" / "other.toml").write_text(ENTRY.replace("org/draft", "org/other"))
+    mt, gsm = mt_rows(tmp_path / "mt.jsonl"), write_rows(tmp_path / "gsm8k.jsonl")
+    out = tmp_path / "results" / "org--draft"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    for rates, baseline, rows in (((0.8, 0.6, 0.4), "0", mt), ((0.3, 0.1, 0.05), "0", mt),
+                                  ((0.8, 0.6, 0.4), "1", gsm), ((0.8, 0.6, 0.4), "1", gsm)):
+        with OpenAIServer(rates=rates) as server:
+            subprocess.run([sys.executable, "-m", "specreg", "verify", "org/draft", "--server", server.url,
+                            "--baseline", baseline, "--dataset-file", str(rows), "--registry", str(reg),
+                            "--out", str(out)], env=env, capture_output=True, timeout=180)
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "specreg", "report", str(tmp_path / "results"), "--out", str(site),
+                    "--registry", str(reg)], check=True, env=env, capture_output=True, timeout=180)
+
+    index = render(chromium, site / "index.html", tmp_path / "p1")
+    assert re.findall(r"<tr class=\"(\w[\w-]*)\" data-model=\"([^\"]+)\">", index) == [
+        ("regressed", "org/draft"), ("none", "org/other")]
+    page = render(chromium, site / "models" / "org--draft.html", tmp_path / "p2")
+    assert re.findall(r"data-series=\"([^\"]+)\"", page) == ["mt-bench, baseline 0", "gsm8k, baseline 1"]
+    images = re.findall(r"<img[^>]*>", page)
+    assert len(images) == 3 and all('data-loaded="yes"' in i for i in images), images  # per-position + 2 trends
+
+    shot = screenshot(chromium, site / "index.html", tmp_path / "p3", tmp_path / "index.png", "1000,600")
+    red, grey = bands(shot, (0xff, 0xdd, 0xdd)), bands(shot, (0xee, 0xee, 0xee))
+    # rows with one colour only are the table's rows (the counts line has both): the regressed row first
+    rows_red, rows_grey = [y for y in red if y not in grey], [y for y in grey if y not in red]
+    assert rows_red and rows_grey and max(rows_red) < min(rows_grey)
+    shot = screenshot(chromium, site / "models" / "org--draft.html", tmp_path / "p4", tmp_path / "page.png")
+    red, green = bands(shot, (0xff, 0xdd, 0xdd)), bands(shot, (0xdd, 0xff, 0xdd))
+    assert red and green and min(red) < min(green)  # the verdict's band, then the series: regressed above pass

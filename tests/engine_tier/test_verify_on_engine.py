@@ -88,6 +88,32 @@ def test_verify_in_process_measures_the_constructed_acceptance(tiny):
     assert (r["engine"], r["harness"]["vllm_version"], r["verdict"]) == ("vllm in-process", "0.32.0", "no-baseline")
 
 
+def test_a_k_sweep_and_the_speedup_without_the_draft_on_the_engine(tiny):
+    """--k 1,3: one in-process run per k, each AL exactly k + 1 (every draft token accepted by
+    construction), with output tokens/s; --compare-baseline-engine runs the verifier alone after the
+    drafting engine is stopped and records both rates and their ratio."""
+    out = tiny["root"] / "sweep"
+    flags = [f for f in HARNESS if f not in ("--k", str(K))]
+    done = specreg("verify", str(tiny["agree"]), "--dataset-file", str(tiny["rows"]), *flags, "--k", "1,3",
+                   "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert [(r["k"], r["acceptance_length"]) for r in sweep["runs"]] == [(1, 2.0), (3, 4.0)]
+    assert all(r["output_tokens_per_s"] > 0 for r in sweep["runs"]) and sweep["best_k"] in (1, 3)
+    assert "most output tokens/s: k = " in done.stdout
+
+    out = tiny["root"] / "speedup"
+    done = specreg("verify", str(tiny["agree"]), "--dataset-file", str(tiny["rows"]), *HARNESS,
+                   "--compare-baseline-engine", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    r = result(out)
+    full_acceptance(r)
+    t = r["throughput"]
+    assert r["statistics"]["output_tokens"] == P * MAX_TOKENS  # vLLM's generation counter: every output token
+    assert t["output_tokens_per_s"] > 0 and t["output_tokens_per_s_without_draft"] > 0
+    assert t["speedup"] == pytest.approx(t["output_tokens_per_s"] / t["output_tokens_per_s_without_draft"])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
