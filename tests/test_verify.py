@@ -906,6 +906,19 @@ def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
     result = json.loads((out / "result.json").read_text())
     assert result["verdict"] == "interrupted" and 1 <= len(result["chunk_counters"]) < 10
     assert result["statistics"]["acceptance_length"] == 2.8
+    kept = len(result["chunk_counters"])
+
+    # --resume continues: the kept chunks are not sent again, the run completes and is judged
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
+                "--out", str(out), "--resume")
+        sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
+    assert r.returncode == 0, r.stdout + r.stderr
+    resumed = json.loads((out / "result.json").read_text())
+    assert resumed["verdict"] == "pass" and len(resumed["chunk_counters"]) == 10
+    assert len(sent) == 20 - 2 * kept  # 20 prompts in 10 chunks of 2
+    assert any(n.startswith(f"resumed: {kept} chunk(s)") for n in resumed["notes"])
+    assert resumed["statistics"]["counters"]["drafts"] == 20 * 100
 
 
 def test_catalog_show_harness_prints_the_command_verify_runs(mt_setup):

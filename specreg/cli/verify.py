@@ -66,7 +66,9 @@ def add_verify(sub: Any) -> None:
     ver.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the shipped one)")
     ver.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
     ver.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N")
-    ver.add_argument("--resume", action="store_true", help="with --all: skip entries already done")
+    ver.add_argument("--resume", action="store_true",
+                     help="continue an interrupted run in --out (its measured chunks kept); with --all: skip "
+                          "entries already done")
     ver.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, help="seconds a run may take (with --all: per entry; a run past it is recorded as timeout)")
 
 
@@ -137,6 +139,7 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
                    strict_harness=args.strict_harness, update_baseline=args.update_baseline, registry=args.registry,
                    served_model=args.served_model, shots_file=args.shots_file, timeout=args.timeout,
                    harness_from=origin, compare_baseline_engine=getattr(args, "compare_baseline_engine", None),
+                   resume=bool(getattr(args, "resume", False)),
                    **values)
 
 

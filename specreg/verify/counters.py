@@ -65,6 +65,30 @@ class SpecCounters:
         return {"drafts": self.drafts, "draft_tokens": self.draft_tokens, "accepted": self.accepted,
                 "per_pos": list(self.per_pos)}
 
+    def chunk_dict(self) -> dict[str, Any]:
+        """A chunk's delta as result.json keeps it (with its output tokens and seconds: a resumed run
+        rebuilds its chunks from these, `from_chunk_dict`)."""
+        return {**self.to_dict(), "generated": self.generated, "seconds": self.seconds}
+
+    @classmethod
+    def from_chunk_dict(cls, d: Any) -> "SpecCounters":
+        """The inverse of `chunk_dict`; CounterError for anything else (a result file is untrusted)."""
+        def count(v: Any) -> int:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise CounterError(f"not a count: {v!r}")
+            return v
+
+        if not isinstance(d, dict) or not isinstance(d.get("per_pos"), list):
+            raise CounterError("not a chunk's counters")
+        seconds = d.get("seconds")
+        if seconds is not None and (not isinstance(seconds, (int, float)) or isinstance(seconds, bool)
+                                    or not 0 <= seconds < float("inf")):
+            raise CounterError(f"not seconds: {seconds!r}")
+        generated = d.get("generated")
+        return cls(count(d.get("drafts")), count(d.get("draft_tokens")), count(d.get("accepted")),
+                   tuple(count(v) for v in d["per_pos"]), None if generated is None else count(generated),
+                   None if seconds is None else float(seconds))
+
 
 def _pairwise(a: Iterable[int], b: Iterable[int], op: Callable[[int, int], int]) -> tuple[int, ...]:
     return tuple(op(x, y) for x, y in zip_longest(a, b, fillvalue=0))

@@ -59,13 +59,18 @@ class Interrupted(Exception):
 
 def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks: int,
             run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None],
-            deadline: float | None = None) -> list[SpecCounters]:
+            deadline: float | None = None, skip: int = 0) -> list[SpecCounters]:
     """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure.
-    `deadline` (time.monotonic()) is checked before each chunk."""
+    `deadline` (time.monotonic()) is checked before each chunk. `skip`: chunks measured by an
+    interrupted run that this one resumes (not run again; their deltas are the caller's)."""
     from specreg.verify.counters import check_delta
 
     deltas, done = [], 0
-    for i, part in enumerate(chunks(items, n_chunks)):
+    parts = chunks(items, n_chunks)
+    done = sum(len(p) for p in parts[:skip])
+    for i, part in enumerate(parts):
+        if i < skip:
+            continue
         if deadline is not None and time.monotonic() > deadline:
             raise RunTimeout(f"the run passed its --timeout after {done}/{len(items)} prompts")
         try:
@@ -208,7 +213,7 @@ class ServerEngine:
 
     def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
             seed: int | None, thinking: bool | None, progress: Callable[[str], None],
-            stop: Sequence[str] | None = None) -> list[SpecCounters]:
+            stop: Sequence[str] | None = None, skip: int = 0) -> list[SpecCounters]:
         self.check_idle()
         sampling = sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop)
         if thinking is not None:
@@ -216,7 +221,7 @@ class ServerEngine:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             return measure(self.counters, items, n_chunks,
                            lambda part: list(pool.map(lambda item: self._one(item, sampling), part)), progress,
-                           deadline=self.deadline)
+                           deadline=self.deadline, skip=skip)
 
 
 class InProcessEngine:
@@ -257,7 +262,7 @@ class InProcessEngine:
 
     def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
             seed: int | None, thinking: bool | None, progress: Callable[[str], None],
-            stop: Sequence[str] | None = None) -> list[SpecCounters]:
+            stop: Sequence[str] | None = None, skip: int = 0) -> list[SpecCounters]:
         from vllm import SamplingParams
 
         params = SamplingParams(**sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop))
@@ -272,7 +277,7 @@ class InProcessEngine:
             except Exception as exc:
                 raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
 
-        return measure(self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline)
+        return measure(self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline, skip=skip)
 
 
 def engine_kwargs(llm_kwargs: dict[str, Any], *, batch_size: int | None = None, seed: int | None = None,

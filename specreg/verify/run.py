@@ -68,6 +68,8 @@ class Options:
     harness_from: dict[str, Any] | None = None
     #: measure the same prompts without the draft for a speedup: "in-process", or a server's URL
     compare_baseline_engine: str | None = None
+    #: continue the interrupted run whose result is in --out (same harness): its measured chunks are kept
+    resume: bool = False
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -212,9 +214,14 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
             if set_at_launch:
                 notes.append("engine options a server takes at launch, not per request (recorded as the harness, "
                              "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items()))
-        deltas = engine.run(prompts.items, n_chunks=n_chunks, concurrency=concurrency,
-                            temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
-                            thinking=opts.thinking if prompts.chat else None, progress=progress, stop=opts.stop)
+        earlier = _resumable(out, harness, notes) if opts.resume else []
+        try:
+            deltas = earlier + engine.run(prompts.items, n_chunks=n_chunks, concurrency=concurrency,
+                                          temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
+                                          thinking=opts.thinking if prompts.chat else None, progress=progress,
+                                          stop=opts.stop, skip=len(earlier))
+        except Interrupted as exc:
+            raise Interrupted(earlier + exc.deltas, exc.done, exc.total) from None
         stats = compute(deltas, opts.statistic)
         if opts.compare_baseline_engine:
             result["throughput"] = _compare_without_draft(engine, opts, prompts, kwargs,
@@ -233,11 +240,11 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         except ValueError:  # the chunks so far drafted nothing
             partial = None
         result = failed_result(model, started, result["engine"], "interrupted",
-                               f"{what}: the chunks measured so far are kept, nothing was judged; run it again "
-                               "(with --all, --resume re-runs interrupted entries)",
+                               f"{what}: the chunks measured so far are kept, nothing was judged; the same command "
+                               "with --resume continues it",
                                harness=_plain(harness), environment=environment, notes=notes,
                                dataset_source=prompts.source, dataset_revision=result["dataset_revision"],
-                               statistics=partial, chunk_counters=[d.to_dict() for d in deltas])
+                               statistics=partial, chunk_counters=[d.chunk_dict() for d in deltas])
         return _finish(result, out, history)
     except (EngineError, ValueError) as exc:
         # impossible counters or malformed answers are bad input (exit 2); a failing engine is exit 3
@@ -260,7 +267,7 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         harness_from=opts.harness_from,
         environment=environment,
         statistics=stats.to_dict(),
-        chunk_counters=[d.to_dict() for d in deltas],
+        chunk_counters=[d.chunk_dict() for d in deltas],
         judgement=_judgement_dict(judgement),
         baseline=None if baseline is None else {
             "kind": baseline.kind, "source": baseline.source, "secondary": baseline.secondary,
@@ -270,6 +277,32 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     if opts.update_baseline:
         result["baseline_update"] = update_baseline(entry, judgement, harness, stats, environment, opts.registry)
     return _finish(result, out, history)
+
+
+def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any]:
+    """The chunks an interrupted run in `out` measured, when its harness is this run's (--resume);
+    [] (and a note saying why) otherwise."""
+    from specreg.verify.counters import CounterError, SpecCounters
+
+    if out is None or not (out / outputs.RESULT).is_file():
+        notes.append("--resume: no earlier result in --out; measured from the start")
+        return []
+    try:
+        earlier = json.loads((out / outputs.RESULT).read_text(encoding="utf-8"))
+        if earlier.get("verdict") != "interrupted":
+            notes.append(f"--resume: the earlier run finished ({earlier.get('verdict')}); measured from the start")
+            return []
+        mine = {k: v for k, v in _plain(harness).items() if k != "vllm_version"}
+        theirs = {k: v for k, v in (earlier.get("harness") or {}).items() if k != "vllm_version"}
+        if json.loads(json.dumps(mine, default=str)) != theirs:
+            notes.append("--resume: the earlier run's harness differs; measured from the start")
+            return []
+        chunks = [SpecCounters.from_chunk_dict(d) for d in earlier.get("chunk_counters") or []]
+    except (OSError, ValueError, CounterError, AttributeError) as exc:
+        notes.append(f"--resume: the earlier result could not be read ({exc}); measured from the start")
+        return []
+    notes.append(f"resumed: {len(chunks)} chunk(s) measured by the interrupted run of {earlier.get('started')} kept")
+    return chunks
 
 
 def _compare_without_draft(engine: Any, opts: Options, prompts: Any, llm_kwargs: dict[str, Any] | None,
