@@ -30,6 +30,9 @@ def add_serve(sub: Any) -> None:
     serve.add_argument("--force", action="store_true", help="replace specreg's files in a --dir that holds another draft")
     serve.add_argument("--config-only", action="store_true", help="materialize config.json without weights")
     serve.add_argument("--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line')
+    serve.add_argument("--spec-flags", action="store_true",
+                       help="write the draft as --spec-model/--spec-method/--spec-tokens (vLLM 0.22+) instead of "
+                            "--speculative-config, where those three say all of it")
     serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
 
 
@@ -44,10 +47,35 @@ def add_convert(sub: Any) -> None:
     directory_args(conv, "OUT_DIR")
 
 
-def serve_argv(kwargs: dict[str, Any], flags: Sequence[str] = ()) -> list[str]:
-    """`vllm serve` for `llm_kwargs`-shaped arguments, then any further vLLM flags."""
-    return ["vllm", "serve", kwargs["model"], "--speculative-config", json.dumps(kwargs["speculative_config"]),
-            *flags]
+def serve_argv(kwargs: dict[str, Any], flags: Sequence[str] = (), *, spec_flags: bool = False) -> list[str]:
+    """`vllm serve` for `llm_kwargs`-shaped arguments, then any further vLLM flags. `spec_flags`: the
+    draft as vLLM's --spec-model/--spec-method/--spec-tokens (the caller checks they say all of it)."""
+    sc = kwargs["speculative_config"]
+    if spec_flags:
+        draft = ["--spec-model", str(sc["model"]), "--spec-method", str(sc["method"]),
+                 "--spec-tokens", str(sc["num_speculative_tokens"])]
+    else:
+        draft = ["--speculative-config", json.dumps(sc)]
+    return ["vllm", "serve", kwargs["model"], *draft, *flags]
+
+
+#: the speculative_config keys the --spec-* flags carry
+_SPEC_FLAG_KEYS = {"model", "method", "num_speculative_tokens"}
+
+
+def _spec_flags_allowed(spec, kwargs: dict[str, Any]) -> None:
+    from packaging.version import Version
+
+    from specreg.cli.vllm_flags import SPEC_FLAGS_SINCE
+
+    if Version(spec.vllm_version) < Version(SPEC_FLAGS_SINCE):
+        raise SpecregErrorLine(f"--spec-flags: vLLM {spec.vllm_version} has no --spec-model/--spec-method/--spec-tokens "
+                               f"(they arrive in {SPEC_FLAGS_SINCE}); drop --spec-flags")
+    extra = sorted(set(kwargs["speculative_config"]) - _SPEC_FLAG_KEYS)
+    if extra:
+        raise SpecregErrorLine("--spec-flags: this draft's speculative config also sets " + ", ".join(extra)
+                               + ", which the --spec-* flags cannot say; serve it with --speculative-config (drop "
+                                 "--spec-flags)")
 
 
 def serve_command(spec, kwargs: dict[str, Any]) -> str:
@@ -94,7 +122,9 @@ def _serve(args: argparse.Namespace) -> int:
         if reason:
             print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
         kwargs = done.llm_kwargs(verifier=verifier)
-    argv = serve_argv(kwargs, flags)
+    if args.spec_flags:
+        _spec_flags_allowed(spec, kwargs)
+    argv = serve_argv(kwargs, flags, spec_flags=args.spec_flags)
     if args.json:
         print(json.dumps({"env": spec.serve_env, "argv": argv}, indent=2))
     else:
@@ -102,42 +132,39 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: the catalog's [serving] hints and the vLLM flag each becomes
-_HINT_FLAGS = {"tensor_parallel_size": "--tensor-parallel-size", "max_model_len": "--max-model-len",
-               "quantization": "--quantization"}
-#: flags specreg writes itself: refused after `--`
-_OWN_FLAGS = ("--speculative-config", "--speculative_config", "--model")
+#: the catalog's [serving] hints (each a vLLM setting of the same name)
+_HINTS = ("tensor_parallel_size", "max_model_len", "quantization")
 
 
 def _given_flags(extra: list[str]) -> dict[str, str | None]:
-    """The vLLM flags after `--` (name -> value); the ones specreg writes itself are refused."""
-    given: dict[str, str | None] = {}
-    for i, arg in enumerate(extra):
-        if not arg.startswith("--"):
-            continue
-        name, eq, value = arg.partition("=")
-        if name in _OWN_FLAGS or name.replace("_", "-") in _OWN_FLAGS:
-            raise SpecregErrorLine(f"{arg.split('=')[0]} after --: specreg writes the model and the speculative "
-                                   "config itself; pass vLLM's other flags there")
-        following = extra[i + 1] if i + 1 < len(extra) and not extra[i + 1].startswith("--") else None
-        given[name.replace("_", "-")] = value if eq else following
+    """The vLLM settings the flags after `--` give (setting -> value), read as vLLM reads them
+    (`vllm_flags`: any alias, `_` or `-`, `=`); the ones specreg writes itself are refused."""
+    from specreg.cli.vllm_flags import OWNED, settings, spelled
+
+    given, _how = settings(extra)
+    owned = sorted(OWNED & set(given))
+    if owned:
+        raise SpecregErrorLine(f"{spelled(extra, owned[0])} after --: specreg writes the model and the speculative "
+                               "config itself; pass vLLM's other flags there")
     return given
 
 
 def _vllm_flags(spec, extra: list[str], given: dict[str, str | None]) -> list[str]:
-    """The vLLM flags after `--`, plus the catalog's [serving] hints the user did not give (a differing
-    value is kept, with a note)."""
+    """The vLLM flags after `--`, plus the catalog's [serving] hints the user did not give in any
+    spelling (a differing value is the user's, with a note)."""
+    from specreg.cli.vllm_flags import spelling
+
     serving = getattr(spec.catalog, "serving", None) if spec.catalog is not None else None
     added: list[str] = []
-    for field, flag in _HINT_FLAGS.items():
+    for field in _HINTS:
         hint = getattr(serving, field, None) if serving is not None else None
         if hint is None:
             continue
-        if flag not in given:
-            added += [flag, str(hint)]
-        elif given[flag] != str(hint):
-            print(f"# note: the catalog entry serves this draft with {flag} {hint}; you asked for {given[flag]}",
-                  file=sys.stderr)
+        if field not in given:
+            added += [spelling(field), str(hint)]
+        elif given[field] != str(hint):
+            print(f"# note: the catalog entry serves this draft with {spelling(field)} {hint}; you asked for "
+                  f"{given[field]}", file=sys.stderr)
     return list(extra) + added
 
 

@@ -11,65 +11,87 @@ from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, SpecregE
 
 
 def add_verify(sub: Any) -> None:
-    ver = sub.add_parser("verify", help="measure acceptance with vLLM and judge it against the catalog")
+    from specreg.verify.prompts import DATASETS
+
+    ver = sub.add_parser(
+        "verify", help="measure acceptance with vLLM and judge it against the catalog",
+        description="Measure a draft's acceptance with vLLM and judge it against its catalog baseline. With no "
+                    "harness flag, a catalog entry runs its primary baseline's harness (`specreg catalog show "
+                    "ENTRY --harness` prints it); a flag given overrides it. Exit: 0 pass or nothing to judge "
+                    "against, 1 regressed, 2 bad input or refused, 3 the engine failed, 4 no baseline matched, "
+                    "130 interrupted (docs/verify.md).")
     ver.add_argument("model", nargs="?", metavar="MODEL", help="a catalog id / Hub id / local draft (omit with --all)")
-    ver.add_argument("--server", metavar="URL", help="a running vLLM OpenAI-compatible server (default: vLLM in-process)")
-    ver.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
-    ver.add_argument("--dataset", help="gsm8k | mt-bench | mt-bench-h4 | humaneval | speed-bench[:category] | FILE.jsonl "
-                     "(default: the entry's baseline, else gsm8k)")
-    ver.add_argument("--dataset-file", metavar="[DATASET=]FILE", action="append",
-                     help="the rows of the run's dataset from a local JSONL file; with --all, one per dataset "
-                          "(mt-bench=F1 --dataset-file gsm8k=F2)")
-    ver.add_argument("--baseline", type=_count(0, 10_000), metavar="N",
-                     help="reproduce the entry's baseline N (0-based, as `catalog show` numbers them; default: its "
-                          "primary baseline)")
-    ver.add_argument("--num-prompts", type=harness_int("num_prompts"), help="(default 80)")
-    ver.add_argument("--temperature", type=harness_number("temperature"), help="(default 0)")
-    ver.add_argument("--max-tokens", type=harness_int("max_tokens"), help="(default 256)")
-    ver.add_argument("--k", type=_k_list, metavar="K[,K...]",
-                     help="draft tokens (default: the baseline's, else the config's); several (1,3,5) run a sweep, "
-                          "in-process, reporting AL, per-position rates and tokens/s per k")
-    ver.add_argument("--compare-baseline-engine", nargs="?", const="in-process", metavar="URL",
-                     help="also run the prompts without the draft and report the speedup in output tokens/s "
-                          "(in-process; with --server, the URL of a server of the verifier alone)")
-    ver.add_argument("--batch-size", type=harness_int("batch_size"), help="max_num_seqs (in-process)")
-    ver.add_argument("--concurrency", type=harness_int("concurrency"), help="requests in flight (--server; default 1)")
-    ver.add_argument("--seed", type=harness_int("seed"), help="(default 42)")
-    fmt = ver.add_mutually_exclusive_group()
+    h = ver.add_argument_group("harness (default: the entry's baseline, else the value shown)")
+    h.add_argument("--baseline", type=_count(0, 10_000), metavar="N",
+                   help="reproduce the entry's baseline N (0-based, as `catalog show` numbers them; default: its "
+                        "primary baseline)")
+    h.add_argument("--dataset", help=" | ".join(sorted(DATASETS)) + " | speed-bench:CATEGORY | FILE.jsonl "
+                                     "(default gsm8k)")
+    h.add_argument("--dataset-file", metavar="[DATASET=]FILE", action="append",
+                   help="the rows of the run's dataset from a local JSONL file; with --all, one per dataset "
+                        "(--dataset-file mt-bench=F1 --dataset-file gsm8k=F2)")
+    h.add_argument("--num-prompts", type=harness_int("num_prompts"), metavar="N", help="(default 80)")
+    h.add_argument("--temperature", type=harness_number("temperature"), metavar="T", help="(default 0)")
+    h.add_argument("--max-tokens", type=harness_int("max_tokens"), metavar="N", help="(default 256)")
+    h.add_argument("--k", type=_k_list, metavar="K[,K...]",
+                   help="draft tokens (default: the config's); several (1,3,5) run a sweep, in-process, reporting "
+                        "AL, per-position rates and tokens/s per k")
+    h.add_argument("--seed", type=harness_int("seed"), metavar="N", help="(default 42)")
+    fmt = h.add_mutually_exclusive_group()
     fmt.add_argument("--chat", dest="chat", action="store_true", default=None, help="chat template (default)")
     fmt.add_argument("--raw", dest="chat", action="store_false", help="raw completion prompts")
-    ver.add_argument("--few-shot", type=harness_int("few_shot"), help="(default 0)")
-    think = ver.add_mutually_exclusive_group()
-    think.add_argument("--thinking", dest="thinking", action="store_true", default=None)
-    think.add_argument("--no-thinking", dest="thinking", action="store_false")
-    ver.add_argument("--shots-split", metavar="SPLIT", help="take the few-shot examples from this split (vLLM's GSM8K: train)")
-    ver.add_argument("--shots-file", metavar="FILE", help="the few-shot split's rows from a local JSONL file")
-    ver.add_argument("--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'")
-    ver.add_argument("--stop", action="append", metavar="TEXT", help="a stop string (repeatable)")
-    ver.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N", help="the engine's max_model_len (default: the entry's [serving])")
-    ver.add_argument("--mode", choices=("batched", "prompt-at-a-time"),
-                     help="all prompts batched (default), or one generate per prompt")
-    ver.add_argument("--statistic", choices=("pooled", "mean-per-prompt"), default=None,
-                     help="AL over the whole run, or the mean of each prompt's AL (default: mean-per-prompt with "
-                          "--mode prompt-at-a-time, else pooled)")
-    ver.add_argument("--draft-sample-method", metavar="M", help="speculative_config.draft_sample_method (in-process)")
-    cache = ver.add_mutually_exclusive_group()
-    cache.add_argument("--prefix-caching", dest="prefix_caching", action="store_true", default=None)
+    h.add_argument("--few-shot", type=harness_int("few_shot"), metavar="N", help="(default 0)")
+    think = h.add_mutually_exclusive_group()
+    think.add_argument("--thinking", dest="thinking", action="store_true", default=None,
+                       help="chat_template_kwargs enable_thinking true (default: not sent)")
+    think.add_argument("--no-thinking", dest="thinking", action="store_false", help="enable_thinking false")
+    h.add_argument("--shots-split", metavar="SPLIT", help="take the few-shot examples from this split (vLLM's GSM8K: "
+                                                          "train)")
+    h.add_argument("--shots-file", metavar="FILE", help="the few-shot split's rows from a local JSONL file")
+    h.add_argument("--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'")
+    h.add_argument("--stop", action="append", metavar="TEXT", help="a stop string (repeatable; default none)")
+    h.add_argument("--mode", choices=("batched", "prompt-at-a-time"),
+                   help="all prompts batched (default), or one generate per prompt")
+    h.add_argument("--statistic", choices=("pooled", "mean-per-prompt"), default=None,
+                   help="AL over the whole run, or the mean of each prompt's AL (default: mean-per-prompt with "
+                        "--mode prompt-at-a-time, else pooled)")
+    h.add_argument("--chunks", type=harness_int("chunks"), default=10, metavar="N",
+                   help="prompts run in this many chunks, for the interval (default 10)")
+    e = ver.add_argument_group("engine")
+    e.add_argument("--server", metavar="URL", help="a running vLLM OpenAI-compatible server (default: vLLM in-process)")
+    e.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
+    e.add_argument("--compare-baseline-engine", nargs="?", const="in-process", metavar="URL",
+                   help="also run the prompts without the draft and report the speedup in output tokens/s "
+                        "(in-process; with --server, the URL of a server of the verifier alone)")
+    e.add_argument("--batch-size", type=harness_int("batch_size"), metavar="N", help="max_num_seqs (in-process)")
+    e.add_argument("--concurrency", type=harness_int("concurrency"), metavar="N",
+                   help="requests in flight (--server; default 1)")
+    e.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N",
+                   help="the engine's max_model_len (default: the entry's [serving])")
+    e.add_argument("--tensor-parallel-size", type=int, metavar="N", help="(default: the entry's [serving])")
+    e.add_argument("--draft-sample-method", metavar="M", help="speculative_config.draft_sample_method (in-process)")
+    cache = e.add_mutually_exclusive_group()
+    cache.add_argument("--prefix-caching", dest="prefix_caching", action="store_true", default=None,
+                       help="(default: vLLM's)")
     cache.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false")
-    ver.add_argument("--chunks", type=harness_int("chunks"), default=10, help="prompts run in this many chunks (for the interval)")
-    ver.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
-    ver.add_argument("--tensor-parallel-size", type=int)
-    ver.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
-    ver.add_argument("--history", metavar="DB", help="the SQLite history (default: OUT/../history.sqlite)")
-    ver.add_argument("--strict-harness", action="store_true", help="refuse to compare unless the harness matches")
-    ver.add_argument("--update-baseline", action="store_true", help="write a measured baseline into the entry")
-    ver.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the shipped one)")
-    ver.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
-    ver.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N")
-    ver.add_argument("--resume", action="store_true",
-                     help="continue an interrupted run in --out (its measured chunks kept); with --all: skip "
-                          "entries already done")
-    ver.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, help="seconds a run may take (with --all: per entry; a run past it is recorded as timeout)")
+    e.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
+    e.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, metavar="S",
+                   help="seconds a run may take (with --all: per entry; past it the result is timeout; default 3600)")
+    o = ver.add_argument_group("judging and outputs")
+    o.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
+    o.add_argument("--history", metavar="DB", help="the SQLite history (default: OUT/../history.sqlite)")
+    o.add_argument("--strict-harness", action="store_true",
+                   help="refuse, before measuring, a harness that differs from the baseline's")
+    o.add_argument("--update-baseline", action="store_true",
+                   help="add a measured baseline (a passing run, same harness) to the entry in --registry DIR, "
+                        "printing the change")
+    o.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the shipped one)")
+    n = ver.add_argument_group("nightly")
+    n.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
+    n.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N (default 1/1)")
+    n.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in --out (its measured chunks kept); with --all: skip "
+                        "entries already done")
 
 
 def _k_list(text: str) -> tuple[int, ...]:

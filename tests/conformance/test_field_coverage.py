@@ -330,3 +330,35 @@ def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with
         got_module, got_cls = registry[name]
         assert got_cls == cls and got_module.split(".")[-1] == module.split(".")[-1], (name, registry[name])
     assert checked >= 5
+
+
+# -- serve's reading of the user's vLLM flags ----------------------------------------------------------
+
+def _cli_options(version: str) -> dict[str, str]:
+    """option string -> dest of every add_argument call of the wheel's engine/arg_utils.py (ast)."""
+    with zipfile.ZipFile(wheel(version)) as z:
+        tree = ast.parse(z.read("vllm/engine/arg_utils.py"))
+    out = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument":
+            strs = [a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if not strs or not strs[0].startswith("-"):
+                continue
+            longs = [s for s in strs if s.startswith("--")]
+            dest = (longs[0] if longs else strs[0]).lstrip("-").replace("-", "_")
+            out.update({s: dest for s in strs})
+    return out
+
+
+@pytest.mark.parametrize("version", ["0.20.0", *VERSIONS])
+def test_serves_option_table_is_each_wheels_spelling_of_those_settings(version):
+    """Every option string a wheel gives the settings serve writes or hints is in specreg's table with
+    the same setting, and the table names none the wheel lacks (the --spec-* flags from 0.22)."""
+    from packaging.version import Version
+
+    from specreg.cli.vllm_flags import OPTIONS, SPEC_FLAGS_SINCE
+
+    found = {o: d for o, d in _cli_options(version).items() if d in set(OPTIONS.values())}
+    expected = {o: d for o, d in OPTIONS.items()
+                if not (d.startswith("spec_") and Version(version) < Version(SPEC_FLAGS_SINCE))}
+    assert found == expected

@@ -12,6 +12,9 @@ trained plan must be one specreg reported as a finding. No engine, no GPU, no ne
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -480,3 +483,24 @@ def test_vllms_own_hf_config_override_rewrites_exactly_the_tabled_model_types():
             assert got == expected, model_type
     for model_type in ("llama", "qwen3", "deepseek_v2", "kimi_k2"):
         assert after(model_type) == "Eagle3LlamaForCausalLM", model_type
+
+
+def test_serve_reads_the_users_flags_with_vllms_own_parser():
+    """With vLLM installed, serve's reading of the flags after `--` is vLLM's parser; its option strings
+    for the settings serve writes or hints are the table the CPU-only path uses. (In a child process:
+    vLLM's argument parser needs a device, here its CPU platform.)"""
+    code = (
+        "import json\n"
+        "from specreg.cli.vllm_flags import OPTIONS, _live_parser, settings\n"
+        "p = _live_parser()\n"
+        "live = {o: a.dest for a in p._actions for o in a.option_strings if a.dest in set(OPTIONS.values())}\n"
+        "print(json.dumps({'same': live == OPTIONS, 'live': live,\n"
+        "                  'given': settings(['-tp', '4', '--max_model_len=100', '--port', '8001']),\n"
+        "                  'spec': settings(['--spec-model', 'x'])}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["same"], got["live"]
+    assert got["given"] == [{"tensor_parallel_size": "4", "max_model_len": "100"}, "vLLM's parser"]
+    assert set(got["spec"][0]) == {"spec_model"}
