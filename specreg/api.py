@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
+from specreg.errors import HubError, SpecregError
 from specreg.normalization import core
 from specreg.normalization.speculator import Speculator
 from specreg.sources import native
@@ -43,7 +44,10 @@ def load(
     weights) and check them. Their findings join `findings`; `checks` holds what was read.
     """
     text = os.fspath(source)
-    read = read_source(text, revision)
+    try:
+        read = read_source(text, revision)
+    except HubError as exc:
+        raise _with_catalog_help(exc, text, revision) from None
     origin = read.origin
     entry = invalid = None
     if origin.repo_id:
@@ -79,6 +83,35 @@ def convert(
     spec = load(source, revision=revision, verifier=verifier)
     return write_twin(spec, directory, source=str(source), verifier=verifier, weights=weights, force=force,
                       progress=progress)
+
+
+def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubError:
+    """A Hub failure for a catalog id, with what the catalog knows and how to go on without the Hub.
+    Only for a failure to reach the Hub (offline, a connection or the Hub failing): a refusal
+    (no such repo, gated, no such revision) is the answer, not an outage."""
+    from specreg.errors import FileNotFoundOnHubError, GatedRepoError, RepoNotFoundError, RevisionNotFoundError
+    from specreg.sources.files import split_source
+
+    if isinstance(exc, (RepoNotFoundError, GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
+        return exc
+    try:
+        repo_id, _ = split_source(text, revision)
+    except SpecregError:
+        return exc
+    entry, _ = _catalog_entry(repo_id)
+    if entry is None:
+        return exc
+    hints = ", ".join(f"{k}={v}" for k, v in (
+        ("k", entry.serving.k), ("tensor_parallel_size", entry.serving.tensor_parallel_size),
+        ("max_model_len", entry.serving.max_model_len)) if v is not None) if entry.serving else ""
+    known = (f"{entry.id} is in specreg's catalog: a {entry.algorithm} draft for {entry.verifier.id}"
+             + (f", pinned at {entry.revision}" if entry.revision else "") + (f"; serving hints {hints}" if hints else "")
+             + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "
+               f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or set HF_HUB_OFFLINE=1 "
+               "with it in the Hugging Face cache")
+    out = type(exc)(f"{exc.message}. {known}", source=exc.source, transient=exc.transient,
+                    cache_fallback=exc.cache_fallback)
+    return out
 
 
 def _catalog_entry(repo_id: str):

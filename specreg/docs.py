@@ -69,7 +69,7 @@ def catalog_page() -> str:
         "prints an entry whole.\n\n"
     )
     lines.append("| id | algorithm | verifier | status | dataset | AL | source |\n|---|---|---|---|---|---|---|\n")
-    for e in cat:
+    for e in cat.values():
         if not e.baselines:
             lines.append(f"| `{e.id}` | {e.algorithm} | `{e.verifier.id}` | {e.status} | - | - | {e.notes or ''} |\n")
         for b in e.baselines:

@@ -70,7 +70,7 @@ def test_seed_numbers_are_stored_as_published():
 
 def test_secondary_numbers_stay_marked():
     cat = specreg.catalog()
-    secondary = {e.id for e in cat for b in e.baselines if b.secondary}
+    secondary = {e.id for e in cat.values() for b in e.baselines if b.secondary}
     assert secondary == {
         "RedHatAI/GLM-5.2-speculator.dspark",
         "RedHatAI/Qwen3-8B-speculator.dflash",
@@ -79,12 +79,12 @@ def test_secondary_numbers_stay_marked():
         "deepseek-ai/dflash_qwen3_8b_block7",
         "deepseek-ai/eagle3_qwen3_8b_ttt7",
     }
-    assert all(b.kind == "published" for e in cat for b in e.baselines)
-    assert all(e.status == "unpinned" and e.revision is None for e in cat)
+    assert all(b.kind == "published" for e in cat.values() for b in e.baselines)
+    assert all(e.status == "unpinned" and e.revision is None for e in cat.values())
 
 
 def test_entries_without_numbers_are_listed():
-    ids = {e.id for e in specreg.catalog() if not e.baselines}
+    ids = {e.id for e in specreg.catalog().values() if not e.baselines}
     assert ids == {"RedHatAI/gemma-4-31B-it-speculator.dflash", "RedHatAI/gemma-4-31B-it-speculator.dflash2",
                    "RedHatAI/gemma-4-31B-it-speculator.dspark"}
 
@@ -96,11 +96,17 @@ def test_lookup_filter_and_natural_sort(tmp_path):
     files["org/e.toml"] = MINIMAL.replace("org/draft", "org/e").replace('"dflash"', '"eagle3"').replace(
         'status = "unpinned"', 'status = "unpinned"\ntags = ["fast"]').replace("Qwen/Qwen3-8B", "meta-llama/L")
     cat = specreg.catalog(registry_with(tmp_path, files))
-    assert [e.id for e in cat] == ["org/e", "org/m1", "org/m2", "org/m10"]
+    assert list(cat) == ["org/e", "org/m1", "org/m2", "org/m10"]  # a Mapping of ids
+    assert [e.id for e in cat.values()] == list(cat) and dict(cat.items())["org/e"].algorithm == "eagle3"
     assert [e.id for e in cat.filter(algorithm="eagle3")] == ["org/e"]
     assert [e.id for e in cat.filter(verifier="Qwen/Qwen3-8B")] == ["org/m1", "org/m2", "org/m10"]
     assert [e.id for e in cat.filter(tag="fast")] == ["org/e"]
-    assert cat.get("org/nope") is None and "org/m2" in cat
+    assert cat.get("org/nope") is None and "org/m2" in cat and "ORG/M2" in cat  # ids match as the Hub's do
+    with pytest.raises(KeyError) as err:
+        cat["org/m3"]
+    assert str(err.value) == "no catalog entry org/m3 (did you mean org/m1?)" or "did you mean" in str(err.value)
+    assert [e.id for e in cat.match("org/m1*")] == ["org/m1", "org/m10"]
+    assert [e.id for e in cat.filter(pattern="*/M?", algorithm="dflash")] == ["org/m1", "org/m2"]
 
 
 def test_every_problem_is_reported_at_once_with_file_and_path(tmp_path):

@@ -17,7 +17,7 @@ from specreg.verify.stats import Statistics
 from specreg.entries import catalog
 
 CI_FILES = ("test_speculators_correctness.py", "test_acceptance_length.py")
-CI_ENTRIES = sorted(e.id for e in catalog() for b in e.baselines if b.source.endswith(CI_FILES))
+CI_ENTRIES = sorted(e.id for e in catalog().values() for b in e.baselines if b.source.endswith(CI_FILES))
 
 
 def ci_passes(source: str, al: float, rates: list[float], expected_al: float, al_rtol: float,
@@ -85,7 +85,7 @@ FLOORS = {
 
 
 def test_every_acceptance_rates_baseline_has_its_ci_floor_here():
-    cited = {(e.id, i) for e in catalog() for i, b in enumerate(e.baselines) if "acceptance_rates/" in b.source}
+    cited = {(e.id, i) for e in catalog().values() for i, b in enumerate(e.baselines) if "acceptance_rates/" in b.source}
     assert cited == set(FLOORS)
 
 

@@ -21,16 +21,14 @@ def test_a_future_vllm_target_gets_a_warning_finding(fx):
     assert "vllm-version-unchecked" not in [f.code for f in specreg.normalize(fx("dflash"), vllm="0.33").findings]
 
 
-def test_convert_without_a_verifier_warns_and_the_twin_says_so(tmp_path):
+def test_convert_without_a_verifier_refuses_to_write_a_twin_vllm_would_refuse(tmp_path):
     out = run("convert", str(DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json"), str(tmp_path / "twin"),
               "--config-only")
-    assert out.returncode == 0, out.stderr
-    assert "# warning: no verifier" in out.stderr and "--verifier ORG/NAME" in out.stderr
-    manifest = json.loads((tmp_path / "twin" / "specreg.json").read_text())
-    assert manifest["verifier"] is None and manifest["warnings"][0].startswith("no verifier")
+    assert out.returncode == 2 and "names no verifier" in out.stderr and "--verifier ORG/NAME" in out.stderr
+    assert not (tmp_path / "twin").exists()  # nothing written
     with_verifier = run("convert", str(DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json"), str(tmp_path / "t2"),
                         "--config-only", "--verifier", "Qwen/Qwen3-8B")
-    assert "no verifier" not in with_verifier.stderr
+    assert with_verifier.returncode == 0 and "no verifier" not in with_verifier.stderr
     assert "warnings" not in json.loads((tmp_path / "t2" / "specreg.json").read_text())
 
 

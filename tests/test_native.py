@@ -231,7 +231,7 @@ def test_convert_refuses_a_speculators_file_and_a_non_empty_dir(tmp_path):
     assert r.returncode == 2 and "already in the speculators format" in r.stderr
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
-    r = run("convert", str(NATIVE / "zlab_dflash_legacy_schema.json"), str(tmp_path / "full"))
+    r = run("convert", str(NATIVE / "zlab_dflash_legacy_schema.json"), str(tmp_path / "full"), "--verifier", VERIFIER)
     assert r.returncode == 2 and "is not empty" in r.stderr
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
 

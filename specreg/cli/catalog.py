@@ -20,6 +20,8 @@ def add_catalog(sub: Any) -> None:
         p.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the one shipped with specreg)")
 
     ls = csub.add_parser("list", help="the entries, as a table or JSON")
+    ls.add_argument("pattern", nargs="?", metavar="PATTERN",
+                    help="only ids matching this shell-style pattern, case-insensitively ('RedHatAI/*dflash*')")
     ls.add_argument("--algorithm", help="only this algorithm (e.g. dflash)")
     ls.add_argument("--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B)")
     ls.add_argument("--tag", help="only entries with this tag")
@@ -59,9 +61,9 @@ def _check_filters(cat, args: argparse.Namespace) -> None:
     what exists."""
     from specreg.cli.common import SpecregErrorLine
 
-    for name, value, known in (("--algorithm", args.algorithm, {e.algorithm for e in cat}),
-                               ("--tag", args.tag, {t for e in cat for t in e.tags}),
-                               ("--verifier", args.verifier, {e.verifier.id for e in cat})):
+    for name, value, known in (("--algorithm", args.algorithm, {e.algorithm for e in cat.values()}),
+                               ("--tag", args.tag, {t for e in cat.values() for t in e.tags}),
+                               ("--verifier", args.verifier, {e.verifier.id for e in cat.values()})):
         if value is not None and value not in known:
             import difflib
 
@@ -75,7 +77,7 @@ def _list(args: argparse.Namespace) -> int:
 
     cat = catalog(args.registry)
     _check_filters(cat, args)
-    entries = cat.filter(algorithm=args.algorithm, verifier=args.verifier, tag=args.tag)
+    entries = cat.filter(algorithm=args.algorithm, verifier=args.verifier, tag=args.tag, pattern=args.pattern)
     if args.json:
         print(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -122,13 +124,14 @@ def _plain(obj) -> dict[str, Any]:
 def _show(args: argparse.Namespace) -> int:
     from specreg.errors import SpecregError
     from specreg.entries import catalog
+    from specreg.entries.lookup import UnknownEntry
 
     cat = catalog(args.registry)
     entry = cat.get(args.id)
     if entry is None:
         import difflib
 
-        close = difflib.get_close_matches(args.id, [e.id for e in cat], n=1)
+        close = difflib.get_close_matches(args.id, list(cat), n=1)
         raise SpecregError(f"no catalog entry {args.id}" + (f" (did you mean {close[0]}?)" if close else ""))
     if args.harness is not None:
         from specreg.verify import harness

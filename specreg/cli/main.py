@@ -128,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_lines([f"error: {prefix}{p.path}: {p.message}" for p in exc.problems], file=sys.stderr)
         return EXIT_BAD_INPUT
     except SpecregError as exc:
+        if os.environ.get("SPECREG_DEBUG") and exc.__cause__ is not None:
+            # a plugin's failure: its author needs the traceback of what it raised
+            import traceback
+
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
         print(printable(f"error: {exc.line()}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:

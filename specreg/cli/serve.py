@@ -202,9 +202,6 @@ def _convert(args: argparse.Namespace) -> int:
     n = len(done.files) - 2
     print(f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
           f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})")
-    if done.verifier is None:
-        print("# warning: no verifier: the twin's speculators_config.verifier.name_or_path is null, which vLLM's "
-              "automatic path refuses; convert again with --verifier ORG/NAME", file=sys.stderr)
     return EXIT_OK
 
 

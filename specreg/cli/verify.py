@@ -18,8 +18,8 @@ def add_verify(sub: Any) -> None:
         description="Measure a draft's acceptance with vLLM and judge it against its catalog baseline. With no "
                     "harness flag, a catalog entry runs its primary baseline's harness (`specreg catalog show "
                     "ENTRY --harness` prints it); a flag given overrides it. Exit: 0 pass or nothing to judge "
-                    "against, 1 regressed, 2 bad input or refused, 3 the engine failed, 4 no baseline matched, "
-                    "130 interrupted (docs/verify.md).")
+                    "against, 1 regressed, 2 bad input or refused, 4 no baseline matched, 5 the engine failed, "
+                    "130 interrupted; 3 only for a specreg bug (docs/verify.md).")
     ver.add_argument("model", nargs="?", metavar="MODEL", help="a catalog id / Hub id / local draft (omit with --all)")
     h = ver.add_argument_group("harness (default: the entry's baseline, else the value shown)")
     h.add_argument("--baseline", type=_count(0, 10_000), metavar="N",

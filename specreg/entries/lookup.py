@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from collections.abc import Mapping
+
 import attrs
 
 from specreg.entries.rules import parse_entry
@@ -77,39 +79,71 @@ def entry_path(registry_dir: Path, entry_id: str) -> Path:
 
 
 @attrs.frozen
-class Catalog:
-    """The entries of one registry directory, natural-sorted by id."""
+class Catalog(Mapping[str, Entry]):
+    """The entries of one registry directory, natural-sorted by id: a Mapping of id -> Entry
+    (`catalog()["RedHatAI/..."]`, `list(catalog())` gives the ids, `.values()` the entries). Ids match
+    as the Hub's do, whatever their case; a missing id raises `UnknownEntry` (a KeyError) naming the
+    closest id."""
 
     directory: Path
     entries: tuple[Entry, ...]
 
-    def __iter__(self) -> Iterator[Entry]:
-        return iter(self.entries)
+    def __iter__(self) -> Iterator[str]:
+        return iter(e.id for e in self.entries)
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def __contains__(self, entry_id: object) -> bool:
-        return self.get(entry_id) is not None
+        return isinstance(entry_id, str) and self.get(entry_id) is not None
 
     def __getitem__(self, entry_id: str) -> Entry:
         entry = self.get(entry_id)
         if entry is None:
-            raise KeyError(entry_id)
+            raise UnknownEntry(entry_id, self.closest(entry_id))
         return entry
 
-    def get(self, entry_id: str) -> Entry | None:
-        return next((e for e in self.entries if e.id == entry_id), None)
+    def get(self, entry_id: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        if not isinstance(entry_id, str):
+            return default
+        key = entry_id.lower()
+        return next((e for e in self.entries if e.id.lower() == key), default)
+
+    def closest(self, entry_id: str) -> str | None:
+        """The id most like `entry_id` (for "did you mean"), or None."""
+        import difflib
+
+        found = difflib.get_close_matches(entry_id, [e.id for e in self.entries], n=1, cutoff=0.6)
+        return found[0] if found else None
+
+    def match(self, pattern: str) -> list[Entry]:
+        """The entries whose id matches a shell-style pattern, case-insensitively: `*dflash*`,
+        `RedHatAI/*eagle3`."""
+        import fnmatch
+
+        return [e for e in self.entries if fnmatch.fnmatchcase(e.id.lower(), pattern.lower())]
 
     def filter(self, *, algorithm: str | None = None, verifier: str | None = None, tag: str | None = None,
-               status: str | None = None) -> list[Entry]:
+               status: str | None = None, pattern: str | None = None) -> list[Entry]:
+        chosen = self.match(pattern) if pattern is not None else self.entries
         return [
-            e for e in self.entries
+            e for e in chosen
             if (algorithm is None or e.algorithm == algorithm)
             and (verifier is None or e.verifier.id == verifier)
             and (tag is None or tag in e.tags)
             and (status is None or e.status == status)
         ]
+
+
+class UnknownEntry(KeyError):
+    """No catalog entry has this id (a KeyError, so `catalog()[id]` keeps Mapping's contract)."""
+
+    def __init__(self, entry_id: str, closest: str | None) -> None:
+        super().__init__(entry_id)
+        self.entry_id, self.closest_id = entry_id, closest
+
+    def __str__(self) -> str:
+        return f"no catalog entry {self.entry_id}" + (f" (did you mean {self.closest_id}?)" if self.closest_id else "")
 
 
 def _files(directory: Path) -> list[Path]:

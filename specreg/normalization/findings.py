@@ -392,3 +392,37 @@ CODES: dict[str, Code] = {
     ]
 }
 
+
+
+#: a plugin's own finding code: "<plugin>/<name>" (built-in codes have no "/")
+_PLUGIN_CODE = __import__("re").compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9-]*\Z")
+
+
+def register_finding(code: str, severity: str, title: str, explains: str = "") -> Code:
+    """Declare a plugin's own finding code, namespaced "<plugin>/<name>" so it can never collide with
+    specreg's (or another plugin's); `Plan.find` then accepts it. Registering the same code again with
+    the same meaning is a no-op; with another, a RegistryError."""
+    from specreg.errors import RegistryError
+
+    if not isinstance(code, str) or not _PLUGIN_CODE.match(code):
+        raise RegistryError(f"finding code {code!r}: a plugin's code is namespaced, '<plugin>/<name>' in lower case "
+                            "(e.g. 'myplugin/head-too-wide'); specreg's own codes are listed in docs/findings.md")
+    if severity not in SEVERITIES:
+        raise RegistryError(f"finding code {code!r}: severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+    new = Code(code, severity, title, explains)
+    if code in CODES and CODES[code] != new:
+        raise RegistryError(f"finding code {code!r} is already registered with another meaning")
+    CODES[code] = new
+    return new
+
+
+def code_of(code: str) -> Code:
+    """The registered Code (a clear RegistryError, naming how to register one, for an unknown code)."""
+    from specreg.errors import RegistryError
+
+    found = CODES.get(code)
+    if found is None:
+        raise RegistryError(f"unknown finding code {code!r}: specreg's codes are in docs/findings.md; a plugin "
+                            "declares its own first, namespaced: specreg.register_finding('myplugin/name', "
+                            "'warning', 'what it means')")
+    return found

@@ -57,7 +57,7 @@ class Plan:
     """The values one algorithm module produces for one config, with provenance and findings."""
 
     def __init__(self) -> None:
-        self.num_speculative_tokens: int | None = None
+        self._k: int | None = None
         self.outputs: dict[str, Any] = {"draft_config": {}, "speculative_config": {}}
         self.provenance: dict[str, Provenance] = {}
         self.findings: list[Finding] = []
@@ -68,10 +68,21 @@ class Plan:
         if field.startswith(("draft_config.", "speculative_config.")):
             set_path(self.outputs, field, value)
         elif field == "num_speculative_tokens":
-            self.num_speculative_tokens = value
+            self._k = value
         else:
             raise ValueError(f"unknown output field {field!r}")
         self.provenance[field] = prov
+
+    @property
+    def num_speculative_tokens(self) -> int | None:
+        """The draft length planned (set it with copy/derive/default, which record where it came from)."""
+        return self._k
+
+    @num_speculative_tokens.setter
+    def num_speculative_tokens(self, value: Any) -> None:
+        raise AttributeError("Plan.num_speculative_tokens is read-only: set it with plan.copy(\"num_speculative_tokens\", "
+                             "value, \"$.json.path\"), plan.derive(...) or plan.default(...), which record where it "
+                             "came from")
 
     def copy(self, field: str, value: Any, source: str) -> None:
         """`value` is the source's value at `source`, unchanged."""

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from specreg.normalization.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES
+from specreg.normalization.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES, code_of
 from specreg.sources.files import Origin
 
 
@@ -58,7 +58,7 @@ class Finding:
     @classmethod
     def of(cls, code: str, message: str, path: str | None = None, fix: str | None = None) -> "Finding":
         """A finding with the severity its code is documented with."""
-        return cls(code=code, severity=CODES[code].severity, message=message, path=path, fix=fix)
+        return cls(code=code, severity=code_of(code).severity, message=message, path=path, fix=fix)
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import attrs
@@ -331,9 +332,8 @@ def fetch_file(
         if quiet_missing and is_offline:
             raise errors.FileNotFoundOnHubError(f"{filename} of {repo_id}{where} is not in the cache", source=source) from None
         why = "offline mode is on (HF_HUB_OFFLINE)" if is_offline else "the Hub could not be reached"
-        raise errors.OfflineError(
-            f"{filename} of {repo_id}{where} is not in the Hugging Face cache and {why}", source=source
-        ) from None
+        what = filename if source == f"{repo_id}{where}" else f"{filename} of {repo_id}{where}"  # name the id once
+        raise errors.OfflineError(f"{what} is not in the Hugging Face cache and {why}", source=source) from None
     except hf.EntryNotFoundError:
         raise errors.FileNotFoundOnHubError(f"the repository {repo_id}{where} has no {filename}", source=source) from None
     except hf.OfflineModeIsEnabled:
@@ -366,4 +366,36 @@ def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.H
         return None
     how = ("timed out" if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError)
            else f"the connection failed ({type(exc).__name__})")
+    if source and what.endswith(f" of {source}"):  # the line starts with the source: name it once
+        what = what[: -len(f" of {source}")]
     return errors.HubError(f"could not fetch {what}: {how}", source=source, transient=True)
+
+
+def probe(what: str, *, source: str) -> None:
+    """Whether the Hub endpoint answers at all, with the policy of every other fetch (specreg's
+    retries and backoff, SPECREG_HUB_DEADLINE): a HubError in about 2 s when it cannot be reached,
+    before a library with its own, longer backoff (datasets' load_dataset: 5 retries, 8 s apart) is
+    handed the request. Any HTTP answer means reachable; offline mode skips it (the cache answers)."""
+    import httpx
+
+    if offline() or _truthy(os.environ.get("HF_DATASETS_OFFLINE")):
+        return
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    retries, backoff = _retries()
+    end = time.monotonic() + deadline()
+    failure: BaseException | None = None
+    for attempt in range(retries + 1):
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            httpx.head(endpoint, timeout=min(10.0, left))
+            return
+        except httpx.HTTPError as exc:
+            failure = exc
+        if attempt < retries:
+            time.sleep(backoff * 2**attempt)
+    how = ("timed out" if failure is None or "Timeout" in type(failure).__name__
+           else f"the connection failed ({type(failure).__name__})")
+    raise errors.HubError(f"could not fetch {what}: {how} (tried {attempt + 1} time{'s' * (attempt > 0)})",
+                          source=source, transient=True)

@@ -81,7 +81,7 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
             progress: Callable[[str], None] = lambda _m: None) -> dict[str, str]:
     """Verdict per entry id of this shard."""
     index, count = parse_shard(shard_spec)
-    entries = [e for e in catalog(registry) if e.baselines]
+    entries = [e for e in catalog(registry).values() if e.baselines]
     mine = shard(entries, index, count)
     out_dir.mkdir(parents=True, exist_ok=True)
     history = out_dir / outputs.HISTORY

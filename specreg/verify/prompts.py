@@ -96,8 +96,17 @@ def _rows(name: str, dataset_file: str | None, category: str | None,
         source = f"{path} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()})"  # what ran, not the Hub's
         spec = None  # a local file is recorded by its content, never at the named dataset's revision
     else:
+        from specreg.errors import HubError
+        from specreg.sources import hub
+
+        try:  # one Hub policy: an unreachable Hub is one line in seconds, not datasets' 40 s of retries
+            hub.probe(f"the dataset {spec.hf_id}", source=name)
+        except HubError as exc:
+            raise SpecregError(f"{exc.line()}; without network, pass its rows with --dataset-file FILE.jsonl, or "
+                               "set HF_DATASETS_OFFLINE=1 to use a cached copy") from None
         try:
-            ds = datasets.load_dataset(spec.hf_id, spec.config, split=spec.split, revision=spec.revision)
+            with _quiet_hub():
+                ds = datasets.load_dataset(spec.hf_id, spec.config, split=spec.split, revision=spec.revision)
         except Exception as exc:
             raise SpecregError(f"could not load {spec.hf_id} ({type(exc).__name__}: {exc}); "
                                f"without network, pass its rows with --dataset-file FILE.jsonl") from None
@@ -109,6 +118,21 @@ def _rows(name: str, dataset_file: str | None, category: str | None,
         if not rows:
             raise SpecregError(f"{name}: no rows with {field} = {category!r}")
     return rows, spec, source
+
+
+class _quiet_hub:
+    """huggingface_hub's own retry lines ("Retrying in 8s [Retry 4/5]") silenced while a library
+    fetches through it: specreg reports a failure in its own one line."""
+
+    def __enter__(self) -> None:
+        import logging
+
+        self.logger = logging.getLogger("huggingface_hub")
+        self.level = self.logger.level
+        self.logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.logger.setLevel(self.level)
 
 
 def _apply(template: str | None, row: dict[str, Any], where: str) -> str:

@@ -299,7 +299,7 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
     for r in sorted(results, key=lambda r: str(r.get("started") or "")):
         latest[r["model"]] = r
     _directory(site / "models")
-    entries = list(catalog(registry))
+    entries = list(catalog(registry).values())
     known = {e.id for e in entries}
     order = [e.id for e in entries] + sorted((set(latest) | set(by_model)) - known)
     summary: list[tuple[str, str, str | None, dict[str, Any] | None]] = []

@@ -25,10 +25,10 @@ from specreg.verify.urls import redact
 from specreg.entries import Harness, PromptFormat
 
 #: exit status per verdict (docs/verify.md): 0 judged fine or nothing to judge against, 1 regressed, 2 bad
-#: input or refused, 3 the engine failed, 4 the entry has baselines and the run matched none of them,
-#: 130 interrupted
+#: input or refused, 4 the entry has baselines and the run matched none of them, 5 the engine failed
+#: (3 is reserved for specreg's own bugs, as in every command), 130 interrupted
 EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1,
-        "refused": 2, "invalid": 2, "error": 3, "timeout": 3, "crash": 3, "unmatched": 4, "interrupted": 130}
+        "refused": 2, "invalid": 2, "unmatched": 4, "error": 5, "timeout": 5, "crash": 5, "interrupted": 130}
 
 
 @attrs.define

@@ -80,8 +80,10 @@ def write_twin(
         "files": ["config.json", *sources, MANIFEST],
     }
     if not manifest["verifier"]:
-        manifest["warnings"] = ["no verifier: speculators_config.verifier.name_or_path is null; vLLM's automatic "
-                                "path refuses such a config. Convert again with a verifier (--verifier / verifier=)."]
+        # vLLM's speculators path refuses a twin whose verifier.name_or_path is null: never write one
+        raise SpecregError("the draft names no verifier, and vLLM's speculators path refuses a twin without one "
+                           "(speculators_config.verifier.name_or_path); pass --verifier ORG/NAME (verifier= in "
+                           "Python), the verifier the draft was trained for: nothing written", source=str(source))
     write_locked(target, force, converted.config, sources, weights, manifest, say)
     return ConvertedDirectory(directory=target, format=spec.format, files=tuple(manifest["files"]),
                               verifier=manifest["verifier"] or None)

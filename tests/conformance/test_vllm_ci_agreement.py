@@ -28,9 +28,9 @@ def test_the_catalog_cites_the_release_commit():
     from conformance import vllm_ci
 
     sha = vllm_ci.commit(RELEASE)
-    cited = {b.source_commit for e in catalog() for b in e.baselines if b.source.endswith((CORRECTNESS, ACCEPTANCE))}
+    cited = {b.source_commit for e in catalog().values() for b in e.baselines if b.source.endswith((CORRECTNESS, ACCEPTANCE))}
     assert cited == {sha}
-    assert all(f"v{RELEASE} " in b.source for e in catalog() for b in e.baselines
+    assert all(f"v{RELEASE} " in b.source for e in catalog().values() for b in e.baselines
                if b.source.endswith((CORRECTNESS, ACCEPTANCE)))
 
 
@@ -57,7 +57,7 @@ def _correctness_configs():
 def test_every_model_ci_gates_is_in_the_catalog():
     from conformance import vllm_ci
 
-    ids = {e.id for e in catalog()}
+    ids = set(catalog())
     assert {c["model_path"] for c in _correctness_configs()} <= ids
     assert {c["drafter"] for c in vllm_ci.calls(vllm_ci.read(RELEASE, ACCEPTANCE), "Eagle3ModelConfig")} <= ids
 
@@ -214,7 +214,7 @@ def test_dspark_entries_match_ci_numbers_gates_engine_and_prompts(gsm8k_rows):
     (runner,) = vllm_ci.keyword_dicts(text, "test_dspark_correctness_and_acceptance_rate", "runner_config")
     (evaluate,) = vllm_ci.calls(text, "evaluate_gsm8k_offline")
     ci_sampling, _defaults = ci_offline_sampling()
-    ids = {e.id for e in catalog()}
+    ids = set(catalog())
     configs = [c for c in vllm_ci.instances(text, "DSparkCorrectnessConfig").values() if c["draft_model"] in ids]
     assert len(configs) == 2
     for c in configs:
