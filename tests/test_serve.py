@@ -77,14 +77,19 @@ def test_llm_kwargs_carry_the_environment_vllm_needs(tmp_path):
     assert json.loads(m.stdout)["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
 
 
-def test_catalog_serving_hints_are_used_and_a_differing_flag_is_noted(hub, tmp_path, monkeypatch):
+def hinted_entry(hub, tmp_path, serving: str) -> dict:
+    """org/draft on the loopback Hub, with a catalog entry holding these [serving] hints; the env to use it."""
     registry = tmp_path / "registry" / "org"
     registry.mkdir(parents=True)
     (registry / "draft.toml").write_text(
         'id = "org/draft"\nalgorithm = "dflash"\nstatus = "unpinned"\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n\n'
-        '[serving]\ntensor_parallel_size = 4\nmax_model_len = 8192\n')
+        f'[serving]\n{serving}')
     hub.add("org/draft", {"config.json": json.dumps(fixture_config("dflash")).encode()})
-    env = {"SPECREG_REGISTRY": str(tmp_path / "registry")}
+    return {"SPECREG_REGISTRY": str(tmp_path / "registry")}
+
+
+def test_catalog_serving_hints_are_used_and_a_differing_flag_is_noted(hub, tmp_path, monkeypatch):
+    env = hinted_entry(hub, tmp_path, "tensor_parallel_size = 4\nmax_model_len = 8192\n")
     out = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", env=env)
     assert out.returncode == 0, out.stderr
     assert shlex.split(out.stdout)[-4:] == ["--tensor-parallel-size", "4", "--max-model-len", "8192"]
@@ -100,14 +105,8 @@ def test_catalog_serving_hints_are_used_and_a_differing_flag_is_noted(hub, tmp_p
 def test_any_spelling_of_a_hinted_setting_wins_and_appears_once(hub, tmp_path, flags, want):
     """A catalog hint tensor_parallel_size = 4 and the user's `-tp 2`: vLLM takes the last flag, so the
     hint must not be added after the user's spelling of the same setting."""
-    registry = tmp_path / "registry" / "org"
-    registry.mkdir(parents=True)
-    (registry / "draft.toml").write_text(
-        'id = "org/draft"\nalgorithm = "dflash"\nstatus = "unpinned"\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n\n'
-        '[serving]\ntensor_parallel_size = 4\n')
-    hub.add("org/draft", {"config.json": json.dumps(fixture_config("dflash")).encode()})
-    out = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", "--", *flags,
-              env={"SPECREG_REGISTRY": str(tmp_path / "registry")})
+    env = hinted_entry(hub, tmp_path, "tensor_parallel_size = 4\n")
+    out = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", "--", *flags, env=env)
     assert out.returncode == 0, out.stderr
     argv = shlex.split(out.stdout)
     assert argv[-len(flags):] == flags and "--tensor-parallel-size" not in argv[:-len(flags)]

@@ -16,7 +16,7 @@ import pytest
 from openai_server import OpenAIServer
 from specreg import entries
 from specreg.verify import counters as C
-from specreg.verify import nightly
+from specreg.verify import harness, nightly
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute, t975
@@ -507,7 +507,7 @@ def ENTRY_OBJ():
 
 def test_harness_args_reproduce_the_baseline():
     entry = entries.catalog()["nm-testing/dflash-qwen3-8b-speculators"]
-    args = nightly.harness_args(entry)
+    args = harness.command_args(harness.settings(nightly.runnable_baseline(entry)))
     from specreg.cli.main import _parser
 
     parsed = _parser().parse_args(["verify", entry.id, *args])
@@ -520,7 +520,7 @@ def test_harness_args_pass_a_stop_string_that_looks_like_a_flag():
 
     b = attrs.evolve(ENTRY_OBJ().baselines[0], harness=attrs.evolve(ENTRY_OBJ().baselines[0].harness, stop=("--all",)))
     entry = attrs.evolve(ENTRY_OBJ(), baselines=(b,))
-    parsed = _parser().parse_args(["verify", entry.id, *nightly.harness_args(entry)])
+    parsed = _parser().parse_args(["verify", entry.id, *harness.command_args(harness.settings(b))])
     assert parsed.stop == ["--all"] and not parsed.all
 
 
@@ -930,28 +930,13 @@ def test_catalog_show_harness_prints_the_command_verify_runs(mt_setup):
                                 "--k=3")
 
 
-TWO_BASELINES = MT_ENTRY + """
-[[baselines]]
-kind = "published"
-source = "another table"
-
-[baselines.harness]
-dataset = "gsm8k"
-num_prompts = 20
-temperature = 0.0
-k = 3
-
-[baselines.metrics.acceptance_length]
-value = 2.8
-direction = "two-sided"
-tolerance = 0.05
-"""
+#: MT_ENTRY with ENTRY's gsm8k baseline added as baseline 1
+TWO_BASELINES = MT_ENTRY + "\n[[baselines]]" + ENTRY.split("\n[[baselines]]", 1)[1]
 
 
-def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp_path):
-    """After an MT-Bench regression and two later gsm8k runs of the same entry, the index still shows
-    the entry as regressed (the worst of its baselines' latest verdicts), first, with the counts, and
-    its page shows the two baselines' trends apart, saying which check failed."""
+def two_baseline_report(tmp_path):
+    """(registry, site): an MT-Bench pass, an MT-Bench regression, then two gsm8k passes of org/draft
+    (TWO_BASELINES), each against the loopback server, and the report over them."""
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
     (reg / "org" / "draft.toml").write_text(TWO_BASELINES)
@@ -968,6 +953,14 @@ def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp
     site = tmp_path / "site"
     r = run("report", str(tmp_path / "results"), "--out", str(site), "--registry", str(reg))
     assert r.returncode == 0, r.stderr
+    return reg, site
+
+
+def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp_path):
+    """After an MT-Bench regression and two later gsm8k runs of the same entry, the index still shows
+    the entry as regressed (the worst of its baselines' latest verdicts), first, with the counts, and
+    its page shows the two baselines' trends apart, saying which check failed."""
+    reg, site = two_baseline_report(tmp_path)
     index = (site / "index.html").read_text()
     rows = re.findall(r"<tr class='([\w-]+)' data-model='([^']+)'>", index)
     assert rows == [("regressed", "org/draft"), ("none", "org/other")]  # regressions first

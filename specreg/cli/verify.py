@@ -110,12 +110,6 @@ def add_report(sub: Any) -> None:
     rep.add_argument("--registry", metavar="DIR")
 
 
-#: the harness settings a user may give (each overrides the baseline's)
-HARNESS_FLAGS = ("dataset", "num_prompts", "temperature", "max_tokens", "k", "batch_size", "concurrency", "seed",
-                 "chat", "few_shot", "thinking", "shots_split", "template", "stop", "max_model_len",
-                 "tensor_parallel_size", "mode", "statistic", "draft_sample_method", "prefix_caching")
-
-
 def dataset_files(values: list[str] | None) -> tuple[str | None, dict[str, str]]:
     """`--dataset-file` values: (a file given without a dataset name, {dataset: file})."""
     plain, named = None, {}
@@ -139,7 +133,7 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
     from specreg.verify import harness
     from specreg.verify.run import Options
 
-    given = {f: getattr(args, f) for f in HARNESS_FLAGS if getattr(args, f, None) is not None}
+    given = {f: getattr(args, f) for f in harness.FIELDS if getattr(args, f, None) is not None}
     if "stop" in given:
         given["stop"] = tuple(given["stop"])
     if isinstance(given.get("k"), tuple):

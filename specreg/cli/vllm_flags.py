@@ -40,10 +40,8 @@ def _live_parser() -> Any | None:
 
 def _dest(arg: str) -> str | None:
     """The setting one argument names by the table (`_` or `-`, `=value`, a dotted JSON key)."""
-    name = arg.partition("=")[0]
-    if name.startswith("--"):
-        name = "--" + name[2:].replace("_", "-")
-    return OPTIONS.get(name.split(".", 1)[0])  # --speculative-config.num_speculative_tokens
+    # --speculative-config.num_speculative_tokens is a key of --speculative-config
+    return OPTIONS.get(_dashes(arg).partition("=")[0].split(".", 1)[0])
 
 
 def spelled(flags: Sequence[str], dest: str) -> str:

@@ -395,7 +395,6 @@ def probe(what: str, *, source: str) -> None:
             failure = exc
         if attempt < retries:
             time.sleep(backoff * 2**attempt)
-    how = ("timed out" if failure is None or "Timeout" in type(failure).__name__
-           else f"the connection failed ({type(failure).__name__})")
-    raise errors.HubError(f"could not fetch {what}: {how} (tried {attempt + 1} time{'s' * (attempt > 0)})",
-                          source=source, transient=True)
+    said = _connection_failure(failure, what, source) if failure is not None else None
+    message = said.message if said is not None else f"could not fetch {what}: timed out"
+    raise errors.HubError(f"{message} (tried {attempt + 1} time{'s' * (attempt > 0)})", source=source, transient=True)

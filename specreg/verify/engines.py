@@ -17,6 +17,7 @@ import attrs
 
 from specreg.errors import SpecregError
 from specreg.verify.counters import CounterError, SpecCounters, from_prometheus, from_vllm_metrics
+from specreg.verify.urls import redact
 
 
 if TYPE_CHECKING:
@@ -98,8 +99,6 @@ class ServerEngine:
                  deadline: float | None = None, speculative: bool = True):
         import httpx
 
-        from specreg.verify.urls import redact
-
         self.url = url.rstrip("/")
         self.shown = redact(self.url)  # what messages and results may say (no password)
         from urllib.parse import urlsplit
@@ -111,6 +110,7 @@ class ServerEngine:
         self.idle_wait = idle_wait
         #: False for the engine without a draft that a speedup is measured against (no spec counters)
         self.speculative = speculative
+        self._listing: Any = None
         self.model = model or self._served_model()
 
     def _remaining(self, limit: float) -> float:
@@ -158,8 +158,14 @@ class ServerEngine:
         text = str(exc).replace(self.url, self.shown)
         return text.replace(self._secret, "***") if self._secret else text
 
+    def _models(self) -> Any:
+        """/v1/models, fetched once (the served model's name and the served-model check both read it)."""
+        if self._listing is None:
+            self._listing = self._json("/v1/models")
+        return self._listing
+
     def _served_model(self) -> str:
-        doc = self._json("/v1/models")
+        doc = self._models()
         data = doc.get("data") if isinstance(doc, dict) else None
         if not isinstance(data, list) or not data:
             raise EngineError(f"{self.shown}/v1/models lists no model")
@@ -170,7 +176,7 @@ class ServerEngine:
 
     def served_models(self) -> list[tuple[str, str | None]]:
         """(id, root) of every model /v1/models lists (vLLM's root is the path or Hub id it loaded)."""
-        doc = self._json("/v1/models")
+        doc = self._models()
         data = doc.get("data") if isinstance(doc, dict) else None
         out = []
         for item in data if isinstance(data, list) else ():

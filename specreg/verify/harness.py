@@ -11,16 +11,20 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+import attrs
+
 from specreg.entries import Baseline, Entry
 from specreg.verify.prompts import DATASETS
+from specreg.verify.run import Options
 
-#: verify's settings where neither the baseline nor the command line states one
-DEFAULTS: dict[str, Any] = {
-    "dataset": "gsm8k", "num_prompts": 80, "temperature": 0.0, "max_tokens": 256, "k": None, "batch_size": None,
-    "concurrency": 1, "seed": 42, "chat": True, "few_shot": 0, "thinking": None, "shots_split": None,
-    "template": None, "stop": None, "max_model_len": None, "tensor_parallel_size": None, "mode": "batched",
-    "statistic": None, "draft_sample_method": None, "prefix_caching": None,
-}
+#: the run settings a harness states (each a field of `run.Options`)
+FIELDS = ("dataset", "num_prompts", "temperature", "max_tokens", "k", "batch_size", "concurrency", "seed", "chat",
+          "few_shot", "thinking", "shots_split", "template", "stop", "max_model_len", "tensor_parallel_size", "mode",
+          "statistic", "draft_sample_method", "prefix_caching")
+#: verify's settings where neither the baseline nor the command line states one: `run.Options`' own
+#: defaults, but the statistic, which follows the mode when nothing states it (the CLI picks it)
+DEFAULTS: dict[str, Any] = {**{f.name: f.default for f in attrs.fields(Options) if f.name in FIELDS},
+                            "statistic": None}
 
 #: the run setting -> its command-line flag (value flags; the booleans are written in `command_args`)
 FLAGS = {"num_prompts": "--num-prompts", "temperature": "--temperature", "max_tokens": "--max-tokens", "k": "--k",

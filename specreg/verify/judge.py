@@ -107,7 +107,8 @@ def _compared(run: Harness, baseline: Harness):
         if field == "prompt":
             for key, value in theirs.items():
                 if value is not None:
-                    yield f"prompt.{key}", mine.get(key, _PROMPT_DEFAULTS.get(key)), value
+                    here = mine.get(key)
+                    yield f"prompt.{key}", _PROMPT_DEFAULTS.get(key) if here is None else here, value
             continue
         if theirs is not None:
             yield field, mine, theirs
@@ -118,11 +119,9 @@ def differences(run: Harness, baseline: Harness) -> list[Difference]:
     record is not a difference: see `unrecorded`; few_shot 0 and unset are the same prompt)."""
     out = []
     for field, mine, theirs in _compared(run, baseline):
-        if field.startswith("prompt.") and mine is None:
-            mine = _PROMPT_DEFAULTS.get(field[7:])
         if isinstance(mine, (list, tuple)) and isinstance(theirs, (list, tuple)):
             mine, theirs = list(mine), list(theirs)
-        if mine != theirs and not (field.startswith("prompt.") and {mine, theirs} <= {0, None}):
+        if mine != theirs:
             out.append(Difference(field, mine, theirs))
     return out
 

@@ -50,12 +50,6 @@ def runnable_baseline(entry: Entry) -> Baseline | None:
     return picked[1] if picked else None
 
 
-def harness_args(entry: Entry) -> list[str]:
-    """The command-line form of the harness `verify ENTRY` runs with no flags (`harness.settings`)."""
-    b = runnable_baseline(entry)
-    return harness.command_args(harness.settings(b)) if b is not None else []
-
-
 def _done(out: Path) -> bool:
     try:
         return json.loads((out / outputs.RESULT).read_text()).get("verdict") in FINAL

@@ -17,6 +17,8 @@ from specreg.verify.judge import label, show
 RESULT, SUMMARY, JUNIT, PLOT = "result.json", "summary.md", "junit.xml", "per_position.png"
 #: the run history beside the results of a nightly (one per shard; `specreg report` merges them)
 HISTORY = "history.sqlite"
+#: the most a result file read back (by the report, by --resume) may hold: results are untrusted files
+MAX_RESULT_BYTES = 8 * 2**20
 
 
 def write_result(out: Path, result: dict[str, Any]) -> None:
@@ -65,11 +67,15 @@ def summary_markdown(r: dict[str, Any]) -> str:
     speed = throughput_text(r)
     if speed:
         lines += [speed, ""]
-    harness = ", ".join(f"{k}={show(v)}" for k, v in h.items() if v not in (None, {}, []))
     env = r.get("environment") or {}
-    lines += [f"Harness: {harness}", "", f"Engine: {r['engine']}; vLLM {show(env.get('vllm_version'))}; "
+    lines += [f"Harness: {harness_text(h)}", "", f"Engine: {r['engine']}; vLLM {show(env.get('vllm_version'))}; "
               f"GPU {show(env.get('gpu'))}; driver {show(env.get('driver'))}", ""]
     return "\n".join(lines)
+
+
+def harness_text(h: dict[str, Any]) -> str:
+    """A run's harness in one line: every field it states, no None."""
+    return ", ".join(f"{k}={show(v)}" for k, v in h.items() if v not in (None, {}, []))
 
 
 def throughput_text(r: dict[str, Any]) -> str:

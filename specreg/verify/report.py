@@ -21,8 +21,8 @@ from specreg import atomic
 from specreg.errors import SpecregError
 from specreg.sources.files import FileTooLarge, read_regular
 from specreg.verify.judge import show
-from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, PLOT, RESULT,
-                                    bounds_text, metric_rows, throughput_text)
+from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, MAX_RESULT_BYTES, PLOT,
+                                    RESULT, bounds_text, harness_text, metric_rows, throughput_text)
 
 STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
@@ -31,7 +31,6 @@ td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{ba
 
 
 #: what report reads from a results directory (untrusted: artifacts of other machines)
-MAX_RESULT_BYTES = 8 * 2**20
 MAX_PLOT_BYTES = 16 * 2**20
 #: SQLite virtual-machine steps one history may take to read (a recursive view never ends)
 MAX_HISTORY_STEPS = 50_000_000
@@ -395,7 +394,7 @@ def _run_html(r: dict[str, Any]) -> str:
         out.append(f"<p class='throughput'>{esc(speed)}</p>")
     harness = r.get("harness") or {}
     env = r.get("environment") if isinstance(r.get("environment"), dict) else {}
-    out.append("<p>Harness: " + esc(", ".join(f"{k}={show(v)}" for k, v in harness.items() if v not in (None, {}, [])))
+    out.append("<p>Harness: " + esc(harness_text(harness))
                + f"</p><p>Engine: {esc(show(r.get('engine')))}; vLLM {esc(show(env.get('vllm_version')))}"
                f"; GPU {esc(show(env.get('gpu')))}</p>")
     return "".join(out)

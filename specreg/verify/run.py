@@ -287,8 +287,11 @@ def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any
     if out is None or not (out / outputs.RESULT).is_file():
         notes.append("--resume: no earlier result in --out; measured from the start")
         return []
+    from specreg.sources.files import read_regular
+
     try:
-        earlier = json.loads((out / outputs.RESULT).read_text(encoding="utf-8"))
+        # a result file in --out is read as every result is: a regular file, bounded (report's limit)
+        earlier = json.loads(read_regular(out / outputs.RESULT, outputs.MAX_RESULT_BYTES).decode("utf-8"))
         if earlier.get("verdict") != "interrupted":
             notes.append(f"--resume: the earlier run finished ({earlier.get('verdict')}); measured from the start")
             return []
@@ -451,7 +454,7 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     except ValueError:
         raise SpecregError(f"{entry.id} is read from {path}, not from the catalog directory {registry}: "
                            "nothing written") from None
-    before = path.read_text(encoding="utf-8")
+    before = entries.read_entry_text(path, Path(root))  # the catalog's own reading rule
     doc = tomlkit.parse(before)
     h = {k: v for k, v in _plain(harness).items() if v not in (None, {}, [])}
     metrics: dict[str, Any] = {"acceptance_length": {"value": round(stats.acceptance_length, 4)},

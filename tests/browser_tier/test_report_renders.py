@@ -99,24 +99,9 @@ def test_a_regressed_entry_with_two_baselines_renders_first_and_with_two_trends(
     """The report of test_verify's two-baseline case in Chromium: the index draws the regressed row
     (red) above the others, the entry page draws two series, each with its decoded trend image, and
     the regressed series' red band above the passing one's green."""
-    from test_verify import MT_ENTRY, TWO_BASELINES, mt_rows
+    from test_verify import two_baseline_report
 
-    reg = tmp_path / "registry"
-    (reg / "org").mkdir(parents=True)
-    (reg / "org" / "draft.toml").write_text(TWO_BASELINES)
-    (reg / "org" / "other.toml").write_text(ENTRY.replace("org/draft", "org/other"))
-    mt, gsm = mt_rows(tmp_path / "mt.jsonl"), write_rows(tmp_path / "gsm8k.jsonl")
-    out = tmp_path / "results" / "org--draft"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    for rates, baseline, rows in (((0.8, 0.6, 0.4), "0", mt), ((0.3, 0.1, 0.05), "0", mt),
-                                  ((0.8, 0.6, 0.4), "1", gsm), ((0.8, 0.6, 0.4), "1", gsm)):
-        with OpenAIServer(rates=rates) as server:
-            subprocess.run([sys.executable, "-m", "specreg", "verify", "org/draft", "--server", server.url,
-                            "--baseline", baseline, "--dataset-file", str(rows), "--registry", str(reg),
-                            "--out", str(out)], env=env, capture_output=True, timeout=180)
-    site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "specreg", "report", str(tmp_path / "results"), "--out", str(site),
-                    "--registry", str(reg)], check=True, env=env, capture_output=True, timeout=180)
+    _, site = two_baseline_report(tmp_path)
 
     index = render(chromium, site / "index.html", tmp_path / "p1")
     assert re.findall(r"<tr class=\"(\w[\w-]*)\" data-model=\"([^\"]+)\">", index) == [

@@ -165,34 +165,32 @@ def test_the_mtp_rewrite_table_is_each_wheels_own_hf_config_override(version):
         assert {t: table[t] for t in ran} == ran
 
 
+def config_registry(version: str) -> set[str]:
+    """The model types of a wheel's `_CONFIG_REGISTRY` (vllm/transformers_utils/config.py, read with ast)."""
+    with zipfile.ZipFile(wheel(version)) as z:
+        tree = ast.parse(z.read("vllm/transformers_utils/config.py"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_CONFIG_REGISTRY":
+            for kw in node.value.keywords:
+                found |= {kw.arg} if kw.arg else set(ast.literal_eval(kw.value))
+    return found
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_model_type_of_vllms_config_registry_is_known(version):
     """vLLM's `_CONFIG_REGISTRY` of each wheel (the model types it ships config classes for) is inside
     specreg's known types, so no draft with one of them is called unknown."""
     from specreg.normalization.model_types import KNOWN_MODEL_TYPES, VLLM_MODEL_TYPES
 
-    with zipfile.ZipFile(wheel(version)) as z:
-        tree = ast.parse(z.read("vllm/transformers_utils/config.py"))
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_CONFIG_REGISTRY":
-            for kw in node.value.keywords:
-                found |= {kw.arg} if kw.arg else set(ast.literal_eval(kw.value))
+    found = config_registry(version)
     assert found and found <= VLLM_MODEL_TYPES <= KNOWN_MODEL_TYPES
 
 
 def test_vllms_table_is_the_union_of_the_wheels_registries():
     from specreg.normalization.model_types import VLLM_MODEL_TYPES
 
-    union = set()
-    for version in VERSIONS:
-        with zipfile.ZipFile(wheel(version)) as z:
-            tree = ast.parse(z.read("vllm/transformers_utils/config.py"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_CONFIG_REGISTRY":
-                for kw in node.value.keywords:
-                    union |= {kw.arg} if kw.arg else set(ast.literal_eval(kw.value))
-    assert union == VLLM_MODEL_TYPES
+    assert set().union(*(config_registry(v) for v in VERSIONS)) == VLLM_MODEL_TYPES
 
 
 # -- EAGLE-3: the keys its classes read from the draft config ------------------------------------------

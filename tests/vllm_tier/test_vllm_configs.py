@@ -399,13 +399,19 @@ def test_other_trainers_real_configs_are_served_with_the_planned_class_or_refuse
         return  # refused with its reason (the default suite checks the reason)
     if not spec.servable:
         return  # an error finding (trained-key-not-served): nothing is written for vLLM
-    target = build(tmp_path, spec)
+    served_as_planned(tmp_path, spec, build(tmp_path, spec))
+
+
+def served_as_planned(tmp_path, spec, target):
+    """The materialized draft through vLLM's SpeculativeConfig: what it resolves is what specreg planned
+    (the trained values and the class); the SpeculativeConfig."""
     out = spec.materialize(tmp_path / "draft", weights="none")
     sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
     got, want = resolved(sc), trained(spec)
     arch = got.pop("architecture")
     assert {k: got.get(k) for k in want} == want
     assert model_class(arch) == model_class(spec.draft_config_dict()["architectures"][0])
+    return sc
 
 
 def _error_codes(spec) -> set[str]:
@@ -445,12 +451,7 @@ def test_a_model_type_specreg_refuses_is_one_vllm_cannot_serve_and_the_fix_is_se
                                                    "model_type": model_type}))
     spec = specreg.load(fixed, verifier="Qwen/Qwen3-8B")
     assert not _error_codes(spec)
-    out = spec.materialize(tmp_path / "draft", weights="none")
-    sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
-    got, want = resolved(sc), trained(spec)
-    arch = got.pop("architecture")
-    assert {k: got.get(k) for k in want} == want
-    assert model_class(arch) == model_class(spec.draft_config_dict()["architectures"][0])
+    sc = served_as_planned(tmp_path, spec, target)
     if model_type == "deepseek_v2":
         assert sc.draft_model_config.hf_config.kv_lora_rank == 512
 
