@@ -58,3 +58,48 @@ def test_the_entry_point_is_declared_for_vllm():
 @pytest.mark.parametrize("value", ["0", "false", "off", "no"])
 def test_every_off_spelling_turns_it_off(tmp_path, value):
     assert "specreg plugin off" in run(tmp_path, "0.33.0", SPECREG_VLLM_PLUGIN=value).stderr
+
+
+class Args:
+    """What the plugin reads of vLLM's EngineArgs before `create_speculative_config` (0.22+ names)."""
+
+    def __init__(self, speculative_config=None, spec_model=None, spec_method=None, spec_tokens=None):
+        self.speculative_config, self.spec_model = speculative_config, spec_model
+        self.spec_method, self.spec_tokens = spec_method, spec_tokens
+
+
+@pytest.fixture
+def dflash_dir(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    draft = tmp_path / "draft-a"
+    draft.mkdir()
+    shutil.copy(Path(__file__).parent.parent / "examples" / "qwen3-8b-dflash" / "config.json", draft)
+    return str(draft)
+
+
+def test_a_named_speculators_draft_gets_its_trained_method_and_length_through_the_setting_used(dflash_dir):
+    from specreg.vllm.plugin import _fill_named_draft
+
+    given = Args(speculative_config={"model": dflash_dir})
+    _fill_named_draft(given, "0.33.0")
+    assert given.speculative_config == {"model": dflash_dir, "method": "dflash", "num_speculative_tokens": 15}
+    flags = Args(spec_model=dflash_dir, spec_tokens=3)
+    _fill_named_draft(flags, "0.33.0")  # vLLM refuses a key given both ways: the --spec-* attributes are filled
+    assert (flags.speculative_config, flags.spec_method, flags.spec_tokens) == (None, "dflash", 3)
+    told = Args(speculative_config={"model": dflash_dir, "method": "draft_model"})
+    _fill_named_draft(told, "0.33.0")
+    assert told.speculative_config == {"model": dflash_dir, "method": "draft_model"}  # the user's choice stays
+
+
+def test_a_named_draft_that_is_not_speculators_is_left_to_vllm(tmp_path):
+    import json
+
+    from specreg.vllm.plugin import _fill_named_draft
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    given = Args(speculative_config={"model": str(tmp_path), "num_speculative_tokens": 2})
+    _fill_named_draft(given, "0.33.0")
+    assert given.speculative_config == {"model": str(tmp_path), "num_speculative_tokens": 2}
+    _fill_named_draft(Args(speculative_config={"method": "ngram"}), "0.33.0")  # no model: nothing read

@@ -87,15 +87,23 @@ def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
 
 
 def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
-    """Native drafts (z-lab DFlash, DeepSpec DSpark, SpecForge EAGLE-3 given with --speculative-config)
-    never reach the speculators mapping: vLLM reads them directly and they are left to it. After
-    `EngineArgs.create_speculative_config` this compares what vLLM built with specreg's plan of the
-    same file and, where they differ, logs what to run instead. It changes nothing."""
+    """Wrap `EngineArgs.create_speculative_config`, which every route to a draft goes through.
+
+    Before it: a speculators draft named beside the verifier (`--speculative-config '{"model": D}'`,
+    `--spec-model D`) without a method is given its trained method, and its trained length when none
+    is given (`_fill_named_draft`). After it: native drafts (z-lab DFlash, DeepSpec DSpark, SpecForge
+    EAGLE-3) never reach the speculators mapping, so what vLLM built is compared with specreg's plan
+    of the same file and, where they differ, what to run instead is logged (nothing is changed)."""
     original = engine_args_class.__dict__.get("create_speculative_config")
     if original is None or getattr(original, _MARK, False):
         return
 
     def create_speculative_config(self: Any, target_model_config: Any, target_parallel_config: Any) -> Any:
+        try:
+            _fill_named_draft(self, str(version))
+        except Exception as exc:  # noqa: BLE001 - vLLM decides as it would have without the plugin
+            _once(f"named:{exc}", f"specreg could not plan the named draft ({type(exc).__name__}: {exc}); vLLM "
+                  "picks its method itself", logging.WARNING)
         sc = original(self, target_model_config, target_parallel_config)
         try:
             _compare_native(sc, str(version))
@@ -107,6 +115,49 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
     create_speculative_config.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(create_speculative_config, _MARK, True)
     engine_args_class.create_speculative_config = create_speculative_config
+
+
+def _fill_named_draft(args: Any, version: str) -> None:
+    """A speculators draft given beside the verifier, with no method: vLLM (0.26-0.33,
+    `SpeculativeConfig.__post_init__`) guesses the method from the draft's *path* ("eagle3",
+    "dflash", "dspark" in the name, else "draft_model", an independent model) and, with no length
+    given, refuses to start. The draft's file says both: fill what the user left out, through the
+    same setting the user used (vLLM refuses a key given both as --spec-* and in the dict). A method
+    the user gave is kept; one that differs from the trained one is logged."""
+    config = args.speculative_config if isinstance(getattr(args, "speculative_config", None), dict) else None
+    model = (config or {}).get("model") or getattr(args, "spec_model", None)
+    if not isinstance(model, str) or not model:
+        return
+    from specreg.normalization.core import normalize
+    from specreg.sources.files import read_source
+
+    read = read_source(model)
+    if read.config.get("speculators_model_type") not in ALGORITHMS:
+        return  # not a speculators draft: vLLM's own rules
+    spec = normalize(read.config, vllm=version, source=model, origin=read.origin, manifest=read.manifest)
+    _refuse_or_log(spec)
+    given = {key: (config or {}).get(key, (config or {}).get(key.replace("_", "-"))) for key in
+             ("method", "num_speculative_tokens")}
+    flags = {"method": "spec_method", "num_speculative_tokens": "spec_tokens"}
+    for key in given:
+        if given[key] is None:
+            given[key] = getattr(args, flags[key], None)
+    if given["method"] is not None:
+        if given["method"] != spec.method:
+            _once(f"method:{model}", f"specreg: the draft {model} was trained as {spec.method!r}; vLLM is told to "
+                  f"serve it as {given['method']!r}", logging.WARNING)
+        return
+    filled = {"method": spec.method}
+    if given["num_speculative_tokens"] is None:
+        filled["num_speculative_tokens"] = spec.num_speculative_tokens
+    for key, value in filled.items():
+        if config is not None and "model" in config:
+            config[key] = value
+        else:
+            setattr(args, flags[key], value)
+    _once(f"named-planned:{model}", f"specreg plugin: the draft {model} is a speculators {spec.algorithm} draft; "
+          f"serving it with its trained {', '.join(f'{k}={v!r}' for k, v in filled.items())} (vLLM guesses the "
+          f"method from the path otherwise); {SWITCH}=0 turns this off")
 
 
 def _compare_native(sc: Any, version: str) -> None:

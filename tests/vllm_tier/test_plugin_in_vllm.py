@@ -237,3 +237,103 @@ def test_a_native_draft_vllm_serves_differently_gets_one_line_saying_what_to_run
     assert said == (1 if differs else 0), (out.stdout[-2000:], out.stderr[-2000:])
     if differs:
         assert f"Run `specreg serve {draft}`" in out.stdout + out.stderr
+
+
+ROUTES = """
+import json, sys
+from vllm.engine.arg_utils import EngineArgs
+from vllm.model_executor.models.qwen3_dflash import _resolve_layer_attention
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+args = parser.parse_args(json.loads(sys.argv[1]))   # the flags `vllm serve` gets after its positional model
+config = EngineArgs.from_cli_args(args).create_engine_config()
+sc = config.speculative_config
+hf = sc.draft_model_config.hf_config
+print("RESULT " + json.dumps({"method": sc.method, "num_speculative_tokens": sc.num_speculative_tokens,
+                              "draft": sc.draft_model_config.model,
+                              "causal": [_resolve_layer_attention(hf, i)[1] for i in range(hf.num_hidden_layers)]}))
+"""
+
+
+def routes(draft, target, k: int | None) -> dict[str, list[str]]:
+    """The three ways a user hands vLLM the draft (`vllm serve X FLAGS` is `--model X FLAGS` to the
+    parser); naming the verifier, with the draft length `k` or without it."""
+    length = {} if k is None else {"num_speculative_tokens": k}
+    return {
+        "vllm serve DRAFT": ["--model", str(draft)],
+        "--speculative-config": ["--model", str(target), "--speculative-config",
+                                 json.dumps({"model": str(draft), **length})],
+        "--spec-model": ["--model", str(target), "--spec-model", str(draft)]
+        + ([] if k is None else ["--spec-tokens", str(k)]),
+    }
+
+
+def run_routes(tmp_path, argv: list[str], plugin_on: bool) -> subprocess.CompletedProcess:
+    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"),
+           "SPECREG_VLLM_PLUGIN": "1" if plugin_on else "0"}
+    return subprocess.run([sys.executable, "-c", ROUTES, json.dumps(argv + ["--max-model-len", "4096",
+                                                                           "--skip-tokenizer-init"])],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def routed(out: subprocess.CompletedProcess) -> dict:
+    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    assert line, out.stderr[-3000:]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.fixture
+def draft_and_target(tmp_path):
+    """A speculators DFlash in a directory whose name says nothing of its method (vLLM guesses
+    methods from paths), a verifier config beside it, and the verifier in an offline HF cache."""
+    src = write_draft(tmp_path / "src", case_config("dflash"))
+    spec = specreg.load(src)
+    build(tmp_path, spec)  # the verifier's config in tmp_path/target, for the routes that name it
+    verifier_in_hf_cache(tmp_path / "hf", spec)  # and cached, for the route that reads it from the draft
+    return src, tmp_path / "target", spec
+
+
+@pytest.mark.parametrize("route", ["vllm serve DRAFT", "--speculative-config", "--spec-model"])
+@pytest.mark.parametrize("switch", ["on", "off"])
+def test_the_plugin_plans_the_draft_whichever_way_vllm_is_given_it(tmp_path, plugin, draft_and_target, route, switch):
+    """With the verifier named (`--speculative-config '{"model": DRAFT, ...}'`, `--spec-model DRAFT`)
+    vLLM reads the draft's config through the same speculators loader as for `vllm serve DRAFT`, but
+    takes its method from the path: the plugin plans the draft on every route (method and masks from
+    vLLM's resolver), and with the plugin off vLLM's own choices come back (causal layers; for a
+    named draft whose path says nothing, an independent "draft_model")."""
+    src, target, spec = draft_and_target
+    got = routed(run_routes(tmp_path, routes(src, target, spec.num_speculative_tokens)[route], switch == "on"))
+    assert got.pop("draft") == str(src)
+    want = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens,
+            "causal": [a.causal for a in spec.attention]}
+    if switch == "on":
+        assert got == want
+    else:
+        assert got["method"] == ("dflash" if route == "vllm serve DRAFT" else "draft_model")
+        assert got["causal"] != want["causal"] and all(got["causal"])
+
+
+@pytest.mark.parametrize("route", ["--speculative-config", "--spec-model"])
+def test_a_named_draft_without_a_length_gets_the_trained_one(tmp_path, plugin, draft_and_target, route):
+    """vLLM 0.33 fills num_speculative_tokens from the draft's speculators_config only when the draft
+    is the served model; named beside the verifier without a length it refuses to start
+    (`SpeculativeConfig.__post_init__`). With the plugin the trained length and method are filled in,
+    once in vLLM's log."""
+    src, target, spec = draft_and_target
+    argv = routes(src, target, None)[route]
+    off = run_routes(tmp_path, argv, False)
+    assert off.returncode != 0 and "`num_speculative_tokens` was not provided" in off.stderr, off.stderr[-2000:]
+    on = run_routes(tmp_path, argv, True)
+    got = routed(on)
+    assert (got["method"], got["num_speculative_tokens"]) == (spec.method, spec.num_speculative_tokens)
+    said = f"specreg plugin: the draft {src} is a speculators dflash draft; serving it with its trained"
+    assert (on.stdout + on.stderr).count(said) == 1
+
+
+def test_a_method_the_user_gives_is_kept_and_a_different_one_is_logged(tmp_path, plugin, draft_and_target):
+    src, target, spec = draft_and_target
+    argv = ["--model", str(target), "--spec-model", str(src), "--spec-method", "draft_model", "--spec-tokens", "3"]
+    out = run_routes(tmp_path, argv, True)
+    assert routed(out)["method"] == "draft_model"
+    assert f"specreg: the draft {src} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'" in (
+        out.stdout + out.stderr)
