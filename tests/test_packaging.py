@@ -1,5 +1,6 @@
 """What users install: the built wheel and sdist, in a fresh venv (not editable), with the smoke set."""
 
+import json
 import os
 import subprocess
 import sys
@@ -102,3 +103,41 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
     assert served.returncode == 0, served.stderr
     assert served.stdout.split()[-2:] == ["-tp", "2"] and "--tensor-parallel-size" not in served.stdout
     assert "you asked for 2" in served.stderr
+    # the example plugin package (examples/specreg-example-plugin), installed from its folder beside the wheel
+    plugin = subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT / "examples" / "specreg-example-plugin")],
+                            capture_output=True, text=True, timeout=600)
+    assert plugin.returncode == 0, plugin.stderr[-3000:]
+    listed = subprocess.run([str(bindir / "specreg"), "algorithms"], capture_output=True, text=True, env=env)
+    assert listed.returncode == 0 and not listed.stderr, listed.stderr  # no broken plugin
+    (row,) = [line.split() for line in listed.stdout.splitlines() if line.startswith("example_eagle3 ")]
+    assert row == ["example_eagle3", "eagle3", "0.24", "specreg_example_plugin.example_eagle3"]
+    draft = tmp_path / "in-house-draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps(example_plugin_config()))
+    served = subprocess.run([str(bindir / "specreg"), "serve", str(draft), "--config-only", "--dir",
+                             str(tmp_path / "served"), "--vllm", "0.33", "--json"], capture_output=True, text=True,
+                            timeout=120, env={**env, "HF_HUB_OFFLINE": "1"})
+    assert served.returncode == 0, served.stderr
+    argv = json.loads(served.stdout)["argv"]
+    sc = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert sc == {"method": "eagle3", "model": str(tmp_path / "served"), "num_speculative_tokens": 3}
+    written = json.loads((tmp_path / "served" / "config.json").read_text())
+    assert written["architectures"] == ["Eagle3Qwen3ForCausalLM"]
+    assert (written["eagle_aux_hidden_state_layer_ids"], written["norm_before_residual"]) == ([2, 18, 33], False)
+    shown = subprocess.run([str(bindir / "specreg"), "show", str(draft), "--json"], capture_output=True, text=True,
+                           env={**env, "HF_HUB_OFFLINE": "1"})
+    codes = {f["code"] for f in json.loads(shown.stdout)["findings"]}
+    assert shown.returncode == 0 and "example/full-draft-vocabulary" in codes, shown.stdout[-2000:]
+
+
+def example_plugin_config() -> dict:
+    """A draft in the example plugin's format (examples/specreg-example-plugin/README.md)."""
+    return {"architectures": ["ExampleEagle3"], "speculators_model_type": "example_eagle3",
+            "speculators_config": {"algorithm": "example_eagle3", "default_proposal_method": "greedy",
+                                   "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+                                   "verifier": {"architectures": ["Qwen3ForCausalLM"], "name_or_path": "Qwen/Qwen3-8B"}},
+            "transformer_layer_config": {"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
+                                         "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8,
+                                         "head_dim": 128, "vocab_size": 151936, "rms_norm_eps": 1e-06,
+                                         "max_position_embeddings": 40960},
+            "feature_layers": [2, 18, 33]}

@@ -229,3 +229,30 @@ def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monk
     assert spec.algorithm == "newdraft" and spec.method == "dflash" and not spec.errors
     assert algorithms.get("newdraft").module == "tmpalgos.newdraft"
     assert "newdraft" in {a.name for a in algorithms.algorithms()}
+
+
+def test_the_example_plugins_docstring_table_lists_exactly_the_fields_it_reads(tmp_path):
+    """examples/specreg-example-plugin is held to the rule it teaches (installed and served: test_packaging,
+    and on the engine: tests/engine_tier/test_example_plugin.py)."""
+    root = Path(__file__).resolve().parent.parent
+    code = f"""
+        import json, sys
+        sys.path.insert(0, {str(root / 'examples' / 'specreg-example-plugin')!r}); sys.path.insert(0, {str(root / 'tests')!r})
+        import specreg_example_plugin.example_eagle3
+        from specreg.normalization import algorithms
+        from specreg.normalization.capabilities import NEWEST_KNOWN
+        from specreg.normalization.core import _read_envelope
+        from specreg.normalization.fields import Fields
+        from specreg.normalization.plan import Context
+        from test_packaging import example_plugin_config
+        algo = algorithms.get("example_eagle3")
+        cfg = example_plugin_config()
+        cfg["residual_norm_first"], cfg["draft_vocab_size"] = True, 32000
+        fields = Fields(cfg)
+        algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg))[0]))
+        print(json.dumps([sorted(fields.reads), sorted(row.name for row in algo.fields())]))
+    """
+    out = _run(code, tmp_path)
+    assert out.returncode == 0, out.stderr
+    read, documented = json.loads(out.stdout)
+    assert read == documented and "feature_layers" in read

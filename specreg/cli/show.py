@@ -144,11 +144,11 @@ def _algorithms(args: argparse.Namespace) -> int:
         doc = {"algorithms": [a.to_dict() for a in algos], "broken_plugins": [attrs.asdict(b) for b in broken]}
         print(json.dumps(doc, indent=2))
         return EXIT_OK
-    print(f"{'name':<13}{'vLLM method':<13}{'since vLLM':<12}module")
-    for a in algos:
-        method = a.method or "-"
-        since = str(a.vllm_min) if a.vllm_min else "not served"
-        print(f"{a.name:<13}{method:<13}{since:<12}{a.module}")
+    rows = [("name", "vLLM method", "since vLLM", "module")]
+    rows += [(a.name, a.method or "-", str(a.vllm_min) if a.vllm_min else "not served", a.module) for a in algos]
+    widths = [max(len(row[i]) for row in rows) + 2 for i in range(3)]  # a plugin's name may be long
+    for row in rows:
+        print("".join(cell.ljust(w) for cell, w in zip(row, widths)) + row[3])
     for b in broken:
         print(f"broken plugin skipped: {b.entry_point} = {b.value}: {b.error}", file=sys.stderr)
     return EXIT_OK
