@@ -23,6 +23,17 @@ def add_check(sub: Any) -> None:
     chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
     chk.add_argument("--tensor-parallel-size", type=int, metavar="N", help="the verifier's tensor parallel size")
     chk.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="the draft's tensor parallel size")
+    gpu = chk.add_argument_group("the GPU (vLLM's attention-backend selector, per version)")
+    gpu.add_argument("--gpu", metavar="NAME", help="H100, A100, L40S, RTX 4090, B200, GB10, ... or sm_XY: which "
+                     "attention backend vLLM picks for the draft's layers there, and why others are refused")
+    gpu.add_argument("--kv-cache-dtype", default="auto", metavar="DTYPE",
+                     help="the server's --kv-cache-dtype, which the draft inherits (auto, fp8, fp8_e4m3, fp8_e5m2; "
+                     "default auto)")
+    gpu.add_argument("--dtype", metavar="DTYPE", help="bfloat16, float16 or float32 (default: the verifier's config, "
+                     "else the draft's: the draft runs in the verifier's dtype)")
+    gpu.add_argument("--attention-backend", metavar="NAME", help="the draft's own backend "
+                     "(speculative_config.attention_backend; vLLM's names: FLASH_ATTN, FLASHINFER, TRITON_ATTN, "
+                     "FLEX_ATTENTION)")
 
 
 def add_algorithms(sub: Any) -> None:
@@ -100,6 +111,10 @@ def _check(args: argparse.Namespace) -> int:
         check_weights=not args.no_weights,
         tensor_parallel_size=args.tensor_parallel_size,
         draft_tensor_parallel_size=args.draft_tensor_parallel_size,
+        gpu=args.gpu,
+        kv_cache_dtype=args.kv_cache_dtype,
+        dtype=args.dtype,
+        attention_backend=args.attention_backend.upper() if args.attention_backend else None,
     )
     if args.json:
         print(spec.to_json())
@@ -116,6 +131,8 @@ def _check(args: argparse.Namespace) -> int:
         read = f"; {w.header_bytes:,} header bytes read" if w.header_bytes is not None else ""
         out.append(f"  weights   {len(w.files)} file{'s' * (len(w.files) != 1)}, {w.tensors} tensors, "
                    f"{w.parameters:,} parameters ({dtypes}){read}")
+    if spec.checks.gpu is not None:
+        out += _gpu_lines(spec.checks.gpu)
     out.append("")
     if not spec.findings:
         out.append("no findings")
@@ -131,6 +148,29 @@ def _check(args: argparse.Namespace) -> int:
     out.append(f"{errors} error{'s' * (errors != 1)}" if errors else "ok: no errors")
     print_lines(out)
     return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
+def _gpu_lines(report: Any) -> list[str]:
+    """The selector's answers, one block per group of layers: picked first, then each refusal."""
+    from specreg.vllm.attention import gpu_label
+
+    out = [f"  gpu       {gpu_label(report.gpu)}, vLLM {report.version}'s attention selector; dtype {report.dtype} "
+           f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"]
+    from specreg.vllm.attention import reasons
+
+    for group in (*report.draft, *([report.verifier] if report.verifier else [])):
+        s = group.selection
+        out.append(f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
+                   f"{', sliding window' if s.case.sliding else ''}")
+        given = report.attention_backend if group.label.startswith("draft") else None
+        if given:
+            why = reasons(report.version, report.capability, given, s.case)
+            out.append(f"      given    {given}: " + (f"refused ({', '.join(why)})" if why else "valid"))
+        out.append(f"      {'default' if given else 'picks':<9}{s.chosen or '- (none valid)'}"
+                   + (f"  (valid: {', '.join(s.valid)})" if len(s.valid) > 1 else ""))
+        for backend, why in s.refused.items():
+            out.append(f"      refuses  {backend}: {', '.join(why)}")
+    return out
 
 
 def _algorithms(args: argparse.Namespace) -> int:

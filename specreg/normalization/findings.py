@@ -312,6 +312,40 @@ CODES: dict[str, Code] = {
             "no safetensors to check",
             "The draft has no safetensors weights (only .bin, or none), so the weight checks did not run.",
         ),
+        # -- the GPU (check --gpu) ------------------------------------------------------------------
+        Code(
+            "no-attention-backend",
+            "error",
+            "no attention backend serves the draft's layers on that GPU",
+            "vLLM's selector (`CudaPlatform.get_valid_backends`) refuses every backend for the draft's "
+            "layers (head size, causal or non-causal, sliding window, dtype and KV-cache dtype) on the "
+            "GPU's compute capability, so the draft cannot start there. The finding gives each backend's "
+            "reason in vLLM's words, and what would serve it: another KV-cache dtype for the draft, "
+            "another dtype, or the GPUs where a backend is valid.",
+        ),
+        Code(
+            "attention-backend-refused",
+            "error",
+            "the backend given for the draft is refused",
+            "The draft's `speculative_config.attention_backend` (`check --attention-backend`) fails that "
+            "backend's `validate_configuration` for the draft's layers on the GPU: vLLM raises \"Selected "
+            "backend ... is not valid for this configuration\" at startup. The fix names the backends vLLM "
+            "finds valid.",
+        ),
+        Code(
+            "draft-attention-backend",
+            "info",
+            "the draft's layers get another backend than the verifier's",
+            "vLLM selects the draft's attention backend on its own (its --attention-backend does not reach "
+            "the drafter, `_create_draft_vllm_config`); `speculative_config.attention_backend` pins it.",
+        ),
+        Code(
+            "attention-backend",
+            "info",
+            "the backend vLLM picks for the draft's layers",
+            "The first backend in vLLM's priority order for the GPU whose `validate_configuration` "
+            "accepts the draft's layers, and why the ones before it were refused.",
+        ),
         # -- catalog -------------------------------------------------------------------------------
         Code(
             "catalog-pin-mismatch",

@@ -25,6 +25,7 @@ from specreg.sources import hub
 from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
+from specreg.vllm.attention import AttentionError, GpuReport, gpu_check, head_size
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -44,6 +45,8 @@ class VerifierFacts:
     hidden_size: int | None
     vocab_size: int | None
     text_config: bool
+    head_size: int | None = None  # head_dim, else hidden_size // num_attention_heads (vLLM's rule)
+    dtype: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -82,10 +85,12 @@ class WeightsSummary:
 class Checks:
     verifier: VerifierFacts | None = None
     weights: WeightsSummary | None = None
+    gpu: GpuReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"verifier": self.verifier.to_dict() if self.verifier else None,
-                "weights": self.weights.to_dict() if self.weights else None}
+                "weights": self.weights.to_dict() if self.weights else None,
+                "gpu": self.gpu.to_dict() if self.gpu else None}
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -126,6 +131,9 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         hidden_size=_int(body.get("hidden_size")),
         vocab_size=_int(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
         text_config=text is not None,
+        head_size=head_size(body),
+        dtype=next((d for d in (body.get("dtype"), body.get("torch_dtype"), config.get("dtype"),
+                                config.get("torch_dtype")) if isinstance(d, str)), None),
     )
 
 
@@ -442,8 +450,13 @@ def preflight(
     check_weights: bool = True,
     tensor_parallel_size: int | None = None,
     draft_tensor_parallel_size: int | None = None,
+    gpu: str | None = None,
+    kv_cache_dtype: str = "auto",
+    dtype: str | None = None,
+    attention_backend: str | None = None,
 ) -> "Speculator":
-    """`spec` with the pre-flight findings added and `checks` set (verifier facts, weights summary)."""
+    """`spec` with the pre-flight findings added and `checks` set (verifier facts, weights summary, and
+    with `gpu` the attention backends vLLM picks there: specreg.vllm.attention.gpu_check)."""
     source = spec.origin.source if spec.origin else None
     facts = None
     found: list[Finding] = []
@@ -478,5 +491,15 @@ def preflight(
         else:
             summary = summarize(tensors, files, read)
             found += weights_findings(spec, tensors, facts)
-    return attrs.evolve(spec, findings=(*spec.findings, *found), checks=Checks(verifier=facts, weights=summary))
+    report = None
+    if gpu is not None:
+        verifier_config = {"head_dim": facts.head_size, "dtype": facts.dtype} if facts and facts.head_size else None
+        try:
+            report, more = gpu_check(spec, gpu, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
+                                     attention_backend=attention_backend, verifier_config=verifier_config)
+        except AttentionError as exc:
+            raise SpecregError(f"--gpu {gpu}: {exc}", source=source) from None
+        found += more
+    return attrs.evolve(spec, findings=(*spec.findings, *found),
+                        checks=Checks(verifier=facts, weights=summary, gpu=report))
 

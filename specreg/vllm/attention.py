@@ -1,0 +1,384 @@
+"""Which attention backend vLLM picks for a draft's layers on a GPU, per vLLM version.
+
+vLLM decides it in `CudaPlatform.get_valid_backends` (vllm/platforms/cuda.py): it walks
+`_get_backend_priorities(...)` for the GPU's compute capability and keeps each backend whose
+`validate_configuration` (vllm/v1/attention/backend.py) returns no reason. That method is a fixed
+sequence of checks, each asking one of the backend's class methods (`supports_head_size`,
+`supports_dtype`, `supports_kv_cache_dtype`, `supports_sink`, `supports_compute_capability`,
+`supports_sliding_window`, `supports_non_causal`, ...), then `supports_combination`.
+
+`attention_backends.json` holds, for each vLLM version 0.26-0.33 and each capability, the
+priorities and every backend's answers to those methods, *computed by running the wheel's own
+code* (tests/vllm_tier/attention_selector.py); this module combines them in
+`validate_configuration`'s order, with vLLM's reason strings. The vLLM tier checks the result
+against each wheel's `get_valid_backends` on 720 cases per version. What is modelled rather than
+run is the compiled part: which FlashAttention kernels exist (a wheel ships `_vllm_fa2_C` and
+`_vllm_fa3_C`, and FA4's `cute/interface.py`; their availability per capability is then decided by
+the wheel's `flash_attn_interface`), the GPU itself (its capability is given), and the settings
+the check leaves at vLLM's defaults (no MLA, no sparse attention, no multimodal prefix, no
+per-head quantization scales, no KV connector, no context parallelism, block size unset).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import attrs
+
+#: GPUs by the name users give, and their compute capability (NVIDIA's CUDA GPU table)
+GPUS: dict[str, tuple[int, int]] = {
+    "V100": (7, 0), "T4": (7, 5), "A100": (8, 0), "A30": (8, 0), "A10": (8, 6), "A10G": (8, 6), "A40": (8, 6),
+    "RTX 3090": (8, 6), "RTX A6000": (8, 6), "L4": (8, 9), "L40": (8, 9), "L40S": (8, 9), "RTX 4090": (8, 9),
+    "RTX 6000 Ada": (8, 9), "H100": (9, 0), "H200": (9, 0), "H20": (9, 0), "GH200": (9, 0), "B200": (10, 0),
+    "GB200": (10, 0), "B300": (10, 3), "GB300": (10, 3), "RTX 5090": (12, 0), "RTX PRO 6000": (12, 0),
+    "GB10": (12, 1), "DGX Spark": (12, 1),
+}
+DTYPES = ("bfloat16", "float16", "float32")
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+HEAD_STEP, HEAD_MAX = 8, 576  # the head sizes the facts were computed for: 8, 16, ..., 576
+
+
+class AttentionError(ValueError):
+    """A GPU, dtype or version the facts do not cover."""
+
+
+@lru_cache(maxsize=1)
+def _facts() -> dict[str, Any]:
+    return json.loads(resources.files("specreg.vllm").joinpath("attention_backends.json").read_text())["versions"]
+
+
+def versions() -> list[str]:
+    return sorted(_facts(), key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def capability(gpu: str) -> tuple[int, int]:
+    """'H100', 'rtx 4090', 'sm_90', 'sm90', 'sm_121' or '9.0' -> (9, 0)."""
+    text = gpu.strip()
+    by_name = {re.sub(r"[\s_-]+", "", k).lower(): v for k, v in GPUS.items()}
+    key = re.sub(r"[\s_-]+", "", text).lower()
+    if key in by_name:
+        return by_name[key]
+    m = re.fullmatch(r"(?:sm_?)?(\d{2,3})", text.lower()) or re.fullmatch(r"(\d+)\.(\d)", text)
+    if m and len(m.groups()) == 1:
+        digits = m.group(1)
+        return int(digits[:-1]), int(digits[-1])
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    raise AttentionError(f"unknown GPU {gpu!r}: give one of {', '.join(GPUS)}, or its compute capability "
+                         "as sm_XY (sm_90) or X.Y")
+
+
+def gpu_label(gpu: str) -> str:
+    major, minor = capability(gpu)
+    sm = f"sm_{major}{minor}"
+    return sm if re.sub(r"[\s_.-]+", "", gpu).lower() in (sm.replace("_", ""), f"{major}{minor}") else f"{gpu} ({sm})"
+
+
+@attrs.frozen
+class Case:
+    """What the selector is asked for one group of layers."""
+
+    head_size: int
+    dtype: str = "bfloat16"
+    kv_cache_dtype: str = "auto"
+    non_causal: bool = False
+    sliding: bool = False
+    sink: bool = False
+
+
+@attrs.frozen
+class Selection:
+    """The backends vLLM finds valid, in its priority order, and every other's reasons."""
+
+    version: str
+    capability: tuple[int, int]
+    case: Case
+    valid: tuple[str, ...]
+    refused: dict[str, tuple[str, ...]]
+
+    @property
+    def chosen(self) -> str | None:
+        return self.valid[0] if self.valid else None
+
+
+def _in(head: int, ranges: list[list[int]]) -> bool:
+    return any(lo <= head <= hi for lo, hi in ranges)
+
+
+def _version_key(version: str) -> str:
+    major_minor = ".".join(str(version).split(".")[:2])
+    if major_minor not in _facts():
+        raise AttentionError(f"no attention-backend facts for vLLM {version}: computed for {', '.join(versions())}")
+    return major_minor
+
+
+def reasons(version: str, cap: tuple[int, int], backend: str, case: Case) -> tuple[str, ...] | None:
+    """`validate_configuration`'s reasons for one backend (empty: valid); None: not in the version."""
+    facts = _facts()[_version_key(version)].get(f"{cap[0]}.{cap[1]}")
+    if facts is None:
+        raise AttentionError(f"no facts for compute capability {cap[0]}.{cap[1]}")
+    b = facts["backends"].get(backend)
+    if b is None:
+        return None
+    if "unavailable" in b:
+        return (b["unavailable"],)
+    out = []
+    if not _in(case.head_size, b["heads"]):
+        out.append("head_size not supported")
+    if case.dtype not in b["dtypes"]:
+        out.append("dtype not supported")
+    if case.kv_cache_dtype not in b["kv"]:
+        out.append("kv_cache_dtype not supported")
+    if not b["block_size_none"]:
+        out.append("block_size not supported")
+    if b["mla"]:
+        out.append("non-MLA not supported")
+    if case.sink and not b["sink"]:
+        out.append("attention sinks not supported")
+    if b["sparse"]:
+        out.append("non-sparse not supported")
+    if not b["capability"]:
+        out.append("compute capability not supported")
+    if not b["decoder"]:
+        out.append("attention type decoder not supported")
+    if case.sliding and not b["sliding"]:
+        out.append("sliding window not supported")
+    if case.non_causal and not b["non_causal"]:
+        out.append("non-causal attention not supported")
+    key = f"{case.dtype}|{case.kv_cache_dtype}|{int(case.sink)}"
+    for why, by in b["combination"].items():
+        if key in by and _in(case.head_size, by[key]):
+            out.append(why)
+    return tuple(out)
+
+
+def select(version: str, cap: tuple[int, int], case: Case) -> Selection:
+    """What `get_valid_backends` answers for `case` on a GPU of capability `cap` in vLLM `version`."""
+    if case.head_size % HEAD_STEP or not HEAD_STEP <= case.head_size <= HEAD_MAX:
+        raise AttentionError(f"head size {case.head_size}: the facts cover multiples of {HEAD_STEP} up to {HEAD_MAX}")
+    if case.dtype not in DTYPES:
+        raise AttentionError(f"dtype {case.dtype!r}: one of {', '.join(DTYPES)}")
+    if case.kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise AttentionError(f"kv_cache_dtype {case.kv_cache_dtype!r}: the facts cover {', '.join(KV_CACHE_DTYPES)}")
+    key = _version_key(version)
+    facts = _facts()[key].get(f"{cap[0]}.{cap[1]}")
+    if facts is None:
+        raise AttentionError(f"compute capability {cap[0]}.{cap[1]}: the facts cover "
+                             f"{', '.join(sorted(_facts()[key]))}")
+    order = facts["priorities"][f"{'non-causal' if case.non_causal else 'causal'}|{case.kv_cache_dtype}"]
+    valid, refused = [], {}
+    for backend in order:
+        why = reasons(key, cap, backend, case)
+        if why is None:
+            continue
+        if why:
+            refused[backend] = why
+        else:
+            valid.append(backend)
+    return Selection(key, cap, case, tuple(valid), refused)
+
+
+# -- a draft on a GPU --------------------------------------------------------------------------------
+
+@attrs.frozen
+class Layers:
+    """One group of layers the selector is asked about: what they are, and what vLLM answers."""
+
+    label: str
+    selection: Selection
+
+
+@attrs.frozen
+class GpuReport:
+    gpu: str
+    capability: tuple[int, int]
+    version: str
+    dtype: str
+    dtype_from: str
+    kv_cache_dtype: str
+    attention_backend: str | None
+    draft: tuple[Layers, ...]
+    verifier: Layers | None
+    #: what to write into speculative_config.attention_backend for the draft to start, when needed
+    draft_backend: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        def layers(g: Layers) -> dict[str, Any]:
+            s = g.selection
+            return {"layers": g.label, "case": attrs.asdict(s.case), "chosen": s.chosen, "valid": list(s.valid),
+                    "refused": {k: list(v) for k, v in s.refused.items()}}
+        return {"gpu": self.gpu, "capability": f"sm_{self.capability[0]}{self.capability[1]}", "vllm": self.version,
+                "dtype": self.dtype, "dtype_from": self.dtype_from, "kv_cache_dtype": self.kv_cache_dtype,
+                "attention_backend": self.attention_backend, "draft": [layers(g) for g in self.draft],
+                "verifier": layers(self.verifier) if self.verifier else None, "draft_backend": self.draft_backend}
+
+
+def head_size(config: dict[str, Any]) -> int | None:
+    """vLLM's head size for a decoder config: head_dim, else hidden_size // num_attention_heads."""
+    head = config.get("head_dim")
+    if isinstance(head, int) and not isinstance(head, bool) and head > 0:
+        return head
+    hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
+    if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
+        return hidden // heads
+    return None
+
+
+def _dtype_of(config: dict[str, Any] | None) -> str | None:
+    if not config:
+        return None
+    value = config.get("dtype", config.get("torch_dtype"))
+    return value if value in ("bfloat16", "float16") else None
+
+
+def _why(selection: Selection) -> str:
+    return "; ".join(f"{b}: {', '.join(r)}" for b, r in selection.refused.items())
+
+
+def _describe(case: Case) -> str:
+    bits = [f"head size {case.head_size}", "non-causal" if case.non_causal else "causal"]
+    if case.sliding:
+        bits.append("sliding window")
+    bits.append(f"{case.dtype}, KV cache {case.kv_cache_dtype}")
+    return ", ".join(bits)
+
+
+def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str | None = None,
+              attention_backend: str | None = None, verifier_config: dict[str, Any] | None = None
+              ) -> tuple[GpuReport, list[Any]]:
+    """The attention backends vLLM `spec.vllm_version` picks for the draft's layers (and the verifier's,
+    when its config is given) on `gpu`, and the findings: no backend, a refused forced backend, or
+    a draft whose best backend differs from the verifier's.
+
+    vLLM 0.26-0.33's drafter (`_create_draft_vllm_config`, v1/spec_decode/llm_base_proposer.py)
+    never inherits the server's --attention-backend: it selects its own unless
+    `speculative_config.attention_backend` is set (`attention_backend` here), and it inherits the
+    server's --kv-cache-dtype unless `speculative_config.kv_cache_dtype` is set. The draft runs in the
+    verifier's dtype (SpeculativeConfig builds its ModelConfig with the target's). DFlash drafts set
+    `use_non_causal` for the whole draft when a layer is non-causal (`not dflash_causal`)."""
+    from specreg.normalization.speculator import Finding
+
+    cap = capability(gpu)
+    version = _version_key(str(spec.vllm_version))
+    label = gpu_label(gpu)
+    draft_config = spec.draft_config_dict() if hasattr(spec, "draft_config_dict") else dict(spec.draft_config)
+    head = head_size(draft_config)
+    if head is None:
+        raise AttentionError("the draft config gives neither head_dim nor hidden_size and num_attention_heads")
+    dtype_from = "--dtype"
+    if dtype is None:
+        for where, cfg in (("the verifier's config", verifier_config), ("the draft's config", draft_config)):
+            dtype = _dtype_of(cfg)
+            if dtype:
+                dtype_from = where
+                break
+        else:
+            dtype, dtype_from = "bfloat16", "assumed (no config states bfloat16 or float16: give --dtype)"
+    non_causal = any(not a.causal for a in spec.attention)
+    kinds = sorted({a.kind for a in spec.attention}) or ["full"]
+    groups = []
+    for kind in kinds:
+        layers = [a.layer for a in spec.attention if a.kind == kind] or [0]
+        case = Case(head_size=head, dtype=dtype, kv_cache_dtype=kv_cache_dtype, non_causal=non_causal,
+                    sliding=kind == "sliding")
+        groups.append(Layers(f"draft layers {', '.join(map(str, layers))} ({kind})", select(version, cap, case)))
+    found = []
+    draft_backend = None
+    for g in groups:
+        s = g.selection
+        if attention_backend is not None:
+            why = reasons(version, cap, attention_backend, s.case)
+            if why is None:
+                raise AttentionError(f"vLLM {version} has no attention backend {attention_backend!r} in its CUDA "
+                                     f"priorities: {', '.join(sorted(set(s.valid) | set(s.refused)))}")
+            if why:
+                fix = (f"give the draft one vLLM finds valid ({' or '.join(s.valid)}) as speculative_config's "
+                       f"attention_backend, or none (vLLM then picks {s.chosen})" if s.valid
+                       else "no backend serves these layers on this GPU (see no-attention-backend)")
+                found.append(Finding.of(
+                    "attention-backend-refused",
+                    f"vLLM {version} refuses {attention_backend} for the {g.label} on {label} ({_describe(s.case)}): "
+                    f"{', '.join(why)}", "$.speculative_config.attention_backend", fix=fix))
+            continue
+        if not s.valid:
+            found.append(Finding.of(
+                "no-attention-backend",
+                f"no attention backend of vLLM {version} serves the {g.label} on {label} ({_describe(s.case)}): "
+                f"{_why(s)}", None, fix=_no_backend_fix(version, cap, s.case)))
+    verifier = None
+    if verifier_config is not None:
+        vhead = head_size(verifier_config)
+        if vhead is not None and vhead % HEAD_STEP == 0 and HEAD_STEP <= vhead <= HEAD_MAX:
+            vcase = Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
+            verifier = Layers("verifier layers (full, causal)", select(version, cap, vcase))
+    best = [g.selection.chosen for g in groups]
+    if attention_backend is None and all(best):
+        if verifier is not None and verifier.selection.chosen and set(best) != {verifier.selection.chosen}:
+            draft_backend = best[0] if len(set(best)) == 1 else None
+            pin = (f"speculative_config's attention_backend = {best[0]} pins it" if draft_backend
+                   else "the draft's layer groups get different backends")
+            found.append(Finding.of(
+                "draft-attention-backend",
+                f"on {label}, vLLM {version} gives the verifier's layers {verifier.selection.chosen} and the draft's "
+                f"{', '.join(sorted(set(best)))}: the drafter selects its own backend ({pin}; vLLM's "
+                "--attention-backend does not reach the draft)", None))
+        else:
+            found.append(Finding.of(
+                "attention-backend",
+                f"on {label}, vLLM {version} picks {', '.join(sorted(set(best)))} for the draft's layers"
+                + (f" (refused: {_why(groups[0].selection)})" if groups[0].selection.refused else ""), None))
+    report = GpuReport(gpu, cap, version, dtype, dtype_from, kv_cache_dtype, attention_backend, tuple(groups),
+                       verifier, draft_backend)
+    return report, found
+
+
+def _no_backend_fix(version: str, cap: tuple[int, int], case: Case) -> str:
+    tries = []
+    if case.kv_cache_dtype != "auto" and select(version, cap, attrs.evolve(case, kv_cache_dtype="auto")).valid:
+        tries.append("give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto (the "
+                     "draft inherits the server's --kv-cache-dtype otherwise)")
+    if case.dtype == "float32":
+        for d in ("bfloat16", "float16"):
+            if select(version, cap, attrs.evolve(case, dtype=d)).valid:
+                tries.append(f"--dtype {d}")
+                break
+    gpus = [name for name, c in GPUS.items() if c != cap and f"{c[0]}.{c[1]}" in _facts()[version]
+            and select(version, c, case).valid]
+    if gpus:
+        tries.append(f"a GPU vLLM {version} serves these layers on: {', '.join(gpus)}")
+    return "; or ".join(tries) if tries else f"no GPU, KV cache dtype or backend of vLLM {version} serves these layers"
+
+
+#: the GPUs of the table in docs/semantics.md, one per capability that differs
+TABLE_GPUS = ("A100", "L40S", "H100", "B200", "RTX 5090", "GB10")
+
+
+def table_markdown() -> str:
+    """docs/semantics.md's table: the backend each version picks for a non-causal draft (DFlash) and
+    for a causal one (Eagle-3), by head size, on one GPU per capability (bfloat16; KV cache auto and
+    fp8); versions that answer alike share a row. A test holds the doc to this function."""
+    head = "| vLLM | layers | head | KV cache | " + " | ".join(f"{g} (sm_{GPUS[g][0]}{GPUS[g][1]})"
+                                                             for g in TABLE_GPUS) + " |"
+    keys = [(non_causal, size, kv) for non_causal in (True, False) for size in (128, 256, 512) for kv in ("auto", "fp8")]
+
+    def answers(version: str) -> list[list[str]]:
+        return [[select(version, GPUS[g], Case(head_size=size, kv_cache_dtype=kv, non_causal=nc)).chosen or "**none**"
+                 for g in TABLE_GPUS] for nc, size, kv in keys]
+
+    runs: list[tuple[list[str], list[list[str]]]] = []
+    for version in versions():
+        got = answers(version)
+        if runs and runs[-1][1] == got:
+            runs[-1][0].append(version)
+        else:
+            runs.append(([version], got))
+    rows = [head, "|" + "---|" * (4 + len(TABLE_GPUS))]
+    for vs, got in runs:
+        label = vs[0] if len(vs) == 1 else f"{vs[0]}-{vs[-1]}"
+        for (nc, size, kv), cells in zip(keys, got):
+            rows.append(f"| {label} | {'non-causal' if nc else 'causal'} | {size} | {kv} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)

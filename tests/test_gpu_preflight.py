@@ -1,0 +1,104 @@
+"""`specreg check DRAFT --gpu NAME`: the attention backend vLLM picks for the draft's layers on a GPU,
+from facts each wheel's own code computed (specreg/vllm/attention_backends.json; the vLLM tier holds
+them and the selection to every wheel 0.26-0.33, tests/vllm_tier/test_attention_selector.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specreg.vllm import attention
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def dflash_draft(tmp_path, head_dim: int = 512) -> Path:
+    """The example DFlash (trained non-causal) with wide heads, and a Qwen3-shaped verifier beside it."""
+    cfg = json.loads((ROOT / "examples" / "qwen3-8b-dflash" / "config.json").read_text())
+    layer = cfg["transformer_layer_config"]
+    layer.update(head_dim=head_dim, num_attention_heads=8, num_key_value_heads=8)
+    (tmp_path / "draft").mkdir()
+    (tmp_path / "draft" / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "verifier").mkdir()
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+        "torch_dtype": "bfloat16"}))
+    return tmp_path
+
+
+def check(tmp_path, *flags) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specreg", "check", str(tmp_path / "draft"), "--verifier",
+                           str(tmp_path / "verifier"), "--no-weights", "--vllm", "0.33", *flags],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_non_causal_head_512_dflash_on_an_a100_names_vllms_pick(tmp_path):
+    out = check(dflash_draft(tmp_path), "--gpu", "A100")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "A100 (sm_80), vLLM 0.33's attention selector" in out.stdout
+    assert "picks    FLASHINFER  (valid: FLASHINFER, TRITON_ATTN, FLEX_ATTENTION)" in out.stdout
+    assert "refuses  FLASH_ATTN: head_size not supported" in out.stdout
+    # the verifier's causal head-128 layers get FlashAttention: the draft's differ, and how to pin it is said
+    assert "draft-attention-backend" in out.stdout and "attention_backend = FLASHINFER pins it" in out.stdout
+
+
+def test_forcing_flash_attention_there_is_an_error_in_vllms_words(tmp_path):
+    out = check(dflash_draft(tmp_path), "--gpu", "A100", "--attention-backend", "FLASH_ATTN", "--json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    (f,) = [f for f in doc["findings"] if f["code"] == "attention-backend-refused"]
+    assert f["severity"] == "error" and f["message"].endswith(": head_size not supported")
+    assert f["path"] == "$.speculative_config.attention_backend"
+    assert "FLASHINFER or TRITON_ATTN or FLEX_ATTENTION" in f["fix"]
+    assert doc["checks"]["gpu"]["draft"][0]["case"] == {"head_size": 512, "dtype": "bfloat16", "kv_cache_dtype": "auto",
+                                                       "non_causal": True, "sliding": False, "sink": False}
+
+
+def test_no_backend_is_an_error_with_what_would_serve_it(tmp_path):
+    """Head size 16 with an FP8 KV cache on an A100: FlashAttention 2 has no FP8 KV cache, FlashInfer no
+    head size 16, Triton none below 32, FlexAttention no FP8 cache, TurboQuant no non-causal."""
+    out = check(dflash_draft(tmp_path, head_dim=16), "--gpu", "A100", "--kv-cache-dtype", "fp8", "--json")
+    assert out.returncode == 1, out.stderr
+    (f,) = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "no-attention-backend"]
+    assert "TRITON_ATTN: head_size not supported" in f["message"]
+    assert f["fix"].startswith("give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto")
+    assert "H100" in f["fix"]  # FlashAttention 3 takes an FP8 cache there
+
+
+@pytest.mark.parametrize(("name", "cap"), [("H100", (9, 0)), ("rtx 4090", (8, 9)), ("RTX-6000-Ada", (8, 9)),
+                                           ("sm_90", (9, 0)), ("sm90", (9, 0)), ("sm_121", (12, 1)), ("10.0", (10, 0)),
+                                           ("GB10", (12, 1))])
+def test_gpus_by_name_or_capability(name, cap):
+    assert attention.capability(name) == cap
+
+
+def test_an_unknown_gpu_is_a_clear_error(tmp_path):
+    out = check(dflash_draft(tmp_path), "--gpu", "Voodoo5")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--gpu Voodoo5: unknown GPU 'Voodoo5': give one of V100" in out.stderr
+
+
+def test_every_named_gpu_is_covered_for_every_version():
+    for version in attention.versions():
+        for name, cap in attention.GPUS.items():
+            assert attention.select(version, cap, attention.Case(head_size=128)).valid, (version, name)
+
+
+def test_the_versions_differ_where_the_wheels_code_does():
+    """FlashAttention with an FP8 KV cache on SM100, head size 256, as each wheel's code answers it: no
+    FP8 cache in 0.26, accepted in 0.27, refused by FA4's head-size rule in 0.28, accepted from 0.29."""
+    case = attention.Case(head_size=256, kv_cache_dtype="fp8")
+    got = {v: attention.reasons(v, (10, 0), "FLASH_ATTN", case) for v in attention.versions()}
+    assert got["0.26"] == ("kv_cache_dtype not supported",) and got["0.27"] == ()
+    assert got["0.28"] == ("FP8 KV cache requires FA3 on SM90 or FA4 on SM100",)
+    assert all(got[v] == () for v in ("0.29", "0.30", "0.31", "0.32", "0.33"))
+
+
+def test_the_table_in_the_semantics_doc_is_the_models():
+    text = (ROOT / "docs" / "semantics.md").read_text()
+    assert attention.table_markdown() in text
