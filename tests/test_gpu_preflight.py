@@ -102,3 +102,60 @@ def test_the_versions_differ_where_the_wheels_code_does():
 def test_the_table_in_the_semantics_doc_is_the_models():
     text = (ROOT / "docs" / "semantics.md").read_text()
     assert attention.table_markdown() in text
+
+
+def serve(tmp_path, draft: Path, *flags, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "specreg", "serve", str(draft), "--verifier", str(tmp_path / "verifier"),
+                           "--config-only", "--dir", str(tmp_path / "served"), "--vllm", "0.33", "--json", *flags],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_serve_gives_the_draft_its_own_kv_cache_dtype_where_the_servers_has_no_backend(tmp_path):
+    dflash_draft(tmp_path, head_dim=16)
+    out = serve(tmp_path, tmp_path / "draft", "--gpu", "A100", "--", "--kv-cache-dtype", "fp8")
+    assert out.returncode == 0, out.stderr
+    argv = json.loads(out.stdout)["argv"]
+    assert json.loads(argv[argv.index("--speculative-config") + 1])["kv_cache_dtype"] == "auto"
+    assert argv[-2:] == ["--kv-cache-dtype", "fp8"]  # the verifier keeps the user's
+    assert "# gpu: no attention backend serves the draft's layers with the server's KV cache fp8" in out.stderr
+    plain = serve(tmp_path, tmp_path / "draft", "--gpu", "A100", "--", "--kv-cache-dtype", "auto")
+    argv = json.loads(plain.stdout)["argv"]
+    assert "kv_cache_dtype" not in json.loads(argv[argv.index("--speculative-config") + 1])
+    assert "# gpu: vLLM 0.33 picks FLASH_ATTN for the draft's layers on A100 (sm_80)" in plain.stderr
+
+
+def eagle3_draft(tmp_path, head_dim: int) -> Path:
+    from conftest import fixture_config
+
+    cfg = fixture_config("eagle3_generated")
+    cfg["transformer_layer_config"]["head_dim"] = head_dim
+    (tmp_path / "eagle").mkdir()
+    (tmp_path / "eagle" / "config.json").write_text(json.dumps(cfg))
+    return tmp_path / "eagle"
+
+
+@pytest.mark.parametrize("v2", [True, False])
+def test_serve_pins_the_draft_backend_only_where_the_draft_inherits_the_servers(tmp_path, v2):
+    """vLLM 0.31+'s V2 Eagle drafter keeps the server's --attention-backend (apply_draft_overrides);
+    FlashInfer has no head size 80, so there the draft is given the backend vLLM picks for it. The V1
+    drafter selects its own: nothing is written."""
+    dflash_draft(tmp_path)
+    draft = eagle3_draft(tmp_path, head_dim=80)
+    out = serve(tmp_path, draft, "--gpu", "H100", "--", "--attention-backend", "FLASHINFER",
+                env={"VLLM_USE_V2_MODEL_RUNNER": "1"} if v2 else {"VLLM_USE_V2_MODEL_RUNNER": "0"})
+    assert out.returncode == 0, out.stderr
+    argv = json.loads(out.stdout)["argv"]
+    sc = json.loads(argv[argv.index("--speculative-config") + 1])
+    if v2:
+        assert sc["attention_backend"] == "FLASH_ATTN"
+        assert "V2 drafter keeps the server's --attention-backend FLASHINFER" in out.stderr
+    else:
+        assert "attention_backend" not in sc
+
+
+def test_serve_gpu_and_spec_flags_say_what_the_flags_cannot_carry(tmp_path):
+    dflash_draft(tmp_path, head_dim=16)
+    out = serve(tmp_path, tmp_path / "draft", "--gpu", "A100", "--spec-flags", "--", "--kv-cache-dtype", "fp8")
+    assert out.returncode == 2 and "also sets kv_cache_dtype" in out.stderr

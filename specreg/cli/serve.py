@@ -33,6 +33,9 @@ def add_serve(sub: Any) -> None:
     serve.add_argument("--spec-flags", action="store_true",
                        help="write the draft as --spec-model/--spec-method/--spec-tokens (vLLM 0.22+) instead of "
                             "--speculative-config, where those three say all of it")
+    serve.add_argument("--gpu", metavar="NAME", help="the GPU to serve on (H100, A100, L40S, RTX 4090, B200, GB10, "
+                       "... or sm_XY): refuse a draft no attention backend serves there, and write the draft's own "
+                       "kv_cache_dtype or attention_backend into the speculative config where that makes it start")
     serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
 
 
@@ -122,6 +125,8 @@ def _serve(args: argparse.Namespace) -> int:
         if reason:
             print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
         kwargs = done.llm_kwargs(verifier=verifier)
+    if args.gpu:
+        kwargs = _fit_gpu(spec, args, kwargs, given)
     if args.spec_flags:
         _spec_flags_allowed(spec, kwargs)
     argv = serve_argv(kwargs, flags, spec_flags=args.spec_flags)
@@ -130,6 +135,28 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         print(serve_line(spec.serve_env, argv))
     return EXIT_OK
+
+
+def _fit_gpu(spec, args: argparse.Namespace, kwargs: dict[str, Any], given: dict[str, str | None]) -> dict[str, Any]:
+    """`--gpu`: the draft's attention on that GPU (specreg.vllm.attention.serve_fit), with the flags given."""
+    import os
+
+    from specreg.vllm.attention import AttentionError, serve_fit
+
+    v2 = "VLLM_USE_V2_MODEL_RUNNER" in spec.serve_env or os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "") in ("1", "true")
+    try:
+        written, notes, errors = serve_fit(spec, args.gpu, server_kv_cache_dtype=given.get("kv_cache_dtype"),
+                                           server_dtype=given.get("dtype"), server_backend=given.get("attention_backend"),
+                                           v2_runner=v2)
+    except AttentionError as exc:
+        raise SpecregErrorLine(f"--gpu {args.gpu}: {exc}") from None
+    for f in errors:
+        print(f"# error: {f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else ""), file=sys.stderr)
+    if errors:
+        raise _Refused(f"error: {args.source}: no attention backend serves the draft on {args.gpu} (see above)")
+    for note in notes:
+        print(f"# gpu: {note}", file=sys.stderr)
+    return {**kwargs, "speculative_config": {**kwargs["speculative_config"], **written}}
 
 
 #: the catalog's [serving] hints (each a vLLM setting of the same name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-#: option string -> vLLM's setting (dest), for the settings `serve` writes or hints (vLLM 0.33.0)
+#: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vLLM 0.33.0)
 OPTIONS = {
     "--model": "model",
     "--speculative-config": "speculative_config", "-sc": "speculative_config",
@@ -20,6 +20,7 @@ OPTIONS = {
     "--data-parallel-size": "data_parallel_size", "-dp": "data_parallel_size",
     "--max-model-len": "max_model_len",
     "--quantization": "quantization", "-q": "quantization",
+    "--dtype": "dtype", "--kv-cache-dtype": "kv_cache_dtype", "--attention-backend": "attention_backend",
 }
 #: the settings serve writes itself (the draft): a user's spelling of one is refused
 OWNED = {"model", "speculative_config", "spec_method", "spec_model", "spec_tokens"}

@@ -382,3 +382,55 @@ def table_markdown() -> str:
         for (nc, size, kv), cells in zip(keys, got):
             rows.append(f"| {label} | {'non-causal' if nc else 'causal'} | {size} | {kv} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
+
+
+#: from this version the V2 model runner's Eagle-family drafter loads with
+#: `SpeculativeConfig.apply_draft_overrides` (v1/worker/gpu/spec_decode/eagle/utils.py), which keeps
+#: the server's --attention-backend unless speculative_config.attention_backend is set; the V1
+#: drafter and the V2 DFlash drafter select their own
+V2_EAGLE_INHERITS_BACKEND_SINCE = "0.31"
+
+
+def inherits_server_backend(version: str, method: str | None, v2_runner: bool) -> bool:
+    from packaging.version import Version
+
+    return (v2_runner and method in ("eagle", "eagle3", "mtp")
+            and Version(_version_key(version)) >= Version(V2_EAGLE_INHERITS_BACKEND_SINCE))
+
+
+def serve_fit(spec: Any, gpu: str, *, server_kv_cache_dtype: str | None, server_dtype: str | None,
+              server_backend: str | None, v2_runner: bool) -> tuple[dict[str, str], list[str], list[Any]]:
+    """What `serve --gpu` writes into speculative_config for the draft to start on `gpu`, given the
+    server's flags: (keys to write, notes, error findings left). The draft inherits the server's
+    --kv-cache-dtype; where no backend serves it with that but one does with "auto", the draft gets
+    its own (`kv_cache_dtype: auto`). Where the draft inherits the server's --attention-backend
+    (`inherits_server_backend`) and vLLM refuses it for the draft, the draft gets the backend vLLM
+    would pick for it."""
+    kv = (server_kv_cache_dtype or "auto").lower()
+    dtype = server_dtype if server_dtype in DTYPES else None
+    written: dict[str, str] = {}
+    notes: list[str] = []
+    report, found = gpu_check(spec, gpu, kv_cache_dtype=kv, dtype=dtype)
+    if any(f.code == "no-attention-backend" for f in found) and kv != "auto":
+        again, more = gpu_check(spec, gpu, kv_cache_dtype="auto", dtype=dtype)
+        if not any(f.code == "no-attention-backend" for f in more):
+            written["kv_cache_dtype"] = "auto"
+            notes.append(f"no attention backend serves the draft's layers with the server's KV cache {kv} on "
+                         f"{gpu_label(gpu)}: the draft gets its own, kv_cache_dtype auto")
+            report, found = again, more
+    errors = [f for f in found if f.severity == "error"]
+    if errors:
+        return written, notes, errors
+    chosen = [g.selection.chosen for g in report.draft]
+    if server_backend and inherits_server_backend(report.version, spec.method, v2_runner):
+        refused = [g for g in report.draft if reasons(report.version, report.capability, server_backend.upper(),
+                                                      g.selection.case)]
+        if refused and len(set(chosen)) == 1:
+            written["attention_backend"] = chosen[0]
+            notes.append(f"vLLM {report.version}'s V2 drafter keeps the server's --attention-backend "
+                         f"{server_backend}, which it refuses for the draft's layers on {gpu_label(gpu)}: the draft "
+                         f"gets {chosen[0]}")
+    if "attention_backend" not in written:
+        notes.append(f"vLLM {report.version} picks {', '.join(sorted(set(chosen)))} for the draft's layers on "
+                     f"{gpu_label(gpu)}")
+    return written, notes, []
