@@ -159,3 +159,45 @@ def test_serve_gpu_and_spec_flags_say_what_the_flags_cannot_carry(tmp_path):
     dflash_draft(tmp_path, head_dim=16)
     out = serve(tmp_path, tmp_path / "draft", "--gpu", "A100", "--spec-flags", "--", "--kv-cache-dtype", "fp8")
     assert out.returncode == 2 and "also sets kv_cache_dtype" in out.stderr
+
+
+def codes(out: subprocess.CompletedProcess) -> dict[str, dict]:
+    return {f["code"]: f for f in json.loads(out.stdout)["findings"]}
+
+
+@pytest.mark.parametrize(("vllm", "code"), [("0.26", "draft-positions-short"), ("0.30", "draft-positions-short"),
+                                            ("0.33", "draft-positions-raised")])
+def test_a_dflash_shorter_than_the_served_length_per_version(tmp_path, vllm, code):
+    """The example DFlash has 40960 positions; served at 100000 only vLLM 0.33 raises them for method dflash."""
+    dflash_draft(tmp_path, head_dim=128)
+    out = subprocess.run([sys.executable, "-m", "specreg", "check", str(tmp_path / "draft"), "--verifier",
+                          str(tmp_path / "verifier"), "--no-weights", "--vllm", vllm, "--max-model-len", "100000",
+                          "--json"], capture_output=True, text=True, timeout=120)
+    found = codes(out)
+    assert code in found and found[code]["path"] == "$.transformer_layer_config.max_position_embeddings"
+    if code == "draft-positions-short":
+        assert found[code]["fix"].startswith("serve with --max-model-len 40960 or less")
+        assert "(0.33+)" in found[code]["fix"]
+
+
+def test_yarn_rope_is_not_resized_by_0_33_and_limits_the_length(tmp_path):
+    dflash_draft(tmp_path, head_dim=128)
+    cfg = json.loads((tmp_path / "draft" / "config.json").read_text())
+    cfg["transformer_layer_config"]["rope_parameters"] = {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e6,
+                                                          "original_max_position_embeddings": 32768}
+    (tmp_path / "draft" / "config.json").write_text(json.dumps(cfg))
+    out = check(tmp_path, "--max-model-len", "100000", "--json")
+    assert "draft-positions-limit" in codes(out), out.stdout[-2000:]
+
+
+def test_quantization_and_dtype_come_from_the_draft_and_the_verifier(tmp_path):
+    dflash_draft(tmp_path, head_dim=128)
+    verifier = json.loads((tmp_path / "verifier" / "config.json").read_text())
+    verifier["quantization_config"] = {"quant_method": "fp8"}
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps(verifier))
+    cfg = json.loads((tmp_path / "draft" / "config.json").read_text())
+    cfg["transformer_layer_config"]["dtype"] = "float32"
+    (tmp_path / "draft" / "config.json").write_text(json.dumps(cfg))
+    found = codes(check(tmp_path, "--json"))
+    assert "own quantization config (none: unquantized), not the verifier's (fp8)" in found["draft-quantization"]["message"]
+    assert "runs the draft in bfloat16" in found["draft-dtype-differs"]["message"]

@@ -346,6 +346,43 @@ CODES: dict[str, Code] = {
             "The first backend in vLLM's priority order for the GPU whose `validate_configuration` "
             "accepts the draft's layers, and why the ones before it were refused.",
         ),
+        Code(
+            "draft-quantization",
+            "info",
+            "the draft is loaded with its own quantization config",
+            "vLLM 0.26-0.33's draft classes build their layers with `get_draft_quant_config`: the draft's "
+            "`quantization_config`, never the verifier's. Reported when either is quantized.",
+        ),
+        Code(
+            "draft-dtype-differs",
+            "info",
+            "the draft runs in the verifier's dtype",
+            "`SpeculativeConfig` gives the draft's ModelConfig the target's dtype, so a draft saved in "
+            "another dtype is cast to the verifier's.",
+        ),
+        Code(
+            "draft-positions-raised",
+            "info",
+            "vLLM raises the draft's max_position_embeddings to the served length",
+            "The draft's `max_position_embeddings` is below the served max_model_len and the targeted vLLM "
+            "raises it (`_maybe_override_draft_max_position_embeddings`: eagle/eagle3 from 0.27, every "
+            "method with cache-only RoPE from 0.33).",
+        ),
+        Code(
+            "draft-positions-limit",
+            "warning",
+            "vLLM limits max_model_len to the draft's positions",
+            "The draft's `max_position_embeddings` is below the served length and its RoPE type is not one "
+            "vLLM 0.33 resizes, so the server's max_model_len is limited to the draft's.",
+        ),
+        Code(
+            "draft-positions-short",
+            "warning",
+            "the draft's rotary cache is shorter than the served length",
+            "The draft's `max_position_embeddings` is below the served max_model_len and the targeted vLLM "
+            "does not raise it for this method: positions past it index out of the draft's rotary cache "
+            "(vLLM #48894).",
+        ),
         # -- catalog -------------------------------------------------------------------------------
         Code(
             "catalog-pin-mismatch",

@@ -26,6 +26,7 @@ from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CA
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
 from specreg.vllm.attention import AttentionError, GpuReport, gpu_check, head_size
+from specreg.vllm.deployment import _quant_method, deployment_findings
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -47,6 +48,8 @@ class VerifierFacts:
     text_config: bool
     head_size: int | None = None  # head_dim, else hidden_size // num_attention_heads (vLLM's rule)
     dtype: str | None = None
+    max_position_embeddings: int | None = None
+    quantization: str | None = None  # quantization_config's quant_method
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -134,6 +137,8 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         head_size=head_size(body),
         dtype=next((d for d in (body.get("dtype"), body.get("torch_dtype"), config.get("dtype"),
                                 config.get("torch_dtype")) if isinstance(d, str)), None),
+        max_position_embeddings=_int(body.get("max_position_embeddings")),
+        quantization=_quant_method(config) or _quant_method(body),
     )
 
 
@@ -450,6 +455,7 @@ def preflight(
     check_weights: bool = True,
     tensor_parallel_size: int | None = None,
     draft_tensor_parallel_size: int | None = None,
+    max_model_len: int | None = None,
     gpu: str | None = None,
     kv_cache_dtype: str = "auto",
     dtype: str | None = None,
@@ -468,6 +474,8 @@ def preflight(
         facts = verifier_facts(name, source=source or name, hub_only=from_hub)
         found += verifier_findings(spec, facts, tensor_parallel_size=tensor_parallel_size,
                                    draft_tensor_parallel_size=draft_tensor_parallel_size)
+        found += deployment_findings(spec, verifier_dtype=facts.dtype, verifier_positions=facts.max_position_embeddings,
+                                     verifier_quantization=facts.quantization, max_model_len=max_model_len)
     summary = None
     if check_weights:
         origin = spec.origin
