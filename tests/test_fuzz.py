@@ -6,6 +6,7 @@ The default run tries SPECREG_FUZZ_FAST examples (300); the long profile is one 
     .venv/bin/python -m pytest -q -m fuzz_long          # 100,000 examples (SPECREG_FUZZ_LONG)
 """
 
+import copy
 import json
 import os
 import time
@@ -70,10 +71,13 @@ def mutated(draw):
         elif action == "empty":
             node[key] = type(old)() if isinstance(old, (list, dict, str)) else None
         elif action == "duplicate":  # the value again, under another key or twice in its list
+            # a copy, as a second occurrence in a JSON file is: with the same object twice, later
+            # mutations would change both places, a graph no parsed file can be
+            twice = copy.deepcopy(old)
             if isinstance(node, list):
-                node.insert(key, old)
+                node.insert(key, twice)
             else:
-                node[draw(ODD_TEXT)] = old
+                node[draw(ODD_TEXT)] = twice
         elif action == "deep":
             for _ in range(draw(st.integers(2, 200))):
                 old = [old] if draw(st.booleans()) else {"d": old}

@@ -68,6 +68,9 @@ def test_no_backend_is_an_error_with_what_would_serve_it(tmp_path):
     assert "TRITON_ATTN: head_size not supported" in f["message"]
     assert f["fix"].startswith("give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto")
     assert "H100" in f["fix"]  # FlashAttention 3 takes an FP8 cache there
+    old = check(tmp_path, "--gpu", "A100", "--kv-cache-dtype", "fp8", "--json", "--vllm", "0.25")
+    (f,) = [f for f in json.loads(old.stdout)["findings"] if f["code"] == "no-attention-backend"]
+    assert f["fix"].startswith("serve with --kv-cache-dtype auto (vLLM 0.25's draft always has the server's")
 
 
 @pytest.mark.parametrize(("name", "cap"), [("H100", (9, 0)), ("rtx 4090", (8, 9)), ("RTX-6000-Ada", (8, 9)),
@@ -97,6 +100,10 @@ def test_the_versions_differ_where_the_wheels_code_does():
     assert got["0.26"] == ("kv_cache_dtype not supported",) and got["0.27"] == ()
     assert got["0.28"] == ("FP8 KV cache requires FA3 on SM90 or FA4 on SM100",)
     assert all(got[v] == () for v in ("0.29", "0.30", "0.31", "0.32", "0.33"))
+    # on SM100 a non-causal draft gets FlashInfer first up to 0.25, FlashAttention from 0.26 (vLLM #48167)
+    first = {v: attention.select(v, (10, 0), attention.Case(head_size=128, non_causal=True)).chosen
+             for v in ("0.25", "0.26")}
+    assert first == {"0.25": "FLASHINFER", "0.26": "FLASH_ATTN"}
 
 
 def test_the_table_in_the_semantics_doc_is_the_models():

@@ -7,7 +7,7 @@ sequence of checks, each asking one of the backend's class methods (`supports_he
 `supports_dtype`, `supports_kv_cache_dtype`, `supports_sink`, `supports_compute_capability`,
 `supports_sliding_window`, `supports_non_causal`, ...), then `supports_combination`.
 
-`attention_backends.json` holds, for each vLLM version 0.26-0.33 and each capability, the
+`attention_backends.json` holds, for each vLLM version 0.24-0.33 and each capability, the
 priorities and every backend's answers to those methods, *computed by running the wheel's own
 code* (tests/vllm_tier/attention_selector.py); this module combines them in
 `validate_configuration`'s order, with vLLM's reason strings. The vLLM tier checks the result
@@ -145,7 +145,7 @@ def reasons(version: str, cap: tuple[int, int], backend: str, case: Case) -> tup
         out.append("compute capability not supported")
     if not b["decoder"]:
         out.append("attention type decoder not supported")
-    if case.sliding and not b["sliding"]:
+    if case.sliding and not b["sliding"] and _facts()[_version_key(version)]["validates"]["sliding"]:
         out.append("sliding window not supported")
     if case.non_causal and not b["non_causal"]:
         out.append("non-causal attention not supported")
@@ -168,7 +168,7 @@ def select(version: str, cap: tuple[int, int], case: Case) -> Selection:
     facts = _facts()[key].get(f"{cap[0]}.{cap[1]}")
     if facts is None:
         raise AttentionError(f"compute capability {cap[0]}.{cap[1]}: the facts cover "
-                             f"{', '.join(sorted(_facts()[key]))}")
+                             f"{', '.join(sorted(k for k in _facts()[key] if k[0].isdigit()))}")
     order = facts["priorities"][f"{'non-causal' if case.non_causal else 'causal'}|{case.kv_cache_dtype}"]
     valid, refused = [], {}
     for backend in order:
@@ -254,7 +254,7 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
     when its config is given) on `gpu`, and the findings: no backend, a refused forced backend, or
     a draft whose best backend differs from the verifier's.
 
-    vLLM 0.26-0.33's drafter (`_create_draft_vllm_config`, v1/spec_decode/llm_base_proposer.py)
+    vLLM 0.24-0.33's drafter (`_create_draft_vllm_config`, v1/spec_decode/llm_base_proposer.py)
     never inherits the server's --attention-backend: it selects its own unless
     `speculative_config.attention_backend` is set (`attention_backend` here), and it inherits the
     server's --kv-cache-dtype unless `speculative_config.kv_cache_dtype` is set. The draft runs in the
@@ -337,10 +337,16 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
 
 
 def _no_backend_fix(version: str, cap: tuple[int, int], case: Case) -> str:
+    from packaging.version import Version
+
     tries = []
     if case.kv_cache_dtype != "auto" and select(version, cap, attrs.evolve(case, kv_cache_dtype="auto")).valid:
-        tries.append("give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto (the "
-                     "draft inherits the server's --kv-cache-dtype otherwise)")
+        if Version(version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE):
+            tries.append("give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto (the "
+                         "draft inherits the server's --kv-cache-dtype otherwise)")
+        else:
+            tries.append(f"serve with --kv-cache-dtype auto (vLLM {version}'s draft always has the server's; "
+                         f"vLLM {DRAFT_KV_CACHE_DTYPE_SINCE}+ takes speculative_config's kv_cache_dtype)")
     if case.dtype == "float32":
         for d in ("bfloat16", "float16"):
             if select(version, cap, attrs.evolve(case, dtype=d)).valid:
@@ -384,6 +390,10 @@ def table_markdown() -> str:
     return "\n".join(rows)
 
 
+#: from this version the drafter takes speculative_config.kv_cache_dtype (`_create_draft_vllm_config`);
+#: before, it always has the server's --kv-cache-dtype
+DRAFT_KV_CACHE_DTYPE_SINCE = "0.26"
+
 #: from this version the V2 model runner's Eagle-family drafter loads with
 #: `SpeculativeConfig.apply_draft_overrides` (v1/worker/gpu/spec_decode/eagle/utils.py), which keeps
 #: the server's --attention-backend unless speculative_config.attention_backend is set; the V1
@@ -411,7 +421,10 @@ def serve_fit(spec: Any, gpu: str, *, server_kv_cache_dtype: str | None, server_
     written: dict[str, str] = {}
     notes: list[str] = []
     report, found = gpu_check(spec, gpu, kv_cache_dtype=kv, dtype=dtype)
-    if any(f.code == "no-attention-backend" for f in found) and kv != "auto":
+    from packaging.version import Version
+
+    own_kv = Version(report.version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE)
+    if any(f.code == "no-attention-backend" for f in found) and kv != "auto" and own_kv:
         again, more = gpu_check(spec, gpu, kv_cache_dtype="auto", dtype=dtype)
         if not any(f.code == "no-attention-backend" for f in more):
             written["kv_cache_dtype"] = "auto"

@@ -96,3 +96,33 @@ def test_every_draft_class_takes_the_drafts_own_quantization_config(version):
             assert "get_draft_quant_config(vllm_config)" in text, module
         checked += 1
     assert checked >= 4
+
+
+DRAFTER = "vllm/v1/spec_decode/llm_base_proposer.py"
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])
+def test_the_drafter_selects_its_own_backend_and_inherits_the_kv_cache_dtype(version):
+    """_create_draft_vllm_config replaces the server's attention backend by speculative_config's
+    (None: select), and from 0.26 the KV-cache dtype when speculative_config sets one (before, the
+    draft always has the server's)."""
+    from specreg.vllm.attention import DRAFT_KV_CACHE_DTYPE_SINCE
+
+    tree = source(version, DRAFTER)
+    (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_create_draft_vllm_config"]
+    text = ast.unparse(fn)
+    assert "backend=spec_cfg.attention_backend" in text
+    own_kv = "if spec_cfg.kv_cache_dtype is not None" in text
+    assert own_kv == (Version(version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE))
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])
+def test_the_v2_eagle_drafter_keeps_the_servers_backend_from_0_31(version):
+    from specreg.vllm.attention import V2_EAGLE_INHERITS_BACKEND_SINCE
+
+    tree = source(version, "vllm/v1/worker/gpu/spec_decode/eagle/utils.py")
+    keeps = tree is not None and "speculative_config.apply_draft_overrides(vllm_config)" in ast.unparse(tree)
+    assert keeps == (Version(version) >= Version(V2_EAGLE_INHERITS_BACKEND_SINCE))
+    if keeps:
+        spec = ast.unparse(source(version, "vllm/config/speculative.py"))
+        assert "('attention_backend', 'attention_config', 'backend')" in spec

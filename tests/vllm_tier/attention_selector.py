@@ -93,7 +93,12 @@ def survey(platform_cls, cuda, at, AttentionBackendEnum, AttentionSelectorConfig
     import inspect
 
     accepted = set(inspect.signature(cuda._get_backend_priorities).parameters)  # the version's own parameters
-    facts, cases = {}, []
+    from vllm.v1.attention.backend import AttentionBackend
+
+    validate = inspect.getsource(AttentionBackend.validate_configuration)
+    # the checks of validate_configuration that depend on the case and that not every version makes
+    facts: dict = {"validates": {"sliding": "sliding window not supported" in validate}}
+    cases = []
     for cap in CAPS:
         dc = at(cap)
         key = f"{cap[0]}.{cap[1]}"
@@ -137,9 +142,11 @@ def survey(platform_cls, cuda, at, AttentionBackendEnum, AttentionSelectorConfig
             for kv in ("auto", "fp8"):
                 for non_causal in (False, True):
                     for sliding, sink in ((False, False), (True, False), (False, True)):
-                        config = AttentionSelectorConfig(head_size=head, dtype=torch.bfloat16, kv_cache_dtype=kv,
-                                                         block_size=None, has_sink=sink, has_sliding_window=sliding,
-                                                         use_non_causal=non_causal)
+                        asked = {"head_size": head, "dtype": torch.bfloat16, "kv_cache_dtype": kv, "block_size": None,
+                                 "has_sink": sink, "has_sliding_window": sliding, "use_non_causal": non_causal}
+                        # a version without a field never asks about it (0.24-0.25: no sliding window)
+                        config = AttentionSelectorConfig(**{k: v for k, v in asked.items()
+                                                            if k in AttentionSelectorConfig._fields})
                         valid, invalid = platform_cls.get_valid_backends(dc, config)
                         cases.append({"capability": key, "head_size": head, "dtype": "bfloat16", "kv_cache_dtype": kv,
                                       "non_causal": non_causal, "sliding": sliding, "sink": sink,

@@ -1,6 +1,6 @@
 """specreg's attention-backend answers against each vLLM wheel's own selector (pytest -m vllm).
 
-For every wheel 0.26-0.33 (sources unpacked from ~/.cache/specreg/vllm-wheels, compiled files left
+For every wheel 0.24-0.33 (sources unpacked from ~/.cache/specreg/vllm-wheels, compiled files left
 out), tests/vllm_tier/attention_selector.py runs the wheel's `CudaPlatform.get_valid_backends` on
 720 cases (12 compute capabilities x 5 head sizes x 2 KV-cache dtypes x causal/non-causal x plain,
 sliding window, sinks) and computes the facts specreg models it from. The committed facts
@@ -27,7 +27,7 @@ WHEELS = Path.home() / ".cache" / "specreg" / "vllm-wheels"
 SOURCES = Path.home() / ".cache" / "specreg" / "vllm-src"
 SCRIPT = Path(__file__).with_name("attention_selector.py")
 FACTS = Path(attention.__file__).with_name("attention_backends.json")
-VERSIONS = ["0.26", "0.27", "0.28", "0.29", "0.30", "0.31", "0.32", "0.33"]
+VERSIONS = ["0.24", "0.25", "0.26", "0.27", "0.28", "0.29", "0.30", "0.31", "0.32", "0.33"]
 
 
 def sources(version: str) -> tuple[Path, Path]:
@@ -79,8 +79,14 @@ def test_specreg_selects_what_the_wheels_selector_selects(surveyed, version):
 
 
 def test_the_wheels_differ_where_their_code_changed(surveyed):
-    """FP8 KV cache with FlashAttention on SM100 (FA4): refused for some head sizes from 0.27, and from
-    0.31 a different rule (and reason) decides it."""
+    """FP8 KV cache with FlashAttention on SM100 (FA4) changes from wheel to wheel; and from 0.26 a
+    non-causal draft on SM100 prefers FlashAttention to FlashInfer (vLLM #48167)."""
+    def first(version, non_causal):
+        (c,) = [c for c in surveyed[version]["cases"] if c["capability"] == "10.0" and c["head_size"] == 128
+                and c["kv_cache_dtype"] == "auto" and c["non_causal"] is non_causal and not c["sliding"] and not c["sink"]]
+        return c["valid"][0]
+    assert [first(v, True) for v in ("0.25", "0.26")] == ["FLASHINFER", "FLASH_ATTN"]
+    assert all(first(v, False) == "FLASHINFER" for v in VERSIONS)
     def fa_reasons(version, head):
         (c,) = [c for c in surveyed[version]["cases"] if c["capability"] == "10.0" and c["head_size"] == head
                 and c["kv_cache_dtype"] == "fp8" and not c["non_causal"] and not c["sliding"] and not c["sink"]]
