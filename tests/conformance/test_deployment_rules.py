@@ -126,3 +126,14 @@ def test_the_v2_eagle_drafter_keeps_the_servers_backend_from_0_31(version):
     if keeps:
         spec = ast.unparse(source(version, "vllm/config/speculative.py"))
         assert "('attention_backend', 'attention_config', 'backend')" in spec
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])
+def test_the_draft_tensor_parallel_size_is_1_or_the_verifiers(version):
+    """`_verify_and_get_draft_tp`: unset takes the target's; anything but 1 or the target's is refused
+    (specreg.vllm.preflight's draft-tp rule)."""
+    tree = source(version, "vllm/config/speculative.py")
+    (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_verify_and_get_draft_tp"]
+    text = ast.unparse(fn)
+    assert "speculative_draft_tensor_parallel_size not in (1, target_parallel_config.tensor_parallel_size)" in text
+    assert "raise ValueError" in text
