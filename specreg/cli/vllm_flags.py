@@ -35,7 +35,10 @@ def _live_parser() -> Any | None:
     except Exception:  # noqa: BLE001 - vLLM absent, or a version without these: the table answers
         return None
     parser = FlexibleArgumentParser(add_help=False)
-    EngineArgs.add_cli_args(parser)
+    try:
+        EngineArgs.add_cli_args(parser)
+    except Exception:  # noqa: BLE001 - e.g. vLLM's CUDA build on a machine with no device: its
+        return None  # defaults fail to build ("Failed to infer device type"); the table answers
     return parser
 
 
