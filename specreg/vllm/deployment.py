@@ -28,7 +28,7 @@ from packaging.version import Version
 #: it raises them for (None: any)); speculative.py's `_maybe_override_draft_max_position_embeddings`
 #: and its call site
 RAISES_MAX_POSITIONS = (
-    (Version("0.26"), frozenset(), None),
+    (Version("0.10"), frozenset(), None),  # no raising before 0.27 (read from 0.20-0.26)
     (Version("0.27"), frozenset({"eagle", "eagle3"}), None),
     (Version("0.33"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
      frozenset({"default", "linear", "llama3", "ntk", "proportional"})),

@@ -58,7 +58,7 @@ def raised_methods(version: str) -> tuple[set[str] | str, frozenset | None]:
     return guards, ropes if gated else None
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", ["0.20.0", "0.22.0", "0.24.0", "0.25.0", *VERSIONS])
 def test_which_drafts_get_their_positions_raised_is_the_wheels(version):
     guards, ropes = raised_methods(version)
     v = Version(version)
