@@ -203,8 +203,6 @@ class GpuReport:
     attention_backend: str | None
     draft: tuple[Layers, ...]
     verifier: Layers | None
-    #: what to write into speculative_config.attention_backend for the draft to start, when needed
-    draft_backend: str | None
 
     def to_dict(self) -> dict[str, Any]:
         def layers(g: Layers) -> dict[str, Any]:
@@ -214,7 +212,7 @@ class GpuReport:
         return {"gpu": self.gpu, "capability": f"sm_{self.capability[0]}{self.capability[1]}", "vllm": self.version,
                 "dtype": self.dtype, "dtype_from": self.dtype_from, "kv_cache_dtype": self.kv_cache_dtype,
                 "attention_backend": self.attention_backend, "draft": [layers(g) for g in self.draft],
-                "verifier": layers(self.verifier) if self.verifier else None, "draft_backend": self.draft_backend}
+                "verifier": layers(self.verifier) if self.verifier else None}
 
 
 def head_size(config: dict[str, Any]) -> int | None:
@@ -228,11 +226,14 @@ def head_size(config: dict[str, Any]) -> int | None:
     return None
 
 
-def _dtype_of(config: dict[str, Any] | None) -> str | None:
-    if not config:
-        return None
-    value = config.get("dtype", config.get("torch_dtype"))
-    return value if value in ("bfloat16", "float16") else None
+def config_dtype(*configs: dict[str, Any] | None) -> str | None:
+    """The first `dtype` (transformers 5) or `torch_dtype` (4) string the configs state."""
+    for config in configs:
+        for key in ("dtype", "torch_dtype"):
+            value = (config or {}).get(key)
+            if isinstance(value, str):
+                return value
+    return None
 
 
 def _why(selection: Selection) -> str:
@@ -248,10 +249,10 @@ def _describe(case: Case) -> str:
 
 
 def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str | None = None,
-              attention_backend: str | None = None, verifier_config: dict[str, Any] | None = None
-              ) -> tuple[GpuReport, list[Any]]:
+              attention_backend: str | None = None, verifier_head_size: int | None = None,
+              verifier_dtype: str | None = None) -> tuple[GpuReport, list[Any]]:
     """The attention backends vLLM `spec.vllm_version` picks for the draft's layers (and the verifier's,
-    when its config is given) on `gpu`, and the findings: no backend, a refused forced backend, or
+    when its head size is known) on `gpu`, and the findings: no backend, a refused forced backend, or
     a draft whose best backend differs from the verifier's.
 
     vLLM 0.24-0.33's drafter (`_create_draft_vllm_config`, v1/spec_decode/llm_base_proposer.py)
@@ -265,16 +266,16 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
     cap = capability(gpu)
     version = _version_key(str(spec.vllm_version))
     label = gpu_label(gpu)
-    draft_config = spec.draft_config_dict() if hasattr(spec, "draft_config_dict") else dict(spec.draft_config)
+    draft_config = spec.draft_config_dict()
     head = head_size(draft_config)
     if head is None:
         raise AttentionError("the draft config gives neither head_dim nor hidden_size and num_attention_heads")
     dtype_from = "--dtype"
     if dtype is None:
-        for where, cfg in (("the verifier's config", verifier_config), ("the draft's config", draft_config)):
-            dtype = _dtype_of(cfg)
-            if dtype:
-                dtype_from = where
+        for where, stated in (("the verifier's config", verifier_dtype), ("the draft's config",
+                                                                           config_dtype(draft_config))):
+            if stated in ("bfloat16", "float16"):
+                dtype, dtype_from = stated, where
                 break
         else:
             dtype, dtype_from = "bfloat16", "assumed (no config states bfloat16 or float16: give --dtype)"
@@ -287,7 +288,6 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
                     sliding=kind == "sliding")
         groups.append(Layers(f"draft layers {', '.join(map(str, layers))} ({kind})", select(version, cap, case)))
     found = []
-    draft_backend = None
     for g in groups:
         s = g.selection
         if attention_backend is not None:
@@ -310,16 +310,14 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
                 f"no attention backend of vLLM {version} serves the {g.label} on {label} ({_describe(s.case)}): "
                 f"{_why(s)}", None, fix=_no_backend_fix(version, cap, s.case)))
     verifier = None
-    if verifier_config is not None:
-        vhead = head_size(verifier_config)
-        if vhead is not None and vhead % HEAD_STEP == 0 and HEAD_STEP <= vhead <= HEAD_MAX:
-            vcase = Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
-            verifier = Layers("verifier layers (full, causal)", select(version, cap, vcase))
+    vhead = verifier_head_size
+    if vhead is not None and vhead % HEAD_STEP == 0 and HEAD_STEP <= vhead <= HEAD_MAX:
+        vcase = Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
+        verifier = Layers("verifier layers (full, causal)", select(version, cap, vcase))
     best = [g.selection.chosen for g in groups]
     if attention_backend is None and all(best):
         if verifier is not None and verifier.selection.chosen and set(best) != {verifier.selection.chosen}:
-            draft_backend = best[0] if len(set(best)) == 1 else None
-            pin = (f"speculative_config's attention_backend = {best[0]} pins it" if draft_backend
+            pin = (f"speculative_config's attention_backend = {best[0]} pins it" if len(set(best)) == 1
                    else "the draft's layer groups get different backends")
             found.append(Finding.of(
                 "draft-attention-backend",
@@ -332,7 +330,7 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
                 f"on {label}, vLLM {version} picks {', '.join(sorted(set(best)))} for the draft's layers"
                 + (f" (refused: {_why(groups[0].selection)})" if groups[0].selection.refused else ""), None))
     report = GpuReport(gpu, cap, version, dtype, dtype_from, kv_cache_dtype, attention_backend, tuple(groups),
-                       verifier, draft_backend)
+                       verifier)
     return report, found
 
 

@@ -55,7 +55,7 @@ def _rope_types(config: dict[str, Any]) -> set[str]:
     return found or {"default"}
 
 
-def _quant_method(config: dict[str, Any] | None) -> str | None:
+def quant_method(config: dict[str, Any] | None) -> str | None:
     q = (config or {}).get("quantization_config")
     if isinstance(q, dict):
         return str(q.get("quant_method") or q.get("quant_algo") or "unnamed")
@@ -67,19 +67,20 @@ def deployment_findings(spec: Any, *, verifier_dtype: str | None, verifier_posit
     """The findings of the rules in the module docstring for `spec`, what its verifier's config says
     (dtype, max_position_embeddings, quantization_config's method) and the server's --max-model-len."""
     from specreg.normalization.speculator import Finding
+    from specreg.vllm.attention import config_dtype
 
     version = str(spec.vllm_version)
     draft = spec.draft_config_dict()
     found = []
     # quantization: the draft's own, per get_draft_quant_config
-    mine, theirs = _quant_method(draft), verifier_quantization
+    mine, theirs = quant_method(draft), verifier_quantization
     if mine or theirs:
         found.append(Finding.of(
             "draft-quantization",
             f"vLLM {version} loads the draft with its own quantization config ({mine or 'none: unquantized'}), not "
             f"the verifier's ({theirs or 'none'}): get_draft_quant_config", "$.quantization_config" if mine else None))
     # dtype: the verifier's
-    saved = draft.get("dtype", draft.get("torch_dtype"))
+    saved = config_dtype(draft)
     served = verifier_dtype
     if isinstance(saved, str) and isinstance(served, str) and saved != served:
         found.append(Finding.of(

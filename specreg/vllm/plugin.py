@@ -134,8 +134,9 @@ def _fill_named_draft(args: Any, version: str) -> None:
     read = read_source(model)
     if read.config.get("speculators_model_type") not in ALGORITHMS:
         return  # not a speculators draft: vLLM's own rules
+    # findings and refusals are left to the speculators mapping, which reads this file next (a raise
+    # here would only be caught by the wrapper and logged as specreg failing)
     spec = normalize(read.config, vllm=version, source=model, origin=read.origin, manifest=read.manifest)
-    _refuse_or_log(spec)
     given = {key: (config or {}).get(key, (config or {}).get(key.replace("_", "-"))) for key in
              ("method", "num_speculative_tokens")}
     flags = {"method": "spec_method", "num_speculative_tokens": "spec_tokens"}

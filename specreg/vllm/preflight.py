@@ -25,8 +25,8 @@ from specreg.sources import hub
 from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
-from specreg.vllm.attention import AttentionError, GpuReport, gpu_check, head_size
-from specreg.vllm.deployment import _quant_method, deployment_findings
+from specreg.vllm.attention import AttentionError, GpuReport, config_dtype, gpu_check, head_size
+from specreg.vllm.deployment import deployment_findings, quant_method
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -135,10 +135,9 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         vocab_size=_int(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
         text_config=text is not None,
         head_size=head_size(body),
-        dtype=next((d for d in (body.get("dtype"), body.get("torch_dtype"), config.get("dtype"),
-                                config.get("torch_dtype")) if isinstance(d, str)), None),
+        dtype=config_dtype(body, config),
         max_position_embeddings=_int(body.get("max_position_embeddings")),
-        quantization=_quant_method(config) or _quant_method(body),
+        quantization=quant_method(config) or quant_method(body),
     )
 
 
@@ -501,10 +500,11 @@ def preflight(
             found += weights_findings(spec, tensors, facts)
     report = None
     if gpu is not None:
-        verifier_config = {"head_dim": facts.head_size, "dtype": facts.dtype} if facts and facts.head_size else None
         try:
             report, more = gpu_check(spec, gpu, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
-                                     attention_backend=attention_backend, verifier_config=verifier_config)
+                                     attention_backend=attention_backend,
+                                     verifier_head_size=facts.head_size if facts else None,
+                                     verifier_dtype=facts.dtype if facts else None)
         except AttentionError as exc:
             raise SpecregError(f"--gpu {gpu}: {exc}", source=source) from None
         found += more

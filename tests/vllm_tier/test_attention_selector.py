@@ -23,7 +23,6 @@ from specreg.vllm import attention
 
 pytestmark = pytest.mark.vllm
 
-WHEELS = Path.home() / ".cache" / "specreg" / "vllm-wheels"
 SOURCES = Path.home() / ".cache" / "specreg" / "vllm-src"
 SCRIPT = Path(__file__).with_name("attention_selector.py")
 FACTS = Path(attention.__file__).with_name("attention_backends.json")
@@ -31,8 +30,11 @@ VERSIONS = ["0.24", "0.25", "0.26", "0.27", "0.28", "0.29", "0.30", "0.31", "0.3
 
 
 def sources(version: str) -> tuple[Path, Path]:
-    """The wheel and its Python sources (unpacked once, without the compiled files)."""
-    (wheel,) = WHEELS.glob(f"vllm-{version}.0-*.whl")
+    """The wheel (downloaded once, as the conformance tier's) and its Python sources (unpacked once,
+    without the compiled files)."""
+    from tests.conformance.vllm_mapping import wheel as download
+
+    wheel = download(f"{version}.0")
     root = SOURCES / f"{version}.0"
     if not (root / "vllm" / "platforms" / "cuda.py").is_file():
         with zipfile.ZipFile(wheel) as z:
