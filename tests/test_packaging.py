@@ -103,6 +103,16 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
     assert served.returncode == 0, served.stderr
     assert served.stdout.split()[-2:] == ["-tp", "2"] and "--tensor-parallel-size" not in served.stdout
     assert "you asked for 2" in served.stderr
+    # check --gpu reads the attention facts installed with the package (specreg/vllm/attention_backends.json)
+    (tmp_path / "verifier").mkdir()
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936}))
+    gpu = subprocess.run([str(bindir / "specreg"), "check", str(ROOT / "examples" / "qwen3-8b-dflash"), "--verifier",
+                          str(tmp_path / "verifier"), "--no-weights", "--vllm", "0.33", "--gpu", "H100"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert gpu.returncode == 0, gpu.stderr
+    assert "H100 (sm_90), vLLM 0.33's attention selector" in gpu.stdout and "picks    FLASH_ATTN" in gpu.stdout
     # the example plugin package (examples/specreg-example-plugin), installed from its folder beside the wheel
     plugin = subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT / "examples" / "specreg-example-plugin")],
                             capture_output=True, text=True, timeout=600)
