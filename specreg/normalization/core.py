@@ -12,7 +12,7 @@ from specreg.errors import ConfigError, Problem
 from specreg.normalization.fields import COUNT, STR, Fields, _type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
 from specreg.normalization.plan import Context, Envelope, Plan
-from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator
+from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator, thaw
 from specreg.sources.files import is_repo_id
 
 # A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
@@ -272,6 +272,7 @@ def _normalize_speculators(
             fields = Fields(config, problems=root.problems)
             plan = _run_algorithm(algo, fields, ctx, source)
             root.done()
+            _carry_quantization(config, plan)
         findings = _envelope_findings(root, algo, ctx) + findings + plan.findings
         if version > NEWEST_KNOWN:
             findings.append(Finding.of(
@@ -323,6 +324,20 @@ def _normalize_speculators(
         )
     except RecursionError:
         raise ConfigError("the config is nested too deeply", "$", source=source) from None
+
+
+def _carry_quantization(config: Mapping[str, Any], plan: Plan) -> None:
+    """A quantized draft's `quantization_config` kept in the draft config specreg writes.
+
+    Trainers and quantizers (save_pretrained, llm-compressor, ModelOpt) write it at the top of
+    config.json, beside transformer_layer_config. vLLM's `get_config` puts the file's top-level
+    quantization_config on the draft's config whatever the format (transformers_utils/config.py,
+    0.20-0.33), so the unmodified file is served quantized; the directory `materialize` and `serve`
+    write holds specreg's draft_config instead of the file, and would lose it without this."""
+    q = config.get("quantization_config")
+    draft = plan.outputs["draft_config"]
+    if isinstance(q, Mapping) and "quantization_config" not in draft and draft:
+        plan.copy("draft_config.quantization_config", thaw(q), "$.quantization_config")
 
 
 def _ordered(findings: list[Finding]) -> list[Finding]:

@@ -337,3 +337,34 @@ def test_a_method_the_user_gives_is_kept_and_a_different_one_is_logged(tmp_path,
     assert routed(out)["method"] == "draft_model"
     assert f"specreg: the draft {src} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'" in (
         out.stdout + out.stderr)
+
+
+@pytest.mark.parametrize("route", ["plugin", "vllm alone", "materialized"])
+def test_a_top_level_quantization_config_reaches_vllms_draft_model_config(tmp_path, plugin, route):
+    """vLLM's get_config puts the file's top-level quantization_config on the draft's config, with or
+    without the plugin; the directory specreg materializes holds specreg's draft_config, which carries it."""
+    from vllm.transformers_utils.config import maybe_override_with_speculators
+
+    from specreg.vllm import plugin as vllm_plugin
+
+    cfg = case_config("dflash")
+    cfg["quantization_config"] = {
+        "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+            "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 32}}}}
+    src = write_draft(tmp_path / "src", cfg)
+    spec = specreg.load(src)
+    target = build(tmp_path, spec)
+    if route == "materialized":
+        out = spec.materialize(tmp_path / "draft", weights="none")
+        sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
+    else:
+        if route == "vllm alone":
+            vllm_plugin.uninstall(*plugin)
+        try:
+            _, _, kwargs = maybe_override_with_speculators(str(src), None, False)
+            sc = speculative(target, kwargs)
+        finally:
+            if route == "vllm alone":
+                vllm_plugin.install(*plugin, spec.vllm_version)
+    assert sc.draft_model_config.quantization == "compressed-tensors"
