@@ -208,3 +208,109 @@ def test_quantization_and_dtype_come_from_the_draft_and_the_verifier(tmp_path):
     found = codes(check(tmp_path, "--json"))
     assert "own quantization config (none: unquantized), not the verifier's (fp8)" in found["draft-quantization"]["message"]
     assert "runs the draft in bfloat16" in found["draft-dtype-differs"]["message"]
+
+
+@pytest.mark.parametrize(("gpu", "picks", "refused"), [
+    ("A100", "TRITON_ATTN", {"FLASH_ATTN": "sink not supported on compute capability < 9.0",
+                             "FLASHINFER": "attention sinks not supported"}),
+    ("H100", "FLASH_ATTN", {}),
+])
+def test_a_dflash_with_attention_sinks_asks_the_selector_for_sinks(tmp_path, gpu, picks, refused):
+    """qwen3_dflash gives every layer's Attention the sinks dflash_config.attention_sink_bias asks for,
+    so the selector is asked has_sink: on an A100 FlashAttention and FlashInfer refuse them."""
+    dflash_draft(tmp_path, head_dim=128)
+    cfg = json.loads((tmp_path / "draft" / "config.json").read_text())
+    cfg["attention_sink_bias"] = True
+    (tmp_path / "draft" / "config.json").write_text(json.dumps(cfg))
+    doc = json.loads(check(tmp_path, "--gpu", gpu, "--json").stdout)
+    (group,) = doc["checks"]["gpu"]["draft"]
+    assert group["case"]["sink"] is True and group["chosen"] == picks
+    for backend, why in refused.items():
+        assert why in group["refused"][backend]
+    assert attention.draft_sinks("0.24", {"architectures": ["DFlashDraftModel"], "dflash_config":
+                                          {"attention_sink_bias": True}}) is False  # 0.24 reads no sinks
+
+
+def quantized_dflash(tmp_path, quantization: dict) -> Path:
+    dflash_draft(tmp_path, head_dim=128)
+    cfg = json.loads((tmp_path / "draft" / "config.json").read_text())
+    cfg["quantization_config"] = quantization
+    (tmp_path / "draft" / "config.json").write_text(json.dumps(cfg))
+    return tmp_path / "draft"
+
+
+def test_a_top_level_quantization_config_stays_in_the_directory_serve_writes(tmp_path):
+    """vLLM's get_config reads the file's top-level quantization_config for any format, so the
+    directory serve writes (specreg's draft_config, not the file) must hold it too."""
+    import specreg
+
+    q = {"quant_method": "compressed-tensors", "format": "int-quantized", "ignore": ["lm_head"]}
+    draft = quantized_dflash(tmp_path, q)
+    spec = specreg.load(draft, vllm="0.33")
+    assert spec.draft_config_dict()["quantization_config"] == q
+    assert spec.provenance["draft_config.quantization_config"].sources == ("$.quantization_config",)
+    assert not [f for f in spec.findings if "quantiz" in f.message]  # vLLM reads it from the file as well
+    out = serve(tmp_path, draft)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "served" / "config.json").read_text())["quantization_config"] == q
+    # one inside transformer_layer_config is part of the layer config
+    cfg = json.loads((draft / "config.json").read_text())
+    cfg["transformer_layer_config"]["quantization_config"] = cfg.pop("quantization_config")
+    (draft / "config.json").write_text(json.dumps(cfg))
+    spec = specreg.load(draft, vllm="0.33")
+    assert spec.draft_config_dict()["quantization_config"] == q
+
+
+@pytest.mark.parametrize(("vllm", "unrenamed"), [
+    ("0.30", ["layers.0.mlp.down_proj", "model.layers.1.self_attn*"]),
+    ("0.31", ["model.layers.1.self_attn*"]),  # _add_global_draft_layer_exclusions: bare layers.N only
+    ("0.33", []),  # map_draft_quant_config: every ModelOpt name
+])
+def test_modelopt_layer_names_per_version(tmp_path, vllm, unrenamed):
+    """The draft's layers run as layers.{i + the verifier's 36}: a ModelOpt ignore list naming draft
+    layers by their index names other modules than the checkpoint's unless the version renames it."""
+    quantized_dflash(tmp_path, {"quant_method": "modelopt", "quant_algo": "FP8",
+                                "ignore": ["lm_head", "layers.0.mlp.down_proj", "model.layers.1.self_attn*",
+                                           "vision.layers.0.proj"]})
+    out = check(tmp_path, "--vllm", vllm, "--json")
+    found = codes(out)
+    if not unrenamed:
+        assert out.returncode == 0 and "draft-quant-layer-names" not in found
+        return
+    f = found["draft-quant-layer-names"]
+    assert out.returncode == 1 and f["severity"] == "error"
+    assert repr(unrenamed[0]) in f["message"] and f"builds draft layer i as layers.{{i + 36}}" in f["message"]
+    assert f["path"] == f"$.quantization_config.ignore[{1 if len(unrenamed) == 2 else 2}]"
+    assert "-> 'layers.36.mlp.down_proj'" in f["fix"] or "-> 'model.layers.37.self_attn*'" in f["fix"]
+    assert f["fix"].endswith("or serve with vLLM 0.33+, which renames them")
+    assert (" and 1 more" in f["message"]) is (len(unrenamed) == 2)
+
+
+def test_no_eagle3_class_renames_a_quantization_configs_layer_names(tmp_path):
+    dflash_draft(tmp_path)
+    draft = eagle3_draft(tmp_path, head_dim=128)
+    cfg = json.loads((draft / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors", "ignore": ["layers.0.self_attn.o_proj"]}
+    (draft / "config.json").write_text(json.dumps(cfg))
+    out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(tmp_path / "verifier"),
+                          "--no-weights", "--vllm", "0.33", "--json"], capture_output=True, text=True, timeout=120)
+    f = codes(out)["draft-quant-layer-names"]
+    assert "llama_eagle3 builds draft layer i as layers.{i + 36} and renames no name" in f["message"]
+    assert "or serve with" not in f["fix"]
+
+
+@pytest.mark.parametrize("vllm", ["0.24", "0.33"])
+def test_a_chunked_local_attention_verifier_loses_the_hybrid_kv_cache_manager(tmp_path, vllm):
+    dflash_draft(tmp_path, head_dim=128)
+    verifier = json.loads((tmp_path / "verifier" / "config.json").read_text())
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps({
+        "architectures": ["Llama4ForConditionalGeneration"], "text_config": {**verifier, "attention_chunk_size": 8192}}))
+    found = codes(check(tmp_path, "--vllm", vllm, "--json"))
+    f = found["draft-disables-hybrid-kv"]
+    assert "attention_chunk_size 8192" in f["message"] and f"vLLM {vllm} turns the hybrid KV-cache manager off" in f["message"]
+    assert f["severity"] == "info"
+    import specreg
+    from specreg.vllm.deployment import hybrid_kv_findings
+
+    eagle = specreg.load(eagle3_draft(tmp_path, head_dim=128), vllm="0.33")
+    assert hybrid_kv_findings(eagle, verifier_chunk=8192) and not hybrid_kv_findings(eagle, verifier_chunk=None)

@@ -354,6 +354,24 @@ CODES: dict[str, Code] = {
             "`quantization_config`, never the verifier's. Reported when either is quantized.",
         ),
         Code(
+            "draft-quant-layer-names",
+            "error",
+            "the draft's quantization config names layers vLLM serves under other names",
+            "The draft classes build draft layer i as `layers.{i + start_layer_id}` (the verifier's layer "
+            "count) and load its weights by the checkpoint's index, so a quantization config naming "
+            "`layers.N` of the draft (an ignore or exclude list) matches no module: the modules it named are "
+            "built with another quantization than their weights. vLLM renames a ModelOpt config's "
+            "exclude_modules for DFlash from 0.31 and every ModelOpt name from 0.33; Eagle-3 classes rename none.",
+        ),
+        Code(
+            "draft-disables-hybrid-kv",
+            "info",
+            "the drafter turns vLLM's hybrid KV-cache manager off for this verifier",
+            "A verifier with chunked local attention (`attention_chunk_size`) and an Eagle-family drafter "
+            "(`use_eagle()`'s methods): `VllmConfig.__post_init__` disables the hybrid KV-cache manager, so "
+            "the chunked layers keep KV for the whole sequence, and refuses --enable-hybrid-kv-cache-manager.",
+        ),
+        Code(
             "draft-dtype-differs",
             "info",
             "the draft runs in the verifier's dtype",

@@ -28,6 +28,7 @@ from importlib import resources
 from typing import Any
 
 import attrs
+from packaging.version import Version
 
 #: GPUs by the name users give, and their compute capability (NVIDIA's CUDA GPU table)
 GPUS: dict[str, tuple[int, int]] = {
@@ -244,8 +245,31 @@ def _describe(case: Case) -> str:
     bits = [f"head size {case.head_size}", "non-causal" if case.non_causal else "causal"]
     if case.sliding:
         bits.append("sliding window")
+    if case.sink:
+        bits.append("attention sinks")
     bits.append(f"{case.dtype}, KV cache {case.kv_cache_dtype}")
     return ", ".join(bits)
+
+
+#: draft architecture -> the first vLLM whose class builds attention sinks when the draft config asks:
+#: qwen3_dflash's decoder layer reads dflash_config["attention_sink_bias"], else the top-level
+#: add_swa_attention_sink_bias, and gives every layer's Attention the sinks, whose selector then asks
+#: has_sink (DFlash2 and DSpark build their layers with DFlashQwen3Model). Held to each wheel by the
+#: conformance tier (tests/conformance/test_deployment_rules.py).
+SINK_ARCHITECTURES = {"DFlashDraftModel": "0.25", "DFlash2DraftModel": "0.28", "Qwen3DSparkModel": "0.25"}
+
+
+def draft_sinks(version: str, draft_config: dict[str, Any]) -> bool:
+    """Whether vLLM `version` builds the draft's layers with attention sinks."""
+    archs = draft_config.get("architectures") or [None]
+    since = SINK_ARCHITECTURES.get(archs[0]) if isinstance(archs[0], str) else None
+    if since is None or Version(version) < Version(since):
+        return False
+    dflash = draft_config.get("dflash_config")
+    asked = (dflash or {}).get("attention_sink_bias") if isinstance(dflash, dict) else None
+    if asked is None:
+        asked = draft_config.get("add_swa_attention_sink_bias", False)
+    return bool(asked)
 
 
 def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str | None = None,
@@ -280,12 +304,13 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
         else:
             dtype, dtype_from = "bfloat16", "assumed (no config states bfloat16 or float16: give --dtype)"
     non_causal = any(not a.causal for a in spec.attention)
+    sinks = draft_sinks(version, draft_config)
     kinds = sorted({a.kind for a in spec.attention}) or ["full"]
     groups = []
     for kind in kinds:
         layers = [a.layer for a in spec.attention if a.kind == kind] or [0]
         case = Case(head_size=head, dtype=dtype, kv_cache_dtype=kv_cache_dtype, non_causal=non_causal,
-                    sliding=kind == "sliding")
+                    sliding=kind == "sliding", sink=sinks)
         groups.append(Layers(f"draft layers {', '.join(map(str, layers))} ({kind})", select(version, cap, case)))
     found = []
     for g in groups:
@@ -335,8 +360,6 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
 
 
 def _no_backend_fix(version: str, cap: tuple[int, int], case: Case) -> str:
-    from packaging.version import Version
-
     tries = []
     if case.kv_cache_dtype != "auto" and select(version, cap, attrs.evolve(case, kv_cache_dtype="auto")).valid:
         if Version(version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE):

@@ -16,10 +16,25 @@ Each rule names the wheel code that decides it; the conformance tier reads that 
   not in 0.26; for methods eagle and eagle3 from 0.27; from 0.33 for every method but draft_model,
   and only when all its RoPE types just size a cache (`_CACHE_ONLY_ROPE_TYPES`), else vLLM limits
   max_model_len to the draft's.
+- **Quantization config names.** The draft's layers run under the verifier's layer numbers: the draft
+  classes build layer `i` with the prefix `layers.{i + start_layer_id}`, start_layer_id being the
+  verifier's `num_hidden_layers`, while the weights still load by the checkpoint's own index. A
+  quantization config that names draft layers by index (`layers.0.mlp.down_proj` in an ignore list)
+  then names modules that do not exist at run time, and the modules it meant get another
+  quantization than the checkpoint's. What each class renames (`QUANT_LAYER_NAMES`): Eagle-3
+  (llama_eagle3, qwen3_eagle3) nothing; qwen3_dflash (DFlash, DFlash2 and DSpark build their layers
+  there) a ModelOpt config's exclude_modules from 0.31 (`_add_global_draft_layer_exclusions`) and
+  every name of a ModelOpt config from 0.33 (`utils.map_draft_quant_config`).
+- **Hybrid KV-cache manager.** A verifier with chunked local attention (`attention_chunk_size`,
+  Llama 4) and a drafter of `SpeculativeConfig.use_eagle()`'s methods: `VllmConfig.__post_init__`
+  turns the hybrid KV-cache manager off even where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
+  would keep it, so the chunked layers keep KV for the whole sequence
+  (`unify_hybrid_kv_cache_specs`), and --enable-hybrid-kv-cache-manager is refused at startup.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from packaging.version import Version
@@ -33,6 +48,136 @@ RAISES_MAX_POSITIONS = (
     (Version("0.33"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
      frozenset({"default", "linear", "llama3", "ntk", "proportional"})),
 )
+
+
+#: The vLLM module that builds each served draft architecture's layers (registry.py's speculative
+#: models; DFlash2 and DSpark subclass qwen3_dflash's model, which builds the layers)
+DRAFT_LAYER_MODULES = {
+    "Eagle3LlamaForCausalLM": "llama_eagle3", "LlamaForCausalLMEagle3": "llama_eagle3",
+    "Eagle3Qwen3ForCausalLM": "qwen3_eagle3", "PeagleQwen3ForCausalLM": "qwen3_eagle3",
+    "DFlashDraftModel": "qwen3_dflash", "DFlash2DraftModel": "qwen3_dflash", "Qwen3DSparkModel": "qwen3_dflash",
+}
+
+#: module -> ((first version, what of the draft's quantization config it renames to the run-time
+#: layer names), ...): "nothing"; "modelopt exclusions" (exclude_modules of a ModelOpt config);
+#: "modelopt" (every name of a ModelOpt config, and any config's exclude_modules)
+QUANT_LAYER_NAMES = {
+    "llama_eagle3": ((Version("0.10"), "nothing"),),
+    "qwen3_eagle3": ((Version("0.10"), "nothing"),),
+    "qwen3_dflash": ((Version("0.10"), "nothing"), (Version("0.31"), "modelopt exclusions"),
+                     (Version("0.33"), "modelopt")),
+}
+
+#: a name of a draft layer by its index in the draft: `layers.N` or `model.layers.N`, bare or after a
+#: wildcard (not `vision.layers.N`, which is no decoder layer of the draft)
+LOCAL_LAYER = re.compile(r"(?<![A-Za-z0-9_.])(?:model\.)?layers\.(\d+)")
+#: what qwen3_dflash._add_global_draft_layer_exclusions (0.31-0.32) renames: `layers.N` not after a dot
+EXCLUSION_RENAMED = re.compile(r"(?<![A-Za-z0-9_.])layers\.(\d+)")
+#: what utils.map_draft_quant_config (0.33) renames in a ModelOpt config: a name starting with
+#: `layers.N` or `model.layers.N`, after an optional wildcard
+MODELOPT_RENAMED = re.compile(r"^(?:model\.)?\*?layers\.\d+(?=\.|\*|$)")
+
+#: (first version, the methods of SpeculativeConfig.use_eagle()), which turn the hybrid KV-cache
+#: manager off for a verifier with chunked local attention (VllmConfig.__post_init__)
+EAGLE_METHODS = (
+    (Version("0.10"), frozenset({"eagle", "eagle3", "mtp", "dflash"})),
+    (Version("0.25"), frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),
+)
+
+
+def _at(version: str, rows: tuple) -> Any:
+    v = Version(".".join(str(version).split(".")[:2]))
+    return [row for row in rows if v >= row[0]][-1][1]
+
+
+#: what each scope renames, in words
+RENAMES = {"nothing": "no name of the draft's quantization config",
+           "modelopt exclusions": "only the bare layers.N names of a ModelOpt config's exclude_modules (ignore)",
+           "modelopt": "only a ModelOpt config's names"}
+
+
+def _renamed(scope: str, method: str, path: tuple, name: str) -> bool:
+    """Whether vLLM renames `name`, at `path` of a `method` quantization config, to the run-time layer
+    names (only ModelOpt configs have the exclude_modules vLLM renames; no other method's lists are)."""
+    if not method.startswith("modelopt") or scope == "nothing":
+        return False
+    if scope == "modelopt":
+        return MODELOPT_RENAMED.match(name) is not None
+    return (path[:1] in (("exclude_modules",), ("ignore",))
+            and all(EXCLUSION_RENAMED.match(name, m.start()) for m in LOCAL_LAYER.finditer(name)))
+
+
+def _strings(value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
+    """Every string of a JSON value, keys included, with its path."""
+    if isinstance(value, str):
+        return [(path, value)]
+    out: list[tuple[tuple, str]] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += [(path + (k,), k)] if isinstance(k, str) else []
+            out += _strings(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _strings(v, path + (i,))
+    return out
+
+
+def _json_path(path: tuple) -> str:
+    return "$.quantization_config" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
+    """An error when the draft's quantization config names draft layers by index and the targeted
+    vLLM serves those layers under other names without renaming these (module docstring)."""
+    from specreg.normalization.speculator import Finding
+
+    draft = spec.draft_config_dict()
+    q = draft.get("quantization_config")
+    archs = draft.get("architectures") or [None]
+    module = DRAFT_LAYER_MODULES.get(archs[0]) if isinstance(archs[0], str) else None
+    if not isinstance(q, dict) or module is None:
+        return []
+    version = str(spec.vllm_version)
+    scope = _at(version, QUANT_LAYER_NAMES[module])
+    method = quant_method(draft) or ""
+    layers = draft.get("num_hidden_layers")
+    local = layers if isinstance(layers, int) and not isinstance(layers, bool) else 1
+    named = [(path, s) for path, s in _strings(q)
+             if any(int(m.group(1)) < local for m in LOCAL_LAYER.finditer(s)) and not _renamed(scope, method, path, s)]
+    if not named:
+        return []
+    offset = f"{verifier_layers}" if verifier_layers else "the verifier's num_hidden_layers"
+    path, first = named[0]
+    def run_time(m: re.Match) -> str:
+        index = int(m.group(1))
+        return m.group(0)[: m.start(1) - m.start(0)] + (str(index + verifier_layers) if verifier_layers
+                                                          else f"<{index} + {offset}>")
+    example = LOCAL_LAYER.sub(run_time, first)
+    newer = [f"{since}+" for since, sc in QUANT_LAYER_NAMES[module] if all(_renamed(sc, method, p, n) for p, n in named)]
+    fix = f"name them as they run ({first!r} -> {example!r})" + (
+        f", or serve with vLLM {newer[0]}, which renames them" if newer else "")
+    more = f" and {len(named) - 1} more" if len(named) > 1 else ""
+    return [Finding.of(
+        "draft-quant-layer-names",
+        f"the draft's quantization_config names draft layers by their index in the draft ({first!r}{more}); vLLM "
+        f"{version}'s {module} builds draft layer i as layers.{{i + {offset}}} and renames {RENAMES[scope]}, so these "
+        "names match no module and the modules they name get another quantization than the checkpoint's",
+        _json_path(path), fix=fix)]
+
+
+def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:
+    """Info when the draft's method turns the hybrid KV-cache manager off for the verifier (module docstring)."""
+    from specreg.normalization.speculator import Finding
+
+    version = str(spec.vllm_version)
+    if not verifier_chunk or spec.method not in _at(version, EAGLE_METHODS):
+        return []
+    return [Finding.of(
+        "draft-disables-hybrid-kv",
+        f"the verifier has chunked local attention (attention_chunk_size {verifier_chunk}) and a {spec.method} drafter: "
+        f"vLLM {version} turns the hybrid KV-cache manager off (VllmConfig.__post_init__, even with "
+        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1), so the chunked layers keep KV for the whole sequence, "
+        "and --enable-hybrid-kv-cache-manager is refused at startup", None)]
 
 
 def _raises(version: str, method: str | None) -> tuple[bool, frozenset | None]:

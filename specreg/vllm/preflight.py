@@ -26,7 +26,7 @@ from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CA
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
 from specreg.vllm.attention import AttentionError, GpuReport, config_dtype, gpu_check, head_size
-from specreg.vllm.deployment import deployment_findings, quant_method
+from specreg.vllm.deployment import deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -50,6 +50,7 @@ class VerifierFacts:
     dtype: str | None = None
     max_position_embeddings: int | None = None
     quantization: str | None = None  # quantization_config's quant_method
+    attention_chunk_size: int | None = None  # chunked local attention (Llama 4)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -138,6 +139,7 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         dtype=config_dtype(body, config),
         max_position_embeddings=_int(body.get("max_position_embeddings")),
         quantization=quant_method(config) or quant_method(body),
+        attention_chunk_size=_int(body.get("attention_chunk_size")),
     )
 
 
@@ -475,6 +477,8 @@ def preflight(
                                    draft_tensor_parallel_size=draft_tensor_parallel_size)
         found += deployment_findings(spec, verifier_dtype=facts.dtype, verifier_positions=facts.max_position_embeddings,
                                      verifier_quantization=facts.quantization, max_model_len=max_model_len)
+        found += hybrid_kv_findings(spec, verifier_chunk=facts.attention_chunk_size)
+    found += quant_name_findings(spec, verifier_layers=facts.num_hidden_layers if facts else None)
     summary = None
     if check_weights:
         origin = spec.origin

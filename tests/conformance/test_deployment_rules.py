@@ -137,3 +137,110 @@ def test_the_draft_tensor_parallel_size_is_1_or_the_verifiers(version):
     text = ast.unparse(fn)
     assert "speculative_draft_tensor_parallel_size not in (1, target_parallel_config.tensor_parallel_size)" in text
     assert "raise ValueError" in text
+
+
+ALL = ["0.20.0", "0.22.0", "0.24.0", "0.25.0", *VERSIONS]
+MODELS = "vllm/model_executor/models"
+
+
+def registry(version: str) -> dict[str, str]:
+    """The speculative architectures of registry.py: name -> module."""
+    tree = source(version, f"{MODELS}/registry.py")
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and isinstance(v, ast.Tuple) and len(v.elts) == 2:
+                    out[k.value] = v.elts[0].value
+    return out
+
+
+def text(version: str, module: str) -> str | None:
+    tree = source(version, f"{MODELS}/{module}.py")
+    return None if tree is None else ast.unparse(tree)
+
+
+def layer_module(version: str, module: str) -> str:
+    """The module whose model builds the layers: the architecture's own when it names its layers
+    with start_layer_id, else the DFlash one its model subclasses."""
+    own = text(version, module)
+    if "f'layers.{layer_idx + start_layer_id}'" in own:
+        return module
+    assert "from .qwen3_dflash import" in own and "(DFlashQwen3Model)" in own, module
+    return "qwen3_dflash"
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version):
+    """The draft classes name layer i `layers.{i + start_layer_id}` (start_layer_id: the verifier's
+    layer count); what of the draft's quantization config they rename to match is QUANT_LAYER_NAMES."""
+    reg = registry(version)
+    present = {a: m for a, m in deployment.DRAFT_LAYER_MODULES.items() if a in reg}
+    assert "Eagle3LlamaForCausalLM" in present
+    for arch, module in present.items():
+        assert layer_module(version, reg[arch]) == module, arch
+        src = text(version, module)
+        assert "start_layer_id=target_layer_num" in src
+        assert ("target_layer_num = vllm_config.model_config.get_num_layers(" in src
+                or "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()" in src)
+        calls_map = "map_draft_quant_config(self.quant_config" in src
+        calls_exclusions = "_add_global_draft_layer_exclusions(" in src and not calls_map
+        derived = "modelopt" if calls_map else "modelopt exclusions" if calls_exclusions else "nothing"
+        assert derived == deployment._at(version, deployment.QUANT_LAYER_NAMES[module]), (arch, module)
+        if calls_exclusions:
+            assert f"re.compile({deployment.EXCLUSION_RENAMED.pattern!r})" in src
+            assert "getattr(quant_config, 'exclude_modules', None)" in src
+        if calls_map:
+            utils = text(version, "utils")
+            assert "if isinstance(quant_config, ModelOptQuantConfigBase):" in utils
+            assert "layers\\\\.{index}(?=\\\\.|\\\\*|$)" in utils and "'(?:{re.escape(prefix)}\\\\.)?'" in utils
+    # the exclude_modules vLLM renames exist on ModelOpt's configs only
+    with zipfile.ZipFile(wheel(version)) as z:
+        having = {n for n in z.namelist() if n.startswith("vllm/model_executor/layers/quantization/")
+                  and n.endswith(".py") and b"self.exclude_modules" in z.read(n)}
+    assert having <= {"vllm/model_executor/layers/quantization/modelopt.py"}, having
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_vllm_reads_a_top_level_quantization_config_whatever_the_format(version):
+    """get_config sets the config's quantization_config from the file's top level (or
+    hf_quant_config.json) after any config class built it, so specreg's draft_config, which replaces
+    the file in the directory `serve` writes, carries it (core._carry_quantization)."""
+    tree = source(version, "vllm/transformers_utils/config.py")
+    (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_config"]
+    body = ast.unparse(fn)
+    assert "quantization_config = config_dict.get('quantization_config', None)" in body
+    assert "config.quantization_config = quantization_config" in body
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_a_chunked_local_attention_verifier_and_an_eagle_drafter_turn_the_hybrid_manager_off(version):
+    tree = source(version, "vllm/config/vllm.py")
+    ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If)
+           and ast.unparse(n.test).startswith("self.model_config is not None and self.model_config.attention_chunk_size")]
+    (branch,) = ifs
+    (inner,) = [n for n in branch.body if isinstance(n, ast.If)]
+    assert "self.speculative_config.use_eagle()" in ast.unparse(inner.test)
+    assert ast.unparse(inner.body[-1]) == "need_disable_hybrid_kv_cache_manager = True"
+    assert "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in ast.unparse(inner.orelse)
+    spec = source(version, "vllm/config/speculative.py")
+    (fn,) = [n for n in ast.walk(spec) if isinstance(n, ast.FunctionDef) and n.name == "use_eagle"]
+    (ret,) = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    assert set(ast.literal_eval(ret.value.comparators[0])) == deployment._at(version, deployment.EAGLE_METHODS)
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_which_draft_classes_build_attention_sinks_is_the_wheels(version):
+    """qwen3_dflash's decoder layer reads dflash_config.attention_sink_bias (else the top-level
+    add_swa_attention_sink_bias) and gives the Attention its sinks; the classes built on it share them."""
+    from specreg.vllm.attention import SINK_ARCHITECTURES
+
+    reg = registry(version)
+    dflash = text(version, "qwen3_dflash") or ""
+    reads = ("dflash_config.get('attention_sink_bias', getattr(config, 'add_swa_attention_sink_bias', False))" in dflash
+             and "sinks=self.attention_sink_bias" in dflash)
+    for arch in (*SINK_ARCHITECTURES, "Eagle3LlamaForCausalLM", "Eagle3Qwen3ForCausalLM"):
+        built = arch in reg and "sinks=" in (text(version, reg[arch]) or "") or (
+            arch in reg and layer_module(version, reg[arch]) == "qwen3_dflash" and reads)
+        since = SINK_ARCHITECTURES.get(arch)
+        assert built == (since is not None and Version(version) >= Version(since)), arch
