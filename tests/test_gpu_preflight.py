@@ -1,6 +1,6 @@
 """`specreg check DRAFT --gpu NAME`: the attention backend vLLM picks for the draft's layers on a GPU,
 from facts each wheel's own code computed (specreg/vllm/attention_backends.json; the vLLM tier holds
-them and the selection to every wheel 0.26-0.33, tests/vllm_tier/test_attention_selector.py)."""
+them and the selection to every wheel 0.24-0.33, tests/conformance/test_attention_selector.py)."""
 
 from __future__ import annotations
 
@@ -227,8 +227,29 @@ def test_a_dflash_with_attention_sinks_asks_the_selector_for_sinks(tmp_path, gpu
     assert group["case"]["sink"] is True and group["chosen"] == picks
     for backend, why in refused.items():
         assert why in group["refused"][backend]
+    # FlashInfer's sinks need its TRTLLM cubins, which a 0.33 install finds only with flashinfer-cubin or
+    # NVIDIA's artifactory reachable: on an H100 the answer with them is given beside
+    assert group["cubins"] is False
+    if gpu == "H100":
+        assert group["refused"]["FLASHINFER"] == ["attention sinks not supported"]
+        without_flashinfer = {k: v for k, v in group["refused"].items() if k != "FLASHINFER"}
+        assert group["other"] == {"chosen": "FLASH_ATTN", "valid": ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN"],
+                                  "refused": without_flashinfer, "cubins": True}
+        text = check(tmp_path, "--gpu", gpu).stdout
+        assert "where FlashInfer's TRTLLM cubins are found (flashinfer-cubin installed" in text
+    else:
+        assert group["other"] is None
     assert attention.draft_sinks("0.24", {"architectures": ["DFlashDraftModel"], "dflash_config":
                                           {"attention_sink_bias": True}}) is False  # 0.24 reads no sinks
+
+
+def test_0_24_and_0_25_installs_have_flashinfers_cubins():
+    """Those wheels depend on flashinfer-cubin; later ones do not, so their default is without."""
+    assert [attention.cubins_by_default(v) for v in ("0.24", "0.25", "0.26", "0.33")] == [True, True, False, False]
+    case = attention.Case(head_size=128, sink=True)
+    assert "FLASHINFER" in attention.select("0.25", (10, 0), case).valid
+    assert "FLASHINFER" not in attention.select("0.26", (10, 0), case).valid
+    assert "FLASHINFER" in attention.select("0.26", (10, 0), case, cubins=True).valid
 
 
 def quantized_dflash(tmp_path, quantization: dict) -> Path:

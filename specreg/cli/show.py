@@ -159,20 +159,23 @@ def _gpu_lines(report: Any) -> list[str]:
 
     out = [f"  gpu       {gpu_label(report.gpu)}, vLLM {report.version}'s attention selector; dtype {report.dtype} "
            f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"]
-    from specreg.vllm.attention import reasons
+    from specreg.vllm.attention import cubins_words
 
     for group in (*report.draft, *([report.verifier] if report.verifier else [])):
         s = group.selection
         out.append(f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
-                   f"{', sliding window' if s.case.sliding else ''}")
-        given = report.attention_backend if group.label.startswith("draft") else None
-        if given:
-            why = reasons(report.version, report.capability, given, s.case)
-            out.append(f"      given    {given}: " + (f"refused ({', '.join(why)})" if why else "valid"))
-        out.append(f"      {'default' if given else 'picks':<9}{s.chosen or '- (none valid)'}"
+                   f"{', sliding window' if s.case.sliding else ''}{', attention sinks' if s.case.sink else ''}")
+        if group.given is not None:
+            out.append(f"      given    {report.attention_backend}: "
+                       + (f"refused ({', '.join(group.given)})" if group.given else "valid"))
+        out.append(f"      {'default' if group.given is not None else 'picks':<9}{s.chosen or '- (none valid)'}"
                    + (f"  (valid: {', '.join(s.valid)})" if len(s.valid) > 1 else ""))
         for backend, why in s.refused.items():
             out.append(f"      refuses  {backend}: {', '.join(why)}")
+        if group.other is not None:
+            o = group.other
+            out.append(f"      {cubins_words(o.cubins)}: {o.chosen or '- (none valid)'}"
+                       + (f"  (valid: {', '.join(o.valid)})" if o.valid else ""))
     return out
 
 

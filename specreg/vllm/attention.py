@@ -9,9 +9,11 @@ sequence of checks, each asking one of the backend's class methods (`supports_he
 
 `attention_backends.json` holds, for each vLLM version 0.24-0.33 and each capability, the
 priorities and every backend's answers to those methods, *computed by running the wheel's own
-code* (tests/vllm_tier/attention_selector.py); this module combines them in
-`validate_configuration`'s order, with vLLM's reason strings. The vLLM tier checks the result
-against each wheel's `get_valid_backends` on 720 cases per version. What is modelled rather than
+code* (tests/conformance/attention_selector.py); this module combines them in
+`validate_configuration`'s order, with vLLM's reason strings. The conformance tier checks the
+result against each wheel's `get_valid_backends` on 720 cases per version, without and with
+FlashInfer's TRTLLM cubins (which decide its sinks: flashinfer-cubin installed, as 0.24-0.25 require,
+or NVIDIA's artifactory reachable at startup). What is modelled rather than
 run is the compiled part: which FlashAttention kernels exist (a wheel ships `_vllm_fa2_C` and
 `_vllm_fa3_C`, and FA4's `cute/interface.py`; their availability per capability is then decided by
 the wheel's `flash_attn_interface`), the GPU itself (its capability is given), and the settings
@@ -50,6 +52,28 @@ class AttentionError(ValueError):
 @lru_cache(maxsize=1)
 def _facts() -> dict[str, Any]:
     return json.loads(resources.files("specreg.vllm").joinpath("attention_backends.json").read_text())["versions"]
+
+
+def _overlaid(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        return {k: _overlaid(base.get(k), over[k]) if k in over else v for k, v in base.items()} | {
+            k: v for k, v in over.items() if k not in base}
+    return over
+
+
+@lru_cache(maxsize=None)
+def _merged(version_key: str, cubins: bool) -> dict[str, Any]:
+    """One version's facts without FlashInfer's TRTLLM cubins, or with them (the `cubins` overlay:
+    the answers that change when vLLM finds them, `has_nvidia_artifactory`)."""
+    facts = _facts()[version_key]
+    return _overlaid(facts, facts.get("cubins") or {}) if cubins else facts
+
+
+def cubins_by_default(version: str) -> bool:
+    """Whether every install of `version` has FlashInfer's TRTLLM cubins: 0.24-0.25 depend on
+    flashinfer-cubin; later wheels find them only where that package is installed or NVIDIA's
+    artifactory is reachable at startup."""
+    return bool(_facts()[_version_key(version)].get("cubins_required"))
 
 
 def versions() -> list[str]:
@@ -100,6 +124,7 @@ class Selection:
     case: Case
     valid: tuple[str, ...]
     refused: dict[str, tuple[str, ...]]
+    cubins: bool = False  # whether FlashInfer's TRTLLM cubins were taken as found
 
     @property
     def chosen(self) -> str | None:
@@ -117,9 +142,13 @@ def _version_key(version: str) -> str:
     return major_minor
 
 
-def reasons(version: str, cap: tuple[int, int], backend: str, case: Case) -> tuple[str, ...] | None:
-    """`validate_configuration`'s reasons for one backend (empty: valid); None: not in the version."""
-    facts = _facts()[_version_key(version)].get(f"{cap[0]}.{cap[1]}")
+def reasons(version: str, cap: tuple[int, int], backend: str, case: Case,
+            cubins: bool | None = None) -> tuple[str, ...] | None:
+    """`validate_configuration`'s reasons for one backend (empty: valid); None: not in the version.
+    cubins: whether FlashInfer's TRTLLM cubins are found (None: `cubins_by_default`)."""
+    key = _version_key(version)
+    every = _merged(key, cubins_by_default(key) if cubins is None else cubins)
+    facts = every.get(f"{cap[0]}.{cap[1]}")
     if facts is None:
         raise AttentionError(f"no facts for compute capability {cap[0]}.{cap[1]}")
     b = facts["backends"].get(backend)
@@ -146,7 +175,7 @@ def reasons(version: str, cap: tuple[int, int], backend: str, case: Case) -> tup
         out.append("compute capability not supported")
     if not b["decoder"]:
         out.append("attention type decoder not supported")
-    if case.sliding and not b["sliding"] and _facts()[_version_key(version)]["validates"]["sliding"]:
+    if case.sliding and not b["sliding"] and every["validates"]["sliding"]:
         out.append("sliding window not supported")
     if case.non_causal and not b["non_causal"]:
         out.append("non-causal attention not supported")
@@ -157,8 +186,9 @@ def reasons(version: str, cap: tuple[int, int], backend: str, case: Case) -> tup
     return tuple(out)
 
 
-def select(version: str, cap: tuple[int, int], case: Case) -> Selection:
-    """What `get_valid_backends` answers for `case` on a GPU of capability `cap` in vLLM `version`."""
+def select(version: str, cap: tuple[int, int], case: Case, cubins: bool | None = None) -> Selection:
+    """What `get_valid_backends` answers for `case` on a GPU of capability `cap` in vLLM `version`
+    (cubins: as for `reasons`)."""
     if case.head_size % HEAD_STEP or not HEAD_STEP <= case.head_size <= HEAD_MAX:
         raise AttentionError(f"head size {case.head_size}: the facts cover multiples of {HEAD_STEP} up to {HEAD_MAX}")
     if case.dtype not in DTYPES:
@@ -166,21 +196,22 @@ def select(version: str, cap: tuple[int, int], case: Case) -> Selection:
     if case.kv_cache_dtype not in KV_CACHE_DTYPES:
         raise AttentionError(f"kv_cache_dtype {case.kv_cache_dtype!r}: the facts cover {', '.join(KV_CACHE_DTYPES)}")
     key = _version_key(version)
-    facts = _facts()[key].get(f"{cap[0]}.{cap[1]}")
+    cubins = cubins_by_default(key) if cubins is None else cubins
+    facts = _merged(key, cubins).get(f"{cap[0]}.{cap[1]}")
     if facts is None:
         raise AttentionError(f"compute capability {cap[0]}.{cap[1]}: the facts cover "
                              f"{', '.join(sorted(k for k in _facts()[key] if k[0].isdigit()))}")
     order = facts["priorities"][f"{'non-causal' if case.non_causal else 'causal'}|{case.kv_cache_dtype}"]
     valid, refused = [], {}
     for backend in order:
-        why = reasons(key, cap, backend, case)
+        why = reasons(key, cap, backend, case, cubins)
         if why is None:
             continue
         if why:
             refused[backend] = why
         else:
             valid.append(backend)
-    return Selection(key, cap, case, tuple(valid), refused)
+    return Selection(key, cap, case, tuple(valid), refused, cubins)
 
 
 # -- a draft on a GPU --------------------------------------------------------------------------------
@@ -191,6 +222,14 @@ class Layers:
 
     label: str
     selection: Selection
+    given: tuple[str, ...] | None = None  # the forced backend's reasons (empty: valid)
+    #: the answer with FlashInfer's TRTLLM cubins the other way, where its valid backends differ
+    other: Selection | None = None
+
+
+def cubins_words(found: bool) -> str:
+    return ("where FlashInfer's TRTLLM cubins are found (flashinfer-cubin installed, or NVIDIA's artifactory "
+            "reachable at startup)" if found else "where FlashInfer's TRTLLM cubins are not found")
 
 
 @attrs.frozen
@@ -206,10 +245,14 @@ class GpuReport:
     verifier: Layers | None
 
     def to_dict(self) -> dict[str, Any]:
+        def answer(s: Selection) -> dict[str, Any]:
+            return {"chosen": s.chosen, "valid": list(s.valid), "refused": {k: list(v) for k, v in s.refused.items()},
+                    "cubins": s.cubins}
+
         def layers(g: Layers) -> dict[str, Any]:
-            s = g.selection
-            return {"layers": g.label, "case": attrs.asdict(s.case), "chosen": s.chosen, "valid": list(s.valid),
-                    "refused": {k: list(v) for k, v in s.refused.items()}}
+            return {"layers": g.label, "case": attrs.asdict(g.selection.case), **answer(g.selection),
+                    "given": None if g.given is None else list(g.given),
+                    "other": None if g.other is None else answer(g.other)}
         return {"gpu": self.gpu, "capability": f"sm_{self.capability[0]}{self.capability[1]}", "vllm": self.version,
                 "dtype": self.dtype, "dtype_from": self.dtype_from, "kv_cache_dtype": self.kv_cache_dtype,
                 "attention_backend": self.attention_backend, "draft": [layers(g) for g in self.draft],
@@ -311,12 +354,13 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
         layers = [a.layer for a in spec.attention if a.kind == kind] or [0]
         case = Case(head_size=head, dtype=dtype, kv_cache_dtype=kv_cache_dtype, non_causal=non_causal,
                     sliding=kind == "sliding", sink=sinks)
-        groups.append(Layers(f"draft layers {', '.join(map(str, layers))} ({kind})", select(version, cap, case)))
+        groups.append(_layers(f"draft layers {', '.join(map(str, layers))} ({kind})", version, cap, case,
+                              attention_backend))
     found = []
     for g in groups:
         s = g.selection
         if attention_backend is not None:
-            why = reasons(version, cap, attention_backend, s.case)
+            why = g.given
             if why is None:
                 raise AttentionError(f"vLLM {version} has no attention backend {attention_backend!r} in its CUDA "
                                      f"priorities: {', '.join(sorted(set(s.valid) | set(s.refused)))}")
@@ -330,15 +374,18 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
                     f"{', '.join(why)}", "$.speculative_config.attention_backend", fix=fix))
             continue
         if not s.valid:
+            fix = _no_backend_fix(version, cap, s.case)
+            if g.other is not None and g.other.valid:
+                fix = f"{g.other.chosen} serves them {cubins_words(g.other.cubins)}; or {fix}"
             found.append(Finding.of(
                 "no-attention-backend",
                 f"no attention backend of vLLM {version} serves the {g.label} on {label} ({_describe(s.case)}): "
-                f"{_why(s)}", None, fix=_no_backend_fix(version, cap, s.case)))
+                f"{_why(s)}", None, fix=fix))
     verifier = None
     vhead = verifier_head_size
     if vhead is not None and vhead % HEAD_STEP == 0 and HEAD_STEP <= vhead <= HEAD_MAX:
         vcase = Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
-        verifier = Layers("verifier layers (full, causal)", select(version, cap, vcase))
+        verifier = _layers("verifier layers (full, causal)", version, cap, vcase, None)
     best = [g.selection.chosen for g in groups]
     if attention_backend is None and all(best):
         if verifier is not None and verifier.selection.chosen and set(best) != {verifier.selection.chosen}:
@@ -357,6 +404,13 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
     report = GpuReport(gpu, cap, version, dtype, dtype_from, kv_cache_dtype, attention_backend, tuple(groups),
                        verifier)
     return report, found
+
+
+def _layers(label: str, version: str, cap: tuple[int, int], case: Case, backend: str | None) -> Layers:
+    s = select(version, cap, case)
+    other = select(version, cap, case, cubins=not s.cubins)
+    return Layers(label, s, None if backend is None else reasons(version, cap, backend, case),
+                  other if other.valid != s.valid else None)
 
 
 def _no_backend_fix(version: str, cap: tuple[int, int], case: Case) -> str:

@@ -1,6 +1,9 @@
 """Run one vLLM wheel's own attention-backend selector on this CPU machine (a script, run per wheel).
 
-    python attention_selector.py WHEEL [SRC]    # SRC: a folder holding that wheel's `vllm/` sources
+    python attention_selector.py WHEEL SRC [--cubins]    # SRC: a folder holding that wheel's `vllm/` sources
+
+It needs torch and vLLM's pure-Python dependencies (the engine tier's venv has them), and the
+flashinfer package (the FlashInfer backend imports it).
 
 It prints one JSON object: the facts `specreg.vllm.attention` models the selector from (for each
 GPU capability: the backend priorities, and each backend's `supports_*` answers, which
@@ -12,7 +15,11 @@ What runs is the wheel's Python. What cannot run here is replaced, and only that
 - FlashAttention's kernels: `vllm.vllm_flash_attn._vllm_fa2_C` / `_vllm_fa3_C` exist exactly when
   the wheel ships them (its file list), and FA4's `cute/interface.py` is looked up in the wheel;
   `flash_attn_interface` then decides availability per capability with its own code;
-- the GPU: `CudaPlatform.get_device_capability` answers the capability asked for.
+- the GPU: `CudaPlatform.get_device_capability` answers the capability asked for;
+- FlashInfer's TRTLLM kernels (sinks, and SM100's paths): vLLM finds them when the flashinfer-cubin
+  package is installed or NVIDIA's artifactory is reachable (`has_nvidia_artifactory`). This
+  machine has neither; `--cubins` sets VLLM_HAS_FLASHINFER_CUBIN=1, vLLM's own switch for "the
+  cubins are there", so both answers are computed.
 """
 
 from __future__ import annotations
@@ -52,10 +59,13 @@ def stub(wheel: str) -> bool:
 
 
 def main() -> None:
-    wheel = sys.argv[1]
-    if len(sys.argv) > 2:
-        sys.path.insert(0, sys.argv[2])
+    wheel, src = sys.argv[1], sys.argv[2]
+    sys.path.insert(0, src)
     os.environ["VLLM_TARGET_DEVICE"] = "cuda"
+    if "--cubins" in sys.argv[3:]:
+        os.environ["VLLM_HAS_FLASHINFER_CUBIN"] = "1"
+    else:
+        os.environ.pop("VLLM_HAS_FLASHINFER_CUBIN", None)
     fa4_shipped = stub(wheel)
     import torch
 
