@@ -335,3 +335,37 @@ def test_a_chunked_local_attention_verifier_loses_the_hybrid_kv_cache_manager(tm
 
     eagle = specreg.load(eagle3_draft(tmp_path, head_dim=128), vllm="0.33")
     assert hybrid_kv_findings(eagle, verifier_chunk=8192) and not hybrid_kv_findings(eagle, verifier_chunk=None)
+
+
+def test_a_gpt_oss_verifiers_layers_are_asked_with_their_sinks_and_windows(tmp_path):
+    """vLLM's GptOssForCausalLM gives every layer sinks and even layers the sliding window: on an A100
+    FlashAttention refuses sinks, so the verifier gets Triton while the Eagle-3 draft gets FlashAttention."""
+    dflash_draft(tmp_path)
+    draft = eagle3_draft(tmp_path, head_dim=64)
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps({
+        "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "sliding_window": 128,
+        "vocab_size": 201088, "torch_dtype": "bfloat16"}))
+    out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(tmp_path / "verifier"),
+                          "--no-weights", "--vllm", "0.33", "--gpu", "A100", "--json"], capture_output=True, text=True,
+                         timeout=120)
+    doc = json.loads(out.stdout)
+    verifier = doc["checks"]["gpu"]["verifier"]
+    assert [(v["case"]["sliding"], v["case"]["sink"], v["chosen"]) for v in verifier] == [
+        (True, True, "TRITON_ATTN"), (False, True, "TRITON_ATTN")]
+    assert verifier[0]["layers"].startswith("verifier layers 0, 2, 4, 6, ... (12) (sliding, sinks, causal; vLLM's ")
+    assert "sink not supported on compute capability < 9.0" in verifier[0]["refused"]["FLASH_ATTN"]
+    (f,) = [f for f in doc["findings"] if f["code"] == "draft-attention-backend"]
+    assert "gives the verifier's layers TRITON_ATTN and the draft's FLASH_ATTN" in f["message"]
+
+
+def test_other_verifiers_layers_come_from_layer_types(tmp_path):
+    dflash_draft(tmp_path, head_dim=128)
+    verifier = json.loads((tmp_path / "verifier" / "config.json").read_text())
+    verifier["num_hidden_layers"] = 4
+    verifier["layer_types"] = ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps(verifier))
+    doc = json.loads(check(tmp_path, "--gpu", "H100", "--json").stdout)
+    assert [(v["layers"], v["case"]["sliding"]) for v in doc["checks"]["gpu"]["verifier"]] == [
+        ("verifier layers 0, 1, 2 (sliding, causal; layer_types)", True), ("verifier layers 3 (full, causal; layer_types)", False)]
+    assert doc["checks"]["verifier"]["layers"][0]["layers"] == [0, 1, 2]

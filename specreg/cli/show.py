@@ -161,7 +161,7 @@ def _gpu_lines(report: Any) -> list[str]:
            f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"]
     from specreg.vllm.attention import cubins_words
 
-    for group in (*report.draft, *([report.verifier] if report.verifier else [])):
+    for group in (*report.draft, *report.verifier):
         s = group.selection
         out.append(f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
                    f"{', sliding window' if s.case.sliding else ''}{', attention sinks' if s.case.sink else ''}")

@@ -242,7 +242,7 @@ class GpuReport:
     kv_cache_dtype: str
     attention_backend: str | None
     draft: tuple[Layers, ...]
-    verifier: Layers | None
+    verifier: tuple[Layers, ...]  # empty: the verifier's config was not read
 
     def to_dict(self) -> dict[str, Any]:
         def answer(s: Selection) -> dict[str, Any]:
@@ -256,7 +256,7 @@ class GpuReport:
         return {"gpu": self.gpu, "capability": f"sm_{self.capability[0]}{self.capability[1]}", "vllm": self.version,
                 "dtype": self.dtype, "dtype_from": self.dtype_from, "kv_cache_dtype": self.kv_cache_dtype,
                 "attention_backend": self.attention_backend, "draft": [layers(g) for g in self.draft],
-                "verifier": layers(self.verifier) if self.verifier else None}
+                "verifier": [layers(v) for v in self.verifier]}
 
 
 def head_size(config: dict[str, Any]) -> int | None:
@@ -302,6 +302,50 @@ def _describe(case: Case) -> str:
 SINK_ARCHITECTURES = {"DFlashDraftModel": "0.25", "DFlash2DraftModel": "0.28", "Qwen3DSparkModel": "0.25"}
 
 
+#: verifier architectures whose vLLM class decides its layers' sliding window and sinks itself, not
+#: from layer_types: gpt_oss.py's attention makes the sinks on every layer and gives even layers
+#: config.sliding_window (held to each wheel by tests/conformance/test_deployment_rules.py)
+VERIFIER_CLASSES = {"GptOssForCausalLM": {"sliding": "even", "sinks": True}}
+
+
+@attrs.frozen
+class VerifierGroup:
+    """One kind of verifier layer, as the selector is asked about it."""
+
+    layers: tuple[int, ...]
+    sliding: bool
+    sink: bool
+    source: str  # what says so
+
+    def label(self) -> str:
+        kind = ("sliding" if self.sliding else "full") + (", sinks" if self.sink else "") + ", causal"
+        shown = ", ".join(map(str, self.layers[:4])) + (f", ... ({len(self.layers)})" if len(self.layers) > 4 else "")
+        return f"verifier layers {shown} ({kind}; {self.source})"
+
+
+def verifier_groups(config: dict[str, Any], architectures: tuple[str, ...]) -> tuple[VerifierGroup, ...]:
+    """The verifier's layers by sliding window and sinks: from its vLLM class where `VERIFIER_CLASSES`
+    knows it, else from its config's layer_types (sliding_attention), else all full."""
+    n = config.get("num_hidden_layers")
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 100_000:
+        return ()
+    known = next((VERIFIER_CLASSES[a] for a in architectures if a in VERIFIER_CLASSES), None)
+    if known is not None:
+        window = config.get("sliding_window")
+        sliding = {i for i in range(n) if i % 2 == 0} if known["sliding"] == "even" and window else set()
+        sink, source = known["sinks"], f"vLLM's {next(a for a in architectures if a in VERIFIER_CLASSES)}"
+    else:
+        types = config.get("layer_types")
+        sliding = ({i for i, t in enumerate(types[:n]) if t == "sliding_attention"}
+                   if isinstance(types, list) else set())
+        sink, source = False, "layer_types" if isinstance(types, list) else "no layer_types: all full"
+    groups = [VerifierGroup(tuple(sorted(sliding)), True, sink, source)] if sliding else []
+    full = tuple(i for i in range(n) if i not in sliding)
+    if full:
+        groups.append(VerifierGroup(full, False, sink, source))
+    return tuple(groups)
+
+
 def draft_sinks(version: str, draft_config: dict[str, Any]) -> bool:
     """Whether vLLM `version` builds the draft's layers with attention sinks."""
     archs = draft_config.get("architectures") or [None]
@@ -317,7 +361,8 @@ def draft_sinks(version: str, draft_config: dict[str, Any]) -> bool:
 
 def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str | None = None,
               attention_backend: str | None = None, verifier_head_size: int | None = None,
-              verifier_dtype: str | None = None) -> tuple[GpuReport, list[Any]]:
+              verifier_dtype: str | None = None,
+              verifier_layers: tuple[VerifierGroup, ...] = ()) -> tuple[GpuReport, list[Any]]:
     """The attention backends vLLM `spec.vllm_version` picks for the draft's layers (and the verifier's,
     when its head size is known) on `gpu`, and the findings: no backend, a refused forced backend, or
     a draft whose best backend differs from the verifier's.
@@ -381,19 +426,22 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
                 "no-attention-backend",
                 f"no attention backend of vLLM {version} serves the {g.label} on {label} ({_describe(s.case)}): "
                 f"{_why(s)}", None, fix=fix))
-    verifier = None
+    verifier: tuple[Layers, ...] = ()
     vhead = verifier_head_size
     if vhead is not None and vhead % HEAD_STEP == 0 and HEAD_STEP <= vhead <= HEAD_MAX:
-        vcase = Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype)
-        verifier = _layers("verifier layers (full, causal)", version, cap, vcase, None)
+        kinds_of = verifier_layers or (VerifierGroup((), False, False, "its config's head size"),)
+        verifier = tuple(_layers(v.label() if v.layers else "verifier layers (full, causal)", version, cap,
+                                 Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype, sliding=v.sliding,
+                                      sink=v.sink), None) for v in kinds_of)
     best = [g.selection.chosen for g in groups]
+    theirs = {v.selection.chosen for v in verifier}
     if attention_backend is None and all(best):
-        if verifier is not None and verifier.selection.chosen and set(best) != {verifier.selection.chosen}:
+        if verifier and None not in theirs and set(best) != theirs:
             pin = (f"speculative_config's attention_backend = {best[0]} pins it" if len(set(best)) == 1
                    else "the draft's layer groups get different backends")
             found.append(Finding.of(
                 "draft-attention-backend",
-                f"on {label}, vLLM {version} gives the verifier's layers {verifier.selection.chosen} and the draft's "
+                f"on {label}, vLLM {version} gives the verifier's layers {', '.join(sorted(theirs))} and the draft's "
                 f"{', '.join(sorted(set(best)))}: the drafter selects its own backend ({pin}; vLLM's "
                 "--attention-backend does not reach the draft)", None))
         else:

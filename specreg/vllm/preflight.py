@@ -25,7 +25,8 @@ from specreg.sources import hub
 from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
-from specreg.vllm.attention import AttentionError, GpuReport, config_dtype, gpu_check, head_size
+from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, config_dtype, gpu_check, head_size,
+                                    verifier_groups)
 from specreg.vllm.deployment import deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class VerifierFacts:
     max_position_embeddings: int | None = None
     quantization: str | None = None  # quantization_config's quant_method
     attention_chunk_size: int | None = None  # chunked local attention (Llama 4)
+    layers: tuple[VerifierGroup, ...] = ()  # its layers by sliding window and sinks (attention.verifier_groups)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -140,6 +142,7 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         max_position_embeddings=_int(body.get("max_position_embeddings")),
         quantization=quant_method(config) or quant_method(body),
         attention_chunk_size=_int(body.get("attention_chunk_size")),
+        layers=verifier_groups(body, tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()),
     )
 
 
@@ -508,7 +511,8 @@ def preflight(
             report, more = gpu_check(spec, gpu, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
                                      attention_backend=attention_backend,
                                      verifier_head_size=facts.head_size if facts else None,
-                                     verifier_dtype=facts.dtype if facts else None)
+                                     verifier_dtype=facts.dtype if facts else None,
+                                     verifier_layers=facts.layers if facts else ())
         except AttentionError as exc:
             raise SpecregError(f"--gpu {gpu}: {exc}", source=source) from None
         found += more

@@ -244,3 +244,21 @@ def test_which_draft_classes_build_attention_sinks_is_the_wheels(version):
             arch in reg and layer_module(version, reg[arch]) == "qwen3_dflash" and reads)
         since = SINK_ARCHITECTURES.get(arch)
         assert built == (since is not None and Version(version) >= Version(since)), arch
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])
+def test_gpt_oss_gives_every_layer_sinks_and_even_layers_the_window(version):
+    """specreg.vllm.attention.VERIFIER_CLASSES: gpt_oss.py's attention makes its sinks unconditionally,
+    passes them to Attention, and gives config.sliding_window to even layers only."""
+    from specreg.vllm.attention import VERIFIER_CLASSES
+
+    assert registry(version)["GptOssForCausalLM"] == "gpt_oss"
+    tree = source(version, f"{MODELS}/gpt_oss.py")
+    (cls,) = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and c.name == "OAIAttention"]
+    (init,) = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+    top = [ast.unparse(n) for n in init.body]  # statements of __init__ itself, not under an if
+    assert any(t.startswith("self.sinks = ") for t in top)
+    body = ast.unparse(cls)
+    assert "sliding_window = config.sliding_window if self.layer_idx % 2 == 0 else None" in body
+    assert "per_layer_sliding_window=sliding_window" in body and "sinks=self.sinks" in body
+    assert VERIFIER_CLASSES["GptOssForCausalLM"] == {"sliding": "even", "sinks": True}
