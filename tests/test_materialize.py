@@ -437,3 +437,53 @@ def test_a_force_that_fails_half_way_leaves_the_directory_as_it_was(tmp_path, mo
     with pytest.raises(OSError, match="No space left"):
         specreg.load(src).materialize(out, weights="copy", force=True)
     assert snapshot(out) == before  # the old config, weights and manifest, and nothing else
+
+
+# -- a ModelOpt checkpoint's hf_quant_config.json --------------------------------------------------
+
+QUANT = {"producer": {"name": "modelopt", "version": "0.29.0"},
+         "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": None, "exclude_modules": ["lm_head"]}}
+
+
+def test_hf_quant_config_json_becomes_the_directorys_quantization_config(dflash_dir, tmp_path):
+    """vLLM's get_config reads hf_quant_config.json beside a config.json that has no quantization_config;
+    the directory holds specreg's config.json, so it carries the file's content where vLLM reads it."""
+    (dflash_dir / "hf_quant_config.json").write_text(json.dumps(QUANT))
+    out = specreg.load(dflash_dir, vllm="0.33").materialize(tmp_path / "out", weights="none")
+    written = json.loads((out.directory / "config.json").read_text())
+    assert written["quantization_config"] == QUANT
+    manifest = json.loads((out.directory / "specreg.json").read_text())
+    assert any(c.startswith("quantization_config from hf_quant_config.json") for c in manifest["config_changes"])
+
+
+def test_a_config_that_states_its_quantization_keeps_it(dflash_dir, tmp_path):
+    cfg = json.loads((dflash_dir / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "compressed-tensors"}
+    (dflash_dir / "config.json").write_text(json.dumps(cfg))
+    (dflash_dir / "hf_quant_config.json").write_text(json.dumps(QUANT))  # vLLM reads it only without one
+    out = specreg.load(dflash_dir, vllm="0.33").materialize(tmp_path / "out", weights="none")
+    assert json.loads((out.directory / "config.json").read_text())["quantization_config"] == {
+        "quant_method": "compressed-tensors"}
+
+
+@pytest.mark.parametrize("bad", ["link-out", "not-json", "fifo"])
+def test_a_hostile_hf_quant_config_is_refused_naming_it_and_nothing_is_written(dflash_dir, tmp_path, bad):
+    path = dflash_dir / "hf_quant_config.json"
+    if bad == "link-out":
+        (tmp_path / "secret.json").write_text("{}")
+        path.symlink_to(tmp_path / "secret.json")
+    elif bad == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_text("{not json")
+    with pytest.raises(specreg.ConfigError) as info:
+        specreg.load(dflash_dir, vllm="0.33").materialize(tmp_path / "out", weights="none")
+    assert "hf_quant_config.json" in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_hub_drafts_hf_quant_config_is_fetched_at_the_commit(hub, tmp_path):
+    commit = hub.add(REPO, {**hub_files(), "hf_quant_config.json": json.dumps(QUANT).encode()})
+    out = specreg.load(REPO).materialize(tmp_path / "out")
+    assert json.loads((out.directory / "config.json").read_text())["quantization_config"] == QUANT
+    assert any(p.endswith(f"/resolve/{commit}/hf_quant_config.json") for m, p, _ in hub.requests if m == "GET")

@@ -170,7 +170,7 @@ def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:
     from specreg.normalization.speculator import Finding
 
     version = str(spec.vllm_version)
-    if not verifier_chunk or spec.method not in _at(version, EAGLE_METHODS):
+    if verifier_chunk is None or spec.method not in _at(version, EAGLE_METHODS):  # vLLM: `is not None`
         return []
     return [Finding.of(
         "draft-disables-hybrid-kv",

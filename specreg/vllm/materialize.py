@@ -525,6 +525,11 @@ def materialize(
     # Gather every input before writing anything: a failed download leaves DIR untouched.
     sources = weight_sources(spec, weights, say)
     config, changes = plain_path_config(spec)
+    if "quantization_config" not in config and (quant := hf_quant_config(spec)) is not None:
+        config["quantization_config"] = quant
+        changes.append(f"quantization_config from {HF_QUANT_CONFIG}: vLLM's get_config reads that file beside a "
+                       "config.json that has none (ModelOpt wrote it there before 0.31), and this directory's "
+                       "config.json is specreg's")
     manifest = {
         "written_by": "specreg",
         "source": spec.origin.to_dict() if spec.origin else None,
@@ -540,6 +545,39 @@ def materialize(
     }
     write_locked(target, force, config, sources, weights, manifest, say)
     return Materialized(directory=target, speculator=spec, files=tuple(manifest["files"]), weights=weights)
+
+
+#: where ModelOpt before 0.31 wrote a checkpoint's quantization (vLLM's get_config reads it when the
+#: config.json has no quantization_config: transformers_utils/config.py, 0.20-0.33)
+HF_QUANT_CONFIG = "hf_quant_config.json"
+
+
+def hf_quant_config(spec: "Speculator") -> dict[str, Any] | None:
+    """The draft's hf_quant_config.json (local directory or Hub repo), or None where it has none. A
+    link out of the draft's directory is refused, as for its weights."""
+    origin = spec.origin
+    if origin is None:
+        return None
+    if origin.repo_id:
+        try:
+            path = hub.fetch_file(origin.repo_id, HF_QUANT_CONFIG, origin.commit or origin.revision,
+                                  source=origin.source, quiet_missing=True)
+        except FileNotFoundOnHubError:
+            return None
+        where = f"{origin.repo_id}/{HF_QUANT_CONFIG}"
+    elif origin.path:
+        directory = Path(origin.path).parent
+        path = directory / HF_QUANT_CONFIG
+        where = str(path)
+        if not os.path.lexists(path):
+            return None
+        if path.is_symlink() and (real := link_outside(path, directory)) is not None:
+            raise ConfigError(f"a link to {real}, outside the draft's directory: specreg reads no file a link "
+                              "points out to", "$", source=where)
+    else:
+        return None
+    quant, _ = read_config(path, source=where)
+    return quant
 
 
 def refuse_source_as_target(spec: "Speculator", target: Path) -> None:

@@ -203,13 +203,14 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
 
 @pytest.mark.parametrize("version", ALL)
 def test_vllm_reads_a_top_level_quantization_config_whatever_the_format(version):
-    """get_config sets the config's quantization_config from the file's top level (or
-    hf_quant_config.json) after any config class built it, so specreg's draft_config, which replaces
-    the file in the directory `serve` writes, carries it (core._carry_quantization)."""
+    """get_config sets the config's quantization_config from the file's top level (or, without one,
+    hf_quant_config.json) after any config class built it, so the directory `serve` writes, whose
+    config.json is specreg's, carries it (core._carry_quantization, materialize.hf_quant_config)."""
     tree = source(version, "vllm/transformers_utils/config.py")
     (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_config"]
     body = ast.unparse(fn)
     assert "quantization_config = config_dict.get('quantization_config', None)" in body
+    assert "if quantization_config is None and file_or_path_exists(model, 'hf_quant_config.json', revision):" in body
     assert "config.quantization_config = quantization_config" in body
 
 
