@@ -369,3 +369,58 @@ def test_other_verifiers_layers_come_from_layer_types(tmp_path):
     assert [(v["layers"], v["case"]["sliding"]) for v in doc["checks"]["gpu"]["verifier"]] == [
         ("verifier layers 0, 1, 2 (sliding, causal; layer_types)", True), ("verifier layers 3 (full, causal; layer_types)", False)]
     assert doc["checks"]["verifier"]["layers"][0]["layers"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("vllm", "gpu", "quantization", "refused"), [
+    ("0.33", "V100", {"quant_method": "fp8"}, "Minimum capability: 75. Current capability: 70."),
+    ("0.33", "A100", {"quant_method": "fp8"}, None),
+    ("0.24", "A100", {"quant_method": "modelopt", "quant_algo": "FP8"}, "Minimum capability: 89. Current capability: 80."),
+    ("0.33", "A100", {"quant_method": "modelopt", "quant_algo": "FP8"}, None),
+    ("0.33", "T4", {"quant_method": "modelopt", "quant_algo": "FP8"}, "Minimum capability: 80. Current capability: 75."),
+    ("0.33", "RTX 4090", {"quant_method": "FP_QUANT"}, "Minimum capability: 100. Current capability: 89."),
+])
+def test_a_quantized_draft_on_a_gpu_its_method_does_not_support(tmp_path, vllm, gpu, quantization, refused):
+    """_get_quantization_config checks the draft's own method against the GPU's capability at startup
+    (the minimums are read from each wheel's classes: quantization_methods.json)."""
+    quantized_dflash(tmp_path, quantization)
+    out = check(tmp_path, "--vllm", vllm, "--gpu", gpu, "--json")
+    found = codes(out)
+    if refused is None:
+        assert "quantization-gpu" not in found
+        return
+    f = found["quantization-gpu"]
+    assert out.returncode == 1 and f["severity"] == "error" and refused in f["message"]
+    assert "the draft's quantization method" in f["message"] and f["path"] == "$.quantization_config"
+
+
+def test_a_quantization_method_that_does_not_run_in_the_verifiers_dtype(tmp_path):
+    """The draft runs in the verifier's dtype: fp_quant supports bfloat16 only."""
+    quantized_dflash(tmp_path, {"quant_method": "fp_quant"})
+    verifier = json.loads((tmp_path / "verifier" / "config.json").read_text())
+    verifier["torch_dtype"] = "float16"
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps(verifier))
+    f = codes(check(tmp_path, "--gpu", "B200", "--json"))["quantization-gpu"]
+    assert "in float16, the dtype the draft runs in (the verifier's): it supports bfloat16" in f["message"]
+    assert f["fix"] == "serve with --dtype bfloat16"
+
+
+def test_the_verifiers_quantization_is_checked_on_the_gpu_too(tmp_path):
+    dflash_draft(tmp_path, head_dim=128)
+    verifier = json.loads((tmp_path / "verifier" / "config.json").read_text())
+    verifier["quantization_config"] = {"quant_method": "fp8"}
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps(verifier))
+    f = codes(check(tmp_path, "--gpu", "V100", "--json"))["quantization-gpu"]
+    assert "refuses the verifier's quantization method fp8 on V100 (sm_70)" in f["message"] and f["path"] is None
+
+
+@pytest.mark.parametrize(("config", "method"), [
+    ({"quant_method": "Compressed_Tensors"}, "compressed-tensors"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "modelopt_fp4"),
+    ({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}}, "modelopt"),  # hf_quant_config.json
+    ({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "MIXED_PRECISION"}}, "modelopt_mixed"),
+    ({"quant_method": 4}, None),
+])
+def test_the_method_vllm_loads_a_quantization_config_with(config, method):
+    from specreg.vllm.deployment import served_quant_method
+
+    assert served_quant_method(config) == method

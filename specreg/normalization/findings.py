@@ -364,6 +364,15 @@ CODES: dict[str, Code] = {
             "exclude_modules for DFlash from 0.31 and every ModelOpt name from 0.33; Eagle-3 classes rename none.",
         ),
         Code(
+            "quantization-gpu",
+            "error",
+            "vLLM refuses the quantization method on this GPU or in this dtype",
+            "`VllmConfig._get_quantization_config` raises at startup when the GPU's compute capability is "
+            "below the method class's `get_min_capability()`, or the dtype the model runs in (for the draft, "
+            "the verifier's) is not one of its `get_supported_act_dtypes()` (`check --gpu`; per version, "
+            "read from each wheel).",
+        ),
+        Code(
             "draft-disables-hybrid-kv",
             "info",
             "the drafter turns vLLM's hybrid KV-cache manager off for this verifier",

@@ -1,7 +1,8 @@
 """Deployment facts the draft's and the verifier's configs decide, per vLLM version (`check`).
 
 Each rule names the wheel code that decides it; the conformance tier reads that code in every wheel
-0.26-0.33 (tests/conformance/test_deployment_rules.py) and fails when a table here disagrees.
+0.26-0.33, and 0.20-0.25 where the rule is older (tests/conformance/test_deployment_rules.py), and
+fails when a table here disagrees.
 
 - **Quantization.** Every draft class vLLM serves speculators drafts with (llama_eagle3,
   qwen3_eagle3, deepseek_eagle3, qwen3_dflash, and DFlash2 / DSpark through them) builds its layers
@@ -30,11 +31,17 @@ Each rule names the wheel code that decides it; the conformance tier reads that 
   turns the hybrid KV-cache manager off even where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
   would keep it, so the chunked layers keep KV for the whole sequence
   (`unify_hybrid_kv_cache_specs`), and --enable-hybrid-kv-cache-manager is refused at startup.
+- **Quantization on a GPU.** `VllmConfig._get_quantization_config` refuses a method below its class's
+  `get_min_capability()` or outside its `get_supported_act_dtypes()` (quantization_methods.json,
+  read from each wheel 0.24-0.33).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from packaging.version import Version
@@ -163,6 +170,68 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
         f"{version}'s {module} builds draft layer i as layers.{{i + {offset}}} and renames {RENAMES[scope]}, so these "
         "names match no module and the modules they name get another quantization than the checkpoint's",
         _json_path(path), fix=fix)]
+
+
+@lru_cache(maxsize=1)
+def _quantization_methods() -> dict[str, Any]:
+    return json.loads(resources.files("specreg.vllm").joinpath("quantization_methods.json").read_text())["versions"]
+
+
+def served_quant_method(q: dict[str, Any]) -> str | None:
+    """The method vLLM loads a quantization config with: its quant_method, lowercased and with
+    compressed_tensors spelled compressed-tensors (`_normalize_quantization_config`); for ModelOpt,
+    the class its quant_algo selects (the ModelOpt configs' `override_quantization_method`)."""
+    method = q.get("quant_method")
+    producer = q.get("producer")
+    nested = q.get("quantization") if isinstance(q.get("quantization"), dict) else {}
+    if (isinstance(producer, dict) and producer.get("name") == "modelopt") or "modelopt_quant_config" in nested:
+        method = "modelopt"  # ModelOpt's hf_quant_config.json
+    if not isinstance(method, str):
+        return None
+    method = method.lower().replace("compressed_tensors", "compressed-tensors")
+    if method == "modelopt":
+        algo = str(q.get("quant_algo") or nested.get("quant_algo") or "").upper()
+        for part, name in (("MIXED_PRECISION", "modelopt_mixed"), ("MXFP8", "modelopt_mxfp8"), ("FP4", "modelopt_fp4")):
+            if part in algo:
+                return name
+    return method
+
+
+def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gpu: str,
+                              verifier_method: str | None) -> list[Any]:
+    """Errors where vLLM refuses the draft's (or the verifier's) quantization method on this GPU or
+    in the dtype the draft runs in: `VllmConfig._get_quantization_config` checks the method class's
+    get_min_capability() and get_supported_act_dtypes() (quantization_methods.json, read from each
+    wheel by the conformance tier)."""
+    from specreg.normalization.speculator import Finding
+
+    version = ".".join(str(spec.vllm_version).split(".")[:2])
+    table = _quantization_methods().get(version)
+    if table is None:
+        return []
+    q = spec.draft_config_dict().get("quantization_config")
+    found = []
+    for who, method, path in (("draft", served_quant_method(q) if isinstance(q, dict) else None, "$.quantization_config"),
+                              ("verifier", verifier_method.lower() if verifier_method else None, None)):
+        facts = table.get(method) if method else None
+        if facts is None:
+            continue
+        have = cap[0] * 10 + cap[1]
+        if have < facts["min_capability"]:
+            found.append(Finding.of(
+                "quantization-gpu",
+                f"vLLM {version} refuses the {who}'s quantization method {method} on {gpu}: \"The quantization method "
+                f"{method} is not supported for the current GPU. Minimum capability: {facts['min_capability']}. Current "
+                f"capability: {have}.\" (VllmConfig._get_quantization_config)", path,
+                fix=f"a GPU of compute capability {facts['min_capability'] // 10}.{facts['min_capability'] % 10} or "
+                    f"newer, or a {who} without {method} quantization"))
+        elif who == "draft" and dtype not in facts["act_dtypes"]:
+            found.append(Finding.of(
+                "quantization-gpu",
+                f"vLLM {version} refuses the draft's quantization method {method} in {dtype}, the dtype the draft runs "
+                f"in (the verifier's): it supports {', '.join(facts['act_dtypes'])} (VllmConfig._get_quantization_config)",
+                path, fix=f"serve with --dtype {facts['act_dtypes'][0]}"))
+    return found
 
 
 def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:

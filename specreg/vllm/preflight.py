@@ -25,9 +25,10 @@ from specreg.sources import hub
 from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
-from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, config_dtype, gpu_check, head_size,
-                                    verifier_groups)
-from specreg.vllm.deployment import deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings
+from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, config_dtype, gpu_check, gpu_label,
+                                    head_size, verifier_groups)
+from specreg.vllm.deployment import (deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings,
+                                     quantization_gpu_findings)
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -516,6 +517,8 @@ def preflight(
         except AttentionError as exc:
             raise SpecregError(f"--gpu {gpu}: {exc}", source=source) from None
         found += more
+        found += quantization_gpu_findings(spec, report.capability, dtype=report.dtype, gpu=gpu_label(gpu),
+                                           verifier_method=facts.quantization if facts else None)
     return attrs.evolve(spec, findings=(*spec.findings, *found),
                         checks=Checks(verifier=facts, weights=summary, gpu=report))
 

@@ -263,3 +263,48 @@ def test_gpt_oss_gives_every_layer_sinks_and_even_layers_the_window(version):
     assert "sliding_window = config.sliding_window if self.layer_idx % 2 == 0 else None" in body
     assert "per_layer_sliding_window=sliding_window" in body and "sinks=self.sinks" in body
     assert VERIFIER_CLASSES["GptOssForCausalLM"] == {"sliding": "even", "sinks": True}
+
+
+GPU_VERSIONS = ["0.24.0", "0.25.0", *VERSIONS]
+
+
+@pytest.fixture(scope="module")
+def quantization_methods():
+    import json
+    import os
+
+    from tests.conformance import quantization_methods as qm
+
+    got = {v.rsplit(".", 1)[0]: qm.methods(v) for v in GPU_VERSIONS}
+    if os.environ.get("SPECREG_REGENERATE") == "1":
+        about = ("read with ast from each vLLM wheel's get_quantization_config and its classes by "
+                 "tests/conformance/quantization_methods.py (SPECREG_REGENERATE=1 pytest -m conformance "
+                 "tests/conformance/test_deployment_rules.py -k quantization_methods); do not edit")
+        qm.FACTS.write_text(json.dumps({"_about": about, "versions": got}, indent=1, sort_keys=True) + "\n")
+        deployment._quantization_methods.cache_clear()
+    return got
+
+
+@pytest.mark.parametrize("version", GPU_VERSIONS)
+def test_the_committed_quantization_methods_are_the_wheels(quantization_methods, version):
+    """Each method's class, minimum capability and activation dtypes, as _get_quantization_config
+    checks them (specreg/vllm/quantization_methods.json)."""
+    import json
+
+    from tests.conformance import quantization_methods as qm
+
+    key = version.rsplit(".", 1)[0]
+    committed = json.loads(qm.FACTS.read_text())["versions"][key]
+    assert committed == quantization_methods[key]
+    assert {"fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "awq", "gptq"} <= set(committed)
+    text = ast.unparse(source(version, "vllm/config/vllm.py"))
+    assert "if capability < quant_config.get_min_capability():" in text
+    assert "if model_config.dtype not in supported_dtypes:" in text
+    # the draft's config goes through the same check (get_draft_quant_config -> get_quantization_config)
+    utils = ast.unparse(source(version, f"{MODELS}/utils.py"))
+    assert "VllmConfig.get_quantization_config(draft_model_config, draft_load_config)" in utils
+
+
+def test_the_quantization_methods_differ_where_the_wheels_do(quantization_methods):
+    assert [quantization_methods[v]["modelopt"]["min_capability"] for v in ("0.26", "0.27")] == [89, 80]
+    assert ["bitsandbytes" in quantization_methods[v] for v in ("0.27", "0.28")] == [True, False]
