@@ -424,3 +424,11 @@ def test_the_method_vllm_loads_a_quantization_config_with(config, method):
     from specreg.vllm.deployment import served_quant_method
 
     assert served_quant_method(config) == method
+
+
+def test_a_hybrid_verifiers_linear_attention_layers_are_not_asked():
+    groups = attention.verifier_groups(
+        {"num_hidden_layers": 4, "layer_types": ["linear_attention", "linear_attention", "linear_attention",
+                                                 "full_attention"]}, ("Qwen3NextForCausalLM",))
+    assert [(g.layers, g.sliding, g.source) for g in groups] == [((3,), False, "layer_types; 3 other layers not attention")]
+    assert attention.verifier_groups({"num_hidden_layers": True}, ()) == ()

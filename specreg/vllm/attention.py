@@ -334,13 +334,16 @@ def verifier_groups(config: dict[str, Any], architectures: tuple[str, ...]) -> t
         window = config.get("sliding_window")
         sliding = {i for i in range(n) if i % 2 == 0} if known["sliding"] == "even" and window else set()
         sink, source = known["sinks"], f"vLLM's {next(a for a in architectures if a in VERIFIER_CLASSES)}"
+        full = tuple(i for i in range(n) if i not in sliding)
+    elif isinstance(types := config.get("layer_types"), list):
+        # only attention layers ask the selector (a hybrid's linear-attention or Mamba layers do not)
+        sliding = {i for i, t in enumerate(types[:n]) if t == "sliding_attention"}
+        full = tuple(i for i, t in enumerate(types[:n]) if t == "full_attention")
+        others = min(n, len(types)) - len(sliding) - len(full)
+        sink, source = False, "layer_types" + (f"; {others} other layers not attention" if others else "")
     else:
-        types = config.get("layer_types")
-        sliding = ({i for i, t in enumerate(types[:n]) if t == "sliding_attention"}
-                   if isinstance(types, list) else set())
-        sink, source = False, "layer_types" if isinstance(types, list) else "no layer_types: all full"
+        sliding, full, sink, source = set(), tuple(range(n)), False, "no layer_types: all full"
     groups = [VerifierGroup(tuple(sorted(sliding)), True, sink, source)] if sliding else []
-    full = tuple(i for i in range(n) if i not in sliding)
     if full:
         groups.append(VerifierGroup(full, False, sink, source))
     return tuple(groups)
