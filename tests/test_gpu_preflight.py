@@ -300,9 +300,9 @@ def test_modelopt_layer_names_per_version(tmp_path, vllm, unrenamed):
         return
     f = found["draft-quant-layer-names"]
     assert out.returncode == 1 and f["severity"] == "error"
-    assert repr(unrenamed[0]) in f["message"] and f"builds draft layer i as layers.{{i + 36}}" in f["message"]
+    assert repr(unrenamed[0]) in f["message"] and f"builds draft layer i as model.layers.{{i + 36}}" in f["message"]
     assert f["path"] == f"$.quantization_config.ignore[{1 if len(unrenamed) == 2 else 2}]"
-    assert "-> 'layers.36.mlp.down_proj'" in f["fix"] or "-> 'model.layers.37.self_attn*'" in f["fix"]
+    assert "-> 'model.layers.36.mlp.down_proj'" in f["fix"] or "-> 'model.layers.37.self_attn*'" in f["fix"]
     assert f["fix"].endswith("or serve with vLLM 0.33+, which renames them")
     assert (" and 1 more" in f["message"]) is (len(unrenamed) == 2)
 
@@ -316,7 +316,7 @@ def test_no_eagle3_class_renames_a_quantization_configs_layer_names(tmp_path):
     out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(tmp_path / "verifier"),
                           "--no-weights", "--vllm", "0.33", "--json"], capture_output=True, text=True, timeout=120)
     f = codes(out)["draft-quant-layer-names"]
-    assert "llama_eagle3 builds draft layer i as layers.{i + 36} and renames no name" in f["message"]
+    assert "llama_eagle3 builds draft layer i as model.layers.{i + 36} and renames no name" in f["message"]
     assert "or serve with" not in f["fix"]
 
 

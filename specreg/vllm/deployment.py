@@ -156,18 +156,22 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
     offset = f"{verifier_layers}" if verifier_layers else "the verifier's num_hidden_layers"
     path, first = named[0]
     def run_time(m: re.Match) -> str:
+        # the module's name as vLLM runs it: model.layers.{i + verifier layers} (a name given from the
+        # start gets the `model.` the draft classes' prefix adds; compressed-tensors matches whole names)
         index = int(m.group(1))
-        return m.group(0)[: m.start(1) - m.start(0)] + (str(index + verifier_layers) if verifier_layers
-                                                          else f"<{index} + {offset}>")
+        head = m.group(0)[: m.start(1) - m.start(0)]
+        if m.start() == 0 and not head.startswith("model."):
+            head = "model." + head
+        return head + (str(index + verifier_layers) if verifier_layers else f"<{index} + {offset}>")
     example = LOCAL_LAYER.sub(run_time, first)
     newer = [f"{since}+" for since, sc in QUANT_LAYER_NAMES[module] if all(_renamed(sc, method, p, n) for p, n in named)]
-    fix = f"name them as they run ({first!r} -> {example!r})" + (
+    fix = f"name them as vLLM runs them ({first!r} -> {example!r})" + (
         f", or serve with vLLM {newer[0]}, which renames them" if newer else "")
     more = f" and {len(named) - 1} more" if len(named) > 1 else ""
     return [Finding.of(
         "draft-quant-layer-names",
         f"the draft's quantization_config names draft layers by their index in the draft ({first!r}{more}); vLLM "
-        f"{version}'s {module} builds draft layer i as layers.{{i + {offset}}} and renames {RENAMES[scope]}, so these "
+        f"{version}'s {module} builds draft layer i as model.layers.{{i + {offset}}} and renames {RENAMES[scope]}, so these "
         "names match no module and the modules they name get another quantization than the checkpoint's",
         _json_path(path), fix=fix)]
 

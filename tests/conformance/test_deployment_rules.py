@@ -181,6 +181,8 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
         assert layer_module(version, reg[arch]) == module, arch
         src = text(version, module)
         assert "start_layer_id=target_layer_num" in src
+        # so layer i runs as model.layers.{i + L}
+        assert "prefix=maybe_prefix(prefix, 'model')" in src or "prefix='model'" in src
         assert ("target_layer_num = vllm_config.model_config.get_num_layers(" in src
                 or "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()" in src)
         calls_map = "map_draft_quant_config(self.quant_config" in src

@@ -178,7 +178,7 @@ def _envelope(algorithm: str, verifier_dir: Path, k: int, layer: dict, extra: di
 
 def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[int, ...] = (1, 2, 3), k: int = 3,
            reduced_vocab: bool = True, agree: bool = True, norm_before_residual: bool | None = None,
-           parallel: bool = False) -> Path:
+           parallel: bool = False, int8_mlp: bool = False, int8_ignore: tuple[str, ...] = ()) -> Path:
     """A speculators EAGLE-3 draft for the `next_token` verifier (module docstring).
 
     norm_before_residual=None leaves the field out (speculators' default, false, is what it was
@@ -186,7 +186,11 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
     parallel=True: the same weights as a P-EAGLE draft (parallel drafting), whose `mask_hidden` is 0:
     the first parallel position is the EAGLE-3 step above (accepted), the others see an empty
     residual and propose draft id 0, never the verifier's token (so exactly one token is accepted
-    per draft)."""
+    per draft). int8_mlp=True: the MLP's three projections saved int8 with per-channel scales, as a
+    compressed-tensors W8A8 checkpoint (`INT8_MLP`, at the top of config.json as quantizers write it);
+    every weight and activation there is exact in int8, so served quantized it proposes the same.
+    int8_ignore: names for the quantization config's ignore list; when given, down_proj is saved
+    unquantized (a quantizer that left it out names it there)."""
     assert head in ("llama", "qwen3")
     aux = list(aux)
     t: dict[str, np.ndarray] = {}
@@ -248,7 +252,31 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
     if parallel:
         extra["mask_token_id"] = MASK_TOKEN
         t["mask_hidden"] = np.zeros((1, 1, len(aux) * H), np.float32)
-    return _save(folder, t, _envelope("peagle" if parallel else "eagle3", verifier_dir, k, layer, extra))
+    config = _envelope("peagle" if parallel else "eagle3", verifier_dir, k, layer, extra)
+    if int8_mlp:
+        for name in ("gate_proj", "up_proj") if int8_ignore else ("gate_proj", "up_proj", "down_proj"):
+            w = t[p + f"mlp.{name}.weight"]
+            scale = np.abs(w).max(axis=1, keepdims=True) / 127.0
+            scale[scale == 0] = 1.0
+            t[p + f"mlp.{name}.weight"] = np.round(w / scale).astype(np.int8)
+            t[p + f"mlp.{name}.weight_scale"] = scale.astype(np.float32)
+        config["quantization_config"] = {**INT8_MLP, "ignore": list(int8_ignore)}
+    return _save(folder, t, config)
+
+
+#: compressed-tensors W8A8 int8 (per-channel weights, dynamic per-token activations) for the MLP
+#: projections only, matched by name whatever the layer's index (vLLM runs draft layer 0 as
+#: layers.{verifier layers}); the draft classes have no packed-module mapping, so the fused
+#: gate_up_proj is matched by its own name
+INT8_MLP = {
+    "quant_method": "compressed-tensors", "format": "int-quantized", "quantization_status": "compressed",
+    "ignore": [],
+    "config_groups": {"group_0": {
+        "targets": ["re:.*mlp\\.(gate_up|gate|up|down)_proj$"],
+        "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+        "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
+                              "dynamic": True}}},
+}
 
 
 def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3), layer_type: str = "full_attention",

