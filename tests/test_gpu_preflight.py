@@ -432,3 +432,15 @@ def test_a_hybrid_verifiers_linear_attention_layers_are_not_asked():
                                                  "full_attention"]}, ("Qwen3NextForCausalLM",))
     assert [(g.layers, g.sliding, g.source) for g in groups] == [((3,), False, "layer_types; 3 other layers not attention")]
     assert attention.verifier_groups({"num_hidden_layers": True}, ()) == ()
+
+
+def test_a_verifiers_quantization_is_looked_up_by_the_name_vllm_loads_it_with(tmp_path):
+    """A ModelOpt FP8 verifier (hf_quant_config.json's shape, no quant_method) is vLLM's modelopt
+    (sm_80 from 0.27), not fp8 (sm_75): on a T4 it is refused, as modelopt."""
+    dflash_draft(tmp_path, head_dim=128)
+    verifier = json.loads((tmp_path / "verifier" / "config.json").read_text())
+    verifier["quantization_config"] = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}}
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps(verifier))
+    found = codes(check(tmp_path, "--gpu", "T4", "--json"))
+    assert "refuses the verifier's quantization method modelopt on T4 (sm_75)" in found["quantization-gpu"]["message"]
+    assert "not the verifier's (modelopt)" in found["draft-quantization"]["message"]

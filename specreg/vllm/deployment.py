@@ -203,7 +203,8 @@ def served_quant_method(q: dict[str, Any]) -> str | None:
 
 def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gpu: str,
                               verifier_method: str | None) -> list[Any]:
-    """Errors where vLLM refuses the draft's (or the verifier's) quantization method on this GPU or
+    """Errors where vLLM refuses the draft's (or the verifier's: `quant_method` of its config)
+    quantization method on this GPU or
     in the dtype the draft runs in: `VllmConfig._get_quantization_config` checks the method class's
     get_min_capability() and get_supported_act_dtypes() (quantization_methods.json, read from each
     wheel by the conformance tier)."""
@@ -213,10 +214,9 @@ def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gp
     table = _quantization_methods().get(version)
     if table is None:
         return []
-    q = spec.draft_config_dict().get("quantization_config")
     found = []
-    for who, method, path in (("draft", served_quant_method(q) if isinstance(q, dict) else None, "$.quantization_config"),
-                              ("verifier", verifier_method.lower() if verifier_method else None, None)):
+    for who, method, path in (("draft", quant_method(spec.draft_config_dict()), "$.quantization_config"),
+                              ("verifier", verifier_method, None)):
         facts = table.get(method) if method else None
         if facts is None:
             continue
@@ -274,9 +274,11 @@ def _rope_types(config: dict[str, Any]) -> set[str]:
 
 
 def quant_method(config: dict[str, Any] | None) -> str | None:
+    """The method of a config's quantization_config as vLLM names it (`served_quant_method`), or,
+    where that names none, the config's own label (quant_algo, else "unnamed"); None: unquantized."""
     q = (config or {}).get("quantization_config")
     if isinstance(q, dict):
-        return str(q.get("quant_method") or q.get("quant_algo") or "unnamed")
+        return served_quant_method(q) or str(q.get("quant_algo") or "unnamed")
     return None
 
 
