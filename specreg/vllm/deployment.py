@@ -92,8 +92,13 @@ EAGLE_METHODS = (
 )
 
 
+def _minor(version: str) -> str:
+    """0.33.1 -> "0.33": the release the rules are kept per."""
+    return ".".join(str(version).split(".")[:2])
+
+
 def _at(version: str, rows: tuple) -> Any:
-    v = Version(".".join(str(version).split(".")[:2]))
+    v = Version(_minor(version))
     return [row for row in rows if v >= row[0]][-1][1]
 
 
@@ -210,7 +215,7 @@ def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gp
     wheel by the conformance tier)."""
     from specreg.normalization.speculator import Finding
 
-    version = ".".join(str(spec.vllm_version).split(".")[:2])
+    version = _minor(spec.vllm_version)
     table = _quantization_methods().get(version)
     if table is None:
         return []
@@ -254,7 +259,7 @@ def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:
 
 
 def _raises(version: str, method: str | None) -> tuple[bool, frozenset | None]:
-    v = Version(".".join(str(version).split(".")[:2]))
+    v = Version(_minor(version))
     methods, ropes = frozenset(), None
     for since, m, r in RAISES_MAX_POSITIONS:
         if v >= since:

@@ -131,9 +131,10 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     body = text or config
     archs = config.get("architectures")
+    names = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
     return VerifierFacts(
         id=verifier,
-        architectures=tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
+        architectures=names,
         num_hidden_layers=_int(body.get("num_hidden_layers")),
         hidden_size=_int(body.get("hidden_size")),
         vocab_size=_int(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
@@ -143,7 +144,7 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         max_position_embeddings=_int(body.get("max_position_embeddings")),
         quantization=quant_method(config) or quant_method(body),
         attention_chunk_size=_int(body.get("attention_chunk_size")),
-        layers=verifier_groups(body, tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()),
+        layers=verifier_groups(body, names),
     )
 
 
