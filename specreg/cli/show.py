@@ -25,6 +25,9 @@ def add_check(sub: Any) -> None:
     chk.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="the draft's tensor parallel size")
     chk.add_argument("--max-model-len", type=int, metavar="N", help="the server's --max-model-len (default: the "
                      "verifier's max_position_embeddings), held against the draft's max_position_embeddings")
+    chk.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
+                     help="the server's flag of that name (or a KV connector without HMA support): the KV-cache "
+                     "groups of the verifier's and the draft's layers are checked with the manager off")
     gpu = chk.add_argument_group("the GPU (vLLM's attention-backend selector, per version)")
     gpu.add_argument("--gpu", metavar="NAME", help="H100, A100, L40S, RTX 4090, B200, GB10, ... or sm_XY: which "
                      "attention backend vLLM picks for the draft's layers there, and why others are refused")
@@ -114,6 +117,7 @@ def _check(args: argparse.Namespace) -> int:
         tensor_parallel_size=args.tensor_parallel_size,
         draft_tensor_parallel_size=args.draft_tensor_parallel_size,
         max_model_len=args.max_model_len,
+        hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
         gpu=args.gpu,
         kv_cache_dtype=args.kv_cache_dtype,
         dtype=args.dtype,

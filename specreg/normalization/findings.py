@@ -381,6 +381,31 @@ CODES: dict[str, Code] = {
             "the chunked layers keep KV for the whole sequence, and refuses --enable-hybrid-kv-cache-manager.",
         ),
         Code(
+            "kv-cache-groups",
+            "error",
+            "vLLM cannot group the verifier's and the draft's KV-cache layers",
+            "The engine core's `get_kv_cache_groups` raises at startup on the verifier's and the draft's "
+            "attention layers together: a page size that neither divides the largest nor can be padded "
+            "(0.24-0.28: a backend that does not index KV by the block stride; 0.29+: MLA), or two sliding "
+            "windows with the hybrid KV-cache manager off (specreg.vllm.kv_cache; held to each wheel's "
+            "function by the conformance tier).",
+        ),
+        Code(
+            "kv-cache-groups-hybrid-off",
+            "warning",
+            "with the hybrid KV-cache manager off, vLLM cannot group the layers",
+            "The layers group with the hybrid KV-cache manager on (the default on CUDA), but with it off "
+            "(--disable-hybrid-kv-cache-manager, or a KV connector without HMA support) the sliding-window "
+            "layers become full attention that keeps its window, and vLLM raises on two windows.",
+        ),
+        Code(
+            "kv-cache-pages-padded",
+            "info",
+            "vLLM pads some layers' KV pages to the largest",
+            "The layers are not all of one type and a layer's KV page does not divide the largest, so "
+            "`unify_kv_cache_spec_page_size` pads it: that share of each of its pages holds nothing.",
+        ),
+        Code(
             "draft-dtype-differs",
             "info",
             "the draft runs in the verifier's dtype",

@@ -29,6 +29,8 @@ from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, co
                                     head_size, verifier_groups)
 from specreg.vllm.deployment import (deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings,
                                      quantization_gpu_findings)
+from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, verifier_kv_layers
+from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -54,6 +56,9 @@ class VerifierFacts:
     quantization: str | None = None  # quantization_config's quant_method
     attention_chunk_size: int | None = None  # chunked local attention (Llama 4)
     layers: tuple[VerifierGroup, ...] = ()  # its layers by sliding window and sinks (attention.verifier_groups)
+    kv_heads: int | None = None  # num_key_value_heads, else num_attention_heads
+    sliding_window: int | None = None
+    mla_latent: int | None = None  # kv_lora_rank + qk_rope_head_dim (MLA); None: not MLA
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -145,6 +150,9 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         quantization=quant_method(config) or quant_method(body),
         attention_chunk_size=_int(body.get("attention_chunk_size")),
         layers=verifier_groups(body, names),
+        kv_heads=_int(body.get("num_key_value_heads")) or _int(body.get("num_attention_heads")),
+        sliding_window=_int(body.get("sliding_window")),
+        mla_latent=mla_latent(body),
     )
 
 
@@ -453,6 +461,22 @@ def summarize(tensors: Mapping[str, Tensor], files: tuple[str, ...], header_byte
                           dtypes=dict(sorted(by_dtype.items())), header_bytes=header_bytes)
 
 
+def _kv_cache_findings(spec: "Speculator", facts: VerifierFacts, tp: int | None, draft_tp: int | None,
+                       kv_cache_dtype: str, dtype: str | None, hybrid: bool) -> list[Finding]:
+    """kv_cache.kv_cache_findings for the verifier and the draft as served: their layers over the
+    ranks, the KV-cache dtype's width, the hybrid KV-cache manager on or off. A verifier with chunked
+    local attention is left out: which of its layers are chunked is its class's, not modelled (with
+    the manager off, which an Eagle drafter turns off for it, its chunked and full layers are all
+    allocated as full attention)."""
+    if facts.attention_chunk_size is not None:
+        return []
+    width = kv_dtype_bytes(kv_cache_dtype, dtype or facts.dtype)
+    verifier = verifier_kv_layers(facts.layers, kv_heads=facts.kv_heads, head_size=facts.head_size,
+                                  window=facts.sliding_window, latent=facts.mla_latent, tp=tp or 1, dtype_bytes=width)
+    draft = draft_kv_layers(spec, tp=draft_tp or tp or 1, dtype_bytes=width)
+    return kv_cache_findings(spec, verifier, draft, hybrid=hybrid)
+
+
 def preflight(
     spec: "Speculator",
     *,
@@ -462,6 +486,7 @@ def preflight(
     tensor_parallel_size: int | None = None,
     draft_tensor_parallel_size: int | None = None,
     max_model_len: int | None = None,
+    hybrid_kv_cache_manager: bool = True,
     gpu: str | None = None,
     kv_cache_dtype: str = "auto",
     dtype: str | None = None,
@@ -483,6 +508,8 @@ def preflight(
         found += deployment_findings(spec, verifier_dtype=facts.dtype, verifier_positions=facts.max_position_embeddings,
                                      verifier_quantization=facts.quantization, max_model_len=max_model_len)
         found += hybrid_kv_findings(spec, verifier_chunk=facts.attention_chunk_size)
+        found += _kv_cache_findings(spec, facts, tensor_parallel_size, draft_tensor_parallel_size, kv_cache_dtype, dtype,
+                                    hybrid_kv_cache_manager)
     found += quant_name_findings(spec, verifier_layers=facts.num_hidden_layers if facts else None)
     summary = None
     if check_weights:
