@@ -41,6 +41,7 @@ def run(job: dict) -> dict:
                   disable_log_stats=False, max_num_seqs=8, seed=0, distributed_executor_backend="uni")
     if job.get("speculative_config") is not None:
         kwargs["speculative_config"] = job["speculative_config"]
+    kwargs.update(job.get("engine_args", {}))  # more of vLLM's engine arguments, as `vllm serve` flags set them
     llm = LLM(**kwargs)
     ready = time.perf_counter()
     params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
