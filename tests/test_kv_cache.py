@@ -50,7 +50,8 @@ def test_a_draft_page_that_does_not_divide_the_verifiers_is_padded(tmp_path, vll
     rc, found = check(pair(tmp_path, GEMMA, num_key_value_heads=3, num_attention_heads=6), "--vllm", vllm)
     f = found["kv-cache-pages-padded"]
     assert f["severity"] == "info" and rc == 0, found
-    assert "draft layers 0, 1, 2, 3, 4 (24576 bytes per 16 tokens)" in f["message"] and "(65536 bytes)" in f["message"]
+    assert f"vLLM {vllm} pads the KV page of draft layers 0, 1, 2, 3, 4 (24576 bytes per 16 tokens) to the largest " \
+           "(65536 bytes)" in f["message"]
     assert "62% of each of those pages is unused" in f["message"]
     # with the manager off every layer is allocated as full attention: one group, nothing padded
     _, off = check(tmp_path, "--vllm", vllm, "--disable-hybrid-kv-cache-manager")
@@ -79,6 +80,31 @@ def test_two_sliding_windows_fail_with_the_hybrid_manager_off(tmp_path, vllm):
     # the verifier's window for the draft's sliding layers: nothing to say
     rc, found = check(pair(tmp_path / "same", GEMMA, **{**SLIDING_DRAFT, "sliding_window": 512}), "--vllm", vllm,
                       "--disable-hybrid-kv-cache-manager")
+    assert rc == 0 and not {c for c in found if c.startswith("kv-cache")}, found
+
+
+QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 4096,
+              "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+              "vocab_size": 151936, "torch_dtype": "bfloat16",
+              "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 9}
+
+
+def test_a_mamba_hybrid_verifier_with_a_larger_draft_page(tmp_path):
+    """Qwen3-Next's shape: linear-attention (Mamba-type) layers whose state page vLLM pads to its
+    attention page (2 KV heads of 256); a draft of 8 KV heads of 128 has twice that page. vLLM 0.25
+    raises at startup (a bare assert in unify_kv_cache_spec_page_size); 0.26 pads the state pages."""
+    pair(tmp_path, QWEN3_NEXT, num_key_value_heads=8, num_attention_heads=8, head_dim=128)
+    rc, found = check(tmp_path, "--vllm", "0.25")
+    f = found["kv-cache-groups"]
+    assert rc == 1 and "unify_kv_cache_spec_page_size raises AssertionError" in f["message"], found
+    assert [c for c, x in found.items() if x["severity"] == "error"] == ["kv-cache-groups"], found
+    assert "verifier layer 0's, does not grow with the block size" in f["message"]
+    rc, found = check(tmp_path, "--vllm", "0.26")
+    f = found["kv-cache-pages-padded"]
+    assert rc == 0 and "verifier layers 0, 1, 2, 4, ..." in f["message"] and "50% of each" in f["message"], found
+    # the same verifier with a draft page that equals its attention page: nothing to say
+    rc, found = check(pair(tmp_path / "equal", QWEN3_NEXT, num_key_value_heads=4, num_attention_heads=8,
+                           head_dim=128), "--vllm", "0.25")
     assert rc == 0 and not {c for c in found if c.startswith("kv-cache")}, found
 
 

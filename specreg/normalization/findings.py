@@ -386,9 +386,9 @@ CODES: dict[str, Code] = {
             "vLLM cannot group the verifier's and the draft's KV-cache layers",
             "The engine core's `get_kv_cache_groups` raises at startup on the verifier's and the draft's "
             "attention layers together: a page size that neither divides the largest nor can be padded "
-            "(0.24-0.28: a backend that does not index KV by the block stride; 0.29+: MLA), or two sliding "
-            "windows with the hybrid KV-cache manager off (specreg.vllm.kv_cache; held to each wheel's "
-            "function by the conformance tier).",
+            "(0.24-0.28: a backend that does not index KV by the block stride; 0.29+: MLA), a Mamba hybrid's "
+            "state page smaller than the draft's (0.24-0.25), or two sliding windows with the hybrid KV-cache "
+            "manager off (specreg.vllm.kv_cache; held to each wheel's function by the conformance tier).",
         ),
         Code(
             "kv-cache-groups-hybrid-off",

@@ -19,6 +19,11 @@ it allocates a byte. Two of its paths raise at startup for real verifier-draft p
   layers in the same KV cache group must have the same window size") when the first layer is not MLA
   and the layers have two windows, as a verifier with one window and a draft with another do.
 
+- **A Mamba hybrid's state page (0.24-0.25).** The platform pads a Mamba-type layer's state page
+  to the verifier's attention page (HybridAttentionMambaModelConfig). A draft whose page is larger
+  makes unification try the Mamba layer's block size, which does not change its page: a bare
+  AssertionError. From 0.26 the Mamba page is padded to the largest.
+
 `grouping` models these paths; tests/conformance/test_kv_cache_groups.py runs each wheel's own
 `get_kv_cache_groups` (0.24-0.33) on a matrix of verifier layouts, draft layers, the manager on and
 off, and block-first pages or not, and holds `grouping` to its answers. kv_cache.json holds what the
@@ -44,7 +49,8 @@ FIRST, LAST = "0.24", "0.33"
 PADS_BY_BLOCK_STRIDE = ("0.24", "0.28")  # pads a layer whose backend indexes KV by the block stride
 PADS_NON_MLA_SINCE = "0.29"  # pads every attention layer that is not MLA
 FALLBACK_SINCE = "0.27"  # _try_get_full_allocation_fallback_groups
-PROMOTE_SINCE = "0.27"  # _promote_local_kv_cache_specs (its own message when promotion fails)
+PROMOTE_SINCE = "0.27"
+MAMBA_PADS_SINCE = "0.26"  # pads a Mamba layer's page to a larger one (before: it tries the block size)  # _promote_local_kv_cache_specs (its own message when promotion fails)
 BLOCK = 16  # the layers' block size before unification (all layers start from the same one)
 
 
@@ -53,14 +59,16 @@ class KvLayer:
     """One attention layer as the KV-cache manager sees it."""
 
     label: str  # "verifier layer 3", "draft layer 0"
-    kind: str  # full, sliding, chunked, mla
+    kind: str  # full, sliding, chunked, mla, mamba
     kv_heads: int  # per tensor-parallel rank
     head_size: int
     dtype_bytes: int = 2
     window: int | None = None  # sliding_window, or attention_chunk_size for chunked
 
     def page_bytes(self, block: int = BLOCK) -> int:
-        # FullAttentionSpec / SlidingWindowSpec store K and V; MLAAttentionSpec one latent
+        # FullAttentionSpec / SlidingWindowSpec store K and V; MLAAttentionSpec one latent. A Mamba
+        # layer's state page is padded to the verifier's attention page at startup (the platform's
+        # HybridAttentionMambaModelConfig): its kv_heads and head_size are that attention's.
         return (1 if self.kind == "mla" else 2) * block * self.kv_heads * self.head_size * self.dtype_bytes
 
 
@@ -128,8 +136,18 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
     largest = max(pages)
     padded = []
     for x, page in zip(layers, pages):
-        if page == largest or largest % page == 0:
+        if page == largest or (largest % page == 0 and x.kind != "mamba"):
             continue
+        if x.kind == "mamba":
+            if v >= Version(MAMBA_PADS_SINCE):
+                padded.append(x.label)
+                continue
+            if largest % page == 0:  # a new block size leaves the padded state page as it was
+                return Grouping(False, "AssertionError: (bare `assert new_spec.page_size_bytes == max_page_size`: a "
+                                       f"Mamba layer's page, {x.label}'s, does not grow with the block size)",
+                                "unify_kv_cache_spec_page_size")
+            return Grouping(False, f"NotImplementedError: Layer {x.label}: page size is not divisible by the maximum "
+                                   "page size and cannot be padded", "unify_kv_cache_spec_page_size")
         pads = (first if v <= Version(PADS_BY_BLOCK_STRIDE[1]) else x.kind != "mla")
         if not pads:
             if v >= Version(FALLBACK_SINCE) and _fallback(layers):
@@ -189,12 +207,27 @@ def mla_latent(config: dict[str, Any]) -> int | None:
     return lora + (_int(config.get("qk_rope_head_dim")) or 0) if lora else None
 
 
+#: layer_types values whose vLLM layers keep a recurrent state (a MambaSpec), not KV: Qwen3-Next's
+#: GatedDeltaNet ("linear_attention"), and "mamba"
+STATE_LAYER_TYPES = ("linear_attention", "mamba")
+
+
+def state_layers(config: dict[str, Any]) -> tuple[int, ...]:
+    types, n = config.get("layer_types"), _int(config.get("num_hidden_layers"))
+    if not isinstance(types, list) or n is None:
+        return ()
+    return tuple(i for i, t in enumerate(types[:n]) if t in STATE_LAYER_TYPES)
+
+
 def verifier_kv_layers(groups: Iterable[Any], *, kv_heads: int | None, head_size: int | None, window: int | None,
-                       latent: int | None, tp: int, dtype_bytes: int) -> list[KvLayer]:
+                       latent: int | None, tp: int, dtype_bytes: int, states: Iterable[int] = ()) -> list[KvLayer]:
     """The verifier's attention layers as its vLLM class registers them: MLA (one latent per token,
     `latent` wide) where the config has kv_lora_rank, else num_key_value_heads split over the tensor
-    parallel ranks (at least one each); sliding where `groups` (attention.verifier_groups) says."""
+    parallel ranks (at least one each); sliding where `groups` (attention.verifier_groups) says.
+    `states`: its Mamba-type layers, whose page vLLM pads to its attention layers' page."""
     out = []
+    if kv_heads and head_size and not latent:
+        out += [KvLayer(f"verifier layer {i}", "mamba", max(1, kv_heads // tp), head_size, dtype_bytes) for i in states]
     for g in groups:
         for i in g.layers:
             if latent:
@@ -234,15 +267,17 @@ def kv_cache_findings(spec: Any, verifier: list[KvLayer], draft: list[KvLayer], 
     served = grouping(version, layers, hybrid=hybrid)
     if not served.modelled:
         return []
-    if not served.ok:
+    if not served.ok and grouping(version, verifier, hybrid=hybrid).ok:  # (else the verifier's, not the pair's)
         return [Finding.of(
             "kv-cache-groups",
             f"vLLM {version} cannot put the verifier's and the draft's attention layers into KV-cache groups: "
             f"{served.where} raises {served.error}", None, fix=_fix(served, verifier, draft))]
     found = []
+    if not served.ok:
+        return []
     if hybrid:
         off = grouping(version, layers, hybrid=False)
-        if off.modelled and not off.ok:
+        if off.modelled and not off.ok and grouping(version, verifier, hybrid=False).ok:
             found.append(Finding.of(
                 "kv-cache-groups-hybrid-off",
                 f"with the hybrid KV-cache manager off (--disable-hybrid-kv-cache-manager, or a KV connector without "
@@ -254,8 +289,8 @@ def kv_cache_findings(spec: Any, verifier: list[KvLayer], draft: list[KvLayer], 
         unused = 100 * (served.largest - x.page_bytes()) / served.largest
         found.append(Finding.of(
             "kv-cache-pages-padded",
-            f"the KV page of {_names(padded)} ({x.page_bytes()} bytes per {BLOCK} tokens) does not divide the largest "
-            f"({served.largest} bytes), so vLLM {version} pads it: {unused:.0f}% of each of those pages is unused "
+            f"vLLM {version} pads the KV page of {_names(padded)} ({x.page_bytes()} bytes per {BLOCK} tokens) to the "
+            f"largest ({served.largest} bytes): {unused:.0f}% of each of those pages is unused "
             "(unify_kv_cache_spec_page_size)", None))
     return found
 

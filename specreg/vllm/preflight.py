@@ -29,7 +29,7 @@ from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, co
                                     head_size, verifier_groups)
 from specreg.vllm.deployment import (deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings,
                                      quantization_gpu_findings)
-from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, verifier_kv_layers
+from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, state_layers, verifier_kv_layers
 from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ class VerifierFacts:
     kv_heads: int | None = None  # num_key_value_heads, else num_attention_heads
     sliding_window: int | None = None
     mla_latent: int | None = None  # kv_lora_rank + qk_rope_head_dim (MLA); None: not MLA
+    state_layers: tuple[int, ...] = ()  # Mamba-type layers (kv_cache.STATE_LAYER_TYPES in layer_types)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -153,6 +154,7 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         kv_heads=_int(body.get("num_key_value_heads")) or _int(body.get("num_attention_heads")),
         sliding_window=_int(body.get("sliding_window")),
         mla_latent=mla_latent(body),
+        state_layers=state_layers(body),
     )
 
 
@@ -464,15 +466,16 @@ def summarize(tensors: Mapping[str, Tensor], files: tuple[str, ...], header_byte
 def _kv_cache_findings(spec: "Speculator", facts: VerifierFacts, tp: int | None, draft_tp: int | None,
                        kv_cache_dtype: str, dtype: str | None, hybrid: bool) -> list[Finding]:
     """kv_cache.kv_cache_findings for the verifier and the draft as served: their layers over the
-    ranks, the KV-cache dtype's width, the hybrid KV-cache manager on or off. A verifier with chunked
-    local attention is left out: which of its layers are chunked is its class's, not modelled (with
+    ranks, the KV-cache dtype's width, the hybrid KV-cache manager on or off; a Mamba-hybrid
+    verifier's state layers with them. A verifier with chunked local attention is left out: which of its layers are chunked is its class's, not modelled (with
     the manager off, which an Eagle drafter turns off for it, its chunked and full layers are all
     allocated as full attention)."""
     if facts.attention_chunk_size is not None:
         return []
     width = kv_dtype_bytes(kv_cache_dtype, dtype or facts.dtype)
     verifier = verifier_kv_layers(facts.layers, kv_heads=facts.kv_heads, head_size=facts.head_size,
-                                  window=facts.sliding_window, latent=facts.mla_latent, tp=tp or 1, dtype_bytes=width)
+                                  window=facts.sliding_window, latent=facts.mla_latent, tp=tp or 1, dtype_bytes=width,
+                                  states=facts.state_layers)
     draft = draft_kv_layers(spec, tp=draft_tp or tp or 1, dtype_bytes=width)
     return kv_cache_findings(spec, verifier, draft, hybrid=hybrid)
 

@@ -1,9 +1,9 @@
 """specreg's KV-cache grouping against each vLLM wheel's own get_kv_cache_groups (pytest -m conformance).
 
 For every wheel 0.24-0.33, tests/conformance/kv_cache_groups.py runs the wheel's
-`get_kv_cache_groups` (in the Python tests/conformance/selector.py names) on 756 layouts: 7 verifier
-shapes (full, sliding first, full first, all sliding, chunked local, MLA, MLA with sliding) with one
-draft layer (3 head sizes x 3 KV-head counts x full / the verifier's window / another window), the
+`get_kv_cache_groups` (in the Python tests/conformance/selector.py names) on 864 layouts: 8 verifier
+shapes (full, sliding first, full first, all sliding, chunked local, MLA, MLA with sliding, Mamba
+hybrid) with one draft layer (3 head sizes x 3 KV-head counts x full / the verifier's window / another window), the
 hybrid KV-cache manager on and off, and pages block-first or not. specreg.vllm.kv_cache.grouping must
 give the wheel's answer (grouped, or the exception and its message) on every case it models; the
 committed kv_cache.json must be the backends' answers the wheel computes. SPECREG_REGENERATE=1 writes
@@ -56,7 +56,7 @@ def surveyed():
 
 def layers_of(case: dict) -> list[kv_cache.KvLayer]:
     def layer(i: int, kind: str, heads: int, head: int) -> kv_cache.KvLayer:
-        window = None if kind in ("full", "mla") else harness.window(kind)
+        window = None if kind in ("full", "mla", "mamba") else harness.window(kind)
         return kv_cache.KvLayer(f"model.layers.{i}.self_attn.attn", kind.split("-")[0], heads, head, 2, window)
     out = [layer(i, *x) for i, x in enumerate(harness.VERIFIERS[case["verifier"]])]
     return out + [layer(len(out), *case["draft"])]
@@ -84,13 +84,16 @@ def test_specreg_groups_as_the_wheel_groups(surveyed, version):
                 assert sorted(int(x.split(".")[2]) for x in got.padded) == c["padded"], (c, got)
         else:
             kind, _, message = got.error.partition(": ") if got.error else ("", "", "")
-            assert (got.ok, kind) == (False, c["outcome"]) and c["message"].startswith(message), (c, got)
+            # vLLM's bare asserts carry no message; specreg's then quotes the assert
+            quoted = c["message"].startswith(message) or (kind == "AssertionError" and not c["message"])
+            assert (got.ok, kind) == (False, c["outcome"]) and quoted, (c, got)
     assert modelled >= 500
 
 
 def test_the_wheels_differ_where_their_code_changed(surveyed):
     """Pages that do not divide: no padding without the block stride (0.24-0.28), then for every
-    non-MLA layer (0.29+); MLA next to a sliding-window layer is allocated as full attention from 0.27."""
+    non-MLA layer (0.29+); MLA next to a sliding-window layer is allocated as full attention from 0.27;
+    a Mamba hybrid's state page is padded to a larger draft page from 0.26, and raised on before."""
     def outcome(version, verifier, draft, hybrid=True, first=False):
         (c,) = [c for c in surveyed[version]["cases"] if c["verifier"] == verifier and c["draft"] == draft
                 and c["hybrid"] is hybrid and c["block_first"] is first]
@@ -98,6 +101,7 @@ def test_the_wheels_differ_where_their_code_changed(surveyed):
     assert [outcome(v, "sliding", ["full", 3, 128]) for v in ("0.28", "0.29")] == ["NotImplementedError", "ok"]
     assert [outcome(v, "mla-sliding", ["full", 3, 128]) for v in ("0.26", "0.27")] == ["NotImplementedError", "ok"]
     assert all(outcome(v, "sliding", ["sliding-2048", 8, 128], hybrid=False) == "ValueError" for v in VERSIONS)
+    assert [outcome(v, "mamba", ["full", 8, 256], first=True) for v in ("0.25", "0.26")] == ["AssertionError", "ok"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
