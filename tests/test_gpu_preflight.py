@@ -316,8 +316,29 @@ def test_no_eagle3_class_renames_a_quantization_configs_layer_names(tmp_path):
     out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(tmp_path / "verifier"),
                           "--no-weights", "--vllm", "0.33", "--json"], capture_output=True, text=True, timeout=120)
     f = codes(out)["draft-quant-layer-names"]
-    assert "llama_eagle3 builds draft layer i as model.layers.{i + 36} and renames no name" in f["message"]
+    assert "llama_eagle3 builds draft layer i as model.layers.{i + 36} and fc as model.fc, and renames no name" \
+        in f["message"]
     assert "or serve with" not in f["fix"]
+
+
+@pytest.mark.parametrize(("method", "ignore", "named"), [
+    ("compressed-tensors", ["lm_head", "fc"], True),  # whole names: fc runs as model.fc
+    ("compressed-tensors", ["lm_head", "model.fc"], False),
+    ("compressed-tensors", ["re:.*fc$"], False),  # a pattern, matched against model.fc
+    ("compressed-tensors", ["fc_norm", "lm_head.fc"], False),  # other names
+    ("modelopt", ["fc"], False),  # ModelOpt's exclusions match substrings too
+])
+def test_a_quantization_config_naming_the_drafts_fc(tmp_path, method, ignore, named):
+    """The draft's model is built under the prefix `model`: the checkpoint's fc runs as model.fc
+    (held to each wheel by the conformance tier, shown on the engine by test_quantized_draft.py)."""
+    quantized_dflash(tmp_path, {"quant_method": method, "quant_algo": "FP8", "ignore": ignore})
+    out = check(tmp_path, "--vllm", "0.32", "--json")
+    found = codes(out)
+    assert ("draft-quant-layer-names" in found) is named, found
+    if named:
+        f = found["draft-quant-layer-names"]
+        assert out.returncode == 1 and f["path"] == "$.quantization_config.ignore[1]"
+        assert "('fc')" in f["message"] and f["fix"] == "name them as vLLM runs them ('fc' -> 'model.fc')"
 
 
 @pytest.mark.parametrize("vllm", ["0.24", "0.33"])

@@ -356,12 +356,14 @@ CODES: dict[str, Code] = {
         Code(
             "draft-quant-layer-names",
             "error",
-            "the draft's quantization config names layers vLLM serves under other names",
+            "the draft's quantization config names modules vLLM serves under other names",
             "The draft classes build draft layer i as `layers.{i + start_layer_id}` (the verifier's layer "
             "count) and load its weights by the checkpoint's index, so a quantization config naming "
             "`layers.N` of the draft (an ignore or exclude list) matches no module: the modules it named are "
             "built with another quantization than their weights. vLLM renames a ModelOpt config's "
-            "exclude_modules for DFlash from 0.31 and every ModelOpt name from 0.33; Eagle-3 classes rename none.",
+            "exclude_modules for DFlash from 0.31 and every ModelOpt name from 0.33; Eagle-3 classes rename none. "
+            "The draft's `fc` runs as `model.fc`, which a compressed-tensors ignore list (whole names) naming "
+            "`fc` does not match.",
         ),
         Code(
             "quantization-gpu",

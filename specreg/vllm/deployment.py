@@ -25,7 +25,12 @@ fails when a table here disagrees.
   quantization than the checkpoint's. What each class renames (`QUANT_LAYER_NAMES`): Eagle-3
   (llama_eagle3, qwen3_eagle3) nothing; qwen3_dflash (DFlash, DFlash2 and DSpark build their layers
   there) a ModelOpt config's exclude_modules from 0.31 (`_add_global_draft_layer_exclusions`) and
-  every name of a ModelOpt config from 0.33 (`utils.map_draft_quant_config`).
+  every name of a ModelOpt config from 0.33 (`utils.map_draft_quant_config`). The same holds for
+  the draft's `fc` (`MODEL_MODULES`): the draft's model is built under the prefix `model`, so the
+  checkpoint's `fc` runs as `model.fc`. A compressed-tensors ignore list, which matches whole names
+  (or `re:` patterns), naming `fc` leaves it quantized: shown on the engine, 0 of 66 tokens accepted,
+  18 of 18 with `model.fc`. ModelOpt's exclude_modules also match by substring in every wheel
+  0.20-0.33 (`is_layer_excluded`), so `fc` there excludes `model.fc`.
 - **Hybrid KV-cache manager.** A verifier with chunked local attention (`attention_chunk_size`,
   Llama 4) and a drafter of `SpeculativeConfig.use_eagle()`'s methods: `VllmConfig.__post_init__`
   turns the hybrid KV-cache manager off even where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
@@ -78,6 +83,11 @@ QUANT_LAYER_NAMES = {
 #: a name of a draft layer by its index in the draft: `layers.N` or `model.layers.N`, bare or after a
 #: wildcard (not `vision.layers.N`, which is no decoder layer of the draft)
 LOCAL_LAYER = re.compile(r"(?<![A-Za-z0-9_.])(?:model\.)?layers\.(\d+)")
+#: the modules other than its layers the draft's model builds with the quantization config, under the
+#: prefix `model` (`prefix=maybe_prefix(prefix, "fc")` in the classes DRAFT_LAYER_MODULES names; held
+#: to each wheel by the conformance tier); named from the start of a string, as the checkpoint names them
+MODEL_MODULES = ("fc",)
+MODEL_MODULE = re.compile(r"^(?:%s)(?=\.|$)" % "|".join(MODEL_MODULES))
 #: what qwen3_dflash._add_global_draft_layer_exclusions (0.31-0.32) renames: `layers.N` not after a dot
 EXCLUSION_RENAMED = re.compile(r"(?<![A-Za-z0-9_.])layers\.(\d+)")
 #: what utils.map_draft_quant_config (0.33) renames in a ModelOpt config: a name starting with
@@ -154,8 +164,10 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
     method = quant_method(draft) or ""
     layers = draft.get("num_hidden_layers")
     local = layers if isinstance(layers, int) and not isinstance(layers, bool) else 1
+    whole = method == "compressed-tensors"  # matches whole names (ModelOpt's exclusions match substrings too)
     named = [(path, s) for path, s in _strings(q)
-             if any(int(m.group(1)) < local for m in LOCAL_LAYER.finditer(s)) and not _renamed(scope, method, path, s)]
+             if (any(int(m.group(1)) < local for m in LOCAL_LAYER.finditer(s)) or (whole and MODEL_MODULE.match(s)))
+             and not _renamed(scope, method, path, s)]
     if not named:
         return []
     offset = f"{verifier_layers}" if verifier_layers else "the verifier's num_hidden_layers"
@@ -168,15 +180,16 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
         if m.start() == 0 and not head.startswith("model."):
             head = "model." + head
         return head + (str(index + verifier_layers) if verifier_layers else f"<{index} + {offset}>")
-    example = LOCAL_LAYER.sub(run_time, first)
+    example = MODEL_MODULE.sub(lambda m: "model." + m.group(0), LOCAL_LAYER.sub(run_time, first))
     newer = [f"{since}+" for since, sc in QUANT_LAYER_NAMES[module] if all(_renamed(sc, method, p, n) for p, n in named)]
     fix = f"name them as vLLM runs them ({first!r} -> {example!r})" + (
         f", or serve with vLLM {newer[0]}, which renames them" if newer else "")
     more = f" and {len(named) - 1} more" if len(named) > 1 else ""
     return [Finding.of(
         "draft-quant-layer-names",
-        f"the draft's quantization_config names draft layers by their index in the draft ({first!r}{more}); vLLM "
-        f"{version}'s {module} builds draft layer i as model.layers.{{i + {offset}}} and renames {RENAMES[scope]}, so these "
+        f"the draft's quantization_config names draft modules as the checkpoint does ({first!r}{more}); vLLM "
+        f"{version}'s {module} builds draft layer i as model.layers.{{i + {offset}}} and fc as model.fc, and renames "
+        f"{RENAMES[scope]}, so these "
         "names match no module and the modules they name get another quantization than the checkpoint's",
         _json_path(path), fix=fix)]
 

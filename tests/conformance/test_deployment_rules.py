@@ -203,6 +203,44 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
     assert having <= {"vllm/model_executor/layers/quantization/modelopt.py"}, having
 
 
+def quantized_names(version: str, module: str) -> set[str]:
+    """The names the module's draft model (the class that numbers its layers with start_layer_id)
+    gives the modules it builds with a quantization config: `prefix=maybe_prefix(prefix, "NAME")`
+    beside `quant_config=` (an f-string name, the layers', is left out)."""
+    names = set()
+    models = [c for c in ast.walk(source(version, f"{MODELS}/{module}.py"))
+              if isinstance(c, ast.ClassDef) and "layer_idx + start_layer_id" in ast.unparse(c)]
+    assert models, module
+    for node in (n for c in models for n in ast.walk(c)):
+        if not isinstance(node, ast.Call):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        quant, prefix = kw.get("quant_config"), kw.get("prefix")
+        if quant is None or (isinstance(quant, ast.Constant) and quant.value is None):
+            continue
+        if (isinstance(prefix, ast.Call) and getattr(prefix.func, "id", None) == "maybe_prefix"
+                and len(prefix.args) == 2 and isinstance(prefix.args[1], ast.Constant)):
+            names.add(prefix.args[1].value)
+    return names
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_the_drafts_other_quantized_modules_run_under_model(version):
+    """Besides its layers, the draft's model (built under the prefix `model`) builds MODEL_MODULES with
+    the quantization config; the outer class builds lm_head, whose name is the checkpoint's. A
+    compressed-tensors ignore list matches whole names (or re: patterns); ModelOpt's exclusions also
+    match substrings, so `fc` excludes `model.fc` there."""
+    reg = registry(version)
+    for arch, module in {a: m for a, m in deployment.DRAFT_LAYER_MODULES.items() if a in reg}.items():
+        names = quantized_names(version, module) - {"lm_head", "model"}
+        assert names == set(deployment.MODEL_MODULES), (arch, module, names)
+    src = "\n".join(ast.unparse(t) for t in (
+        source(version, "vllm/model_executor/layers/quantization/utils/config_utils.py"),
+        source(version, "vllm/model_executor/layers/quantization/compressed_tensors/utils.py")) if t is not None)
+    assert "target == value" in src or "value == target" in src, "compressed-tensors: whole-name matching"
+    assert "exclude_module in prefix" in ast.unparse(source(version, "vllm/model_executor/layers/quantization/modelopt.py"))
+
+
 @pytest.mark.parametrize("version", ALL)
 def test_vllm_reads_a_top_level_quantization_config_whatever_the_format(version):
     """get_config sets the config's quantization_config from the file's top level (or, without one,

@@ -82,3 +82,36 @@ def test_a_quantization_config_naming_a_draft_layer_by_its_index_is_served_wrong
                                      (False, [{"name": "fixed", "model": str(fixed), **job}])], tmp_path), tmp_path)
     assert measured(results["local"]) == none_accepted()
     assert measured(results["fixed"]) == full()
+
+
+def test_a_compressed_tensors_ignore_list_naming_fc_is_served_wrong_and_model_fc_serves(tmp_path):
+    """The draft's model is built under the prefix `model`, so the checkpoint's fc runs as model.fc,
+    and compressed-tensors matches its ignore list by whole names: a config whose targets cover fc
+    and whose ignore list names `fc` (saved unquantized) builds it int8, and the draft accepts
+    nothing, with no error. specreg check says so, and `model.fc`, the name its fix gives, serves
+    every token."""
+    require_engine()
+    verifier = constructed.verifier(tmp_path / "verifier", "next_token")
+    drafts = {}
+    for name in ("fc", "model.fc"):
+        draft = constructed.eagle3(tmp_path / name, verifier, head="qwen3", norm_before_residual=False, int8_mlp=True)
+        config = json.loads((draft / "config.json").read_text())
+        q = config["quantization_config"]
+        q["config_groups"]["group_0"]["targets"].append("re:.*fc$")
+        q["ignore"] = [name]
+        (draft / "config.json").write_text(json.dumps(config))
+        drafts[name] = draft
+
+    def check(draft):
+        out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(verifier),
+                              "--no-weights", "--vllm", "0.32", "--json"], capture_output=True, text=True, timeout=120)
+        return out.returncode, {f["code"]: f for f in json.loads(out.stdout)["findings"]}
+
+    code, found = check(drafts["fc"])
+    assert code == 1 and found["draft-quant-layer-names"]["fix"] == "name them as vLLM runs them ('fc' -> 'model.fc')"
+    assert "draft-quant-layer-names" not in check(drafts["model.fc"])[1]
+    job = {"prompts": PROMPTS, "max_tokens": N}
+    results = collect(start_engines([(False, [{"name": n, "model": str(d), **job}]) for n, d in drafts.items()],
+                                    tmp_path), tmp_path)
+    assert measured(results["fc"]) == none_accepted()
+    assert measured(results["model.fc"]) == full()
