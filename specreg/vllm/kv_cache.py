@@ -49,8 +49,8 @@ FIRST, LAST = "0.24", "0.33"
 PADS_BY_BLOCK_STRIDE = ("0.24", "0.28")  # pads a layer whose backend indexes KV by the block stride
 PADS_NON_MLA_SINCE = "0.29"  # pads every attention layer that is not MLA
 FALLBACK_SINCE = "0.27"  # _try_get_full_allocation_fallback_groups
-PROMOTE_SINCE = "0.27"
-MAMBA_PADS_SINCE = "0.26"  # pads a Mamba layer's page to a larger one (before: it tries the block size)  # _promote_local_kv_cache_specs (its own message when promotion fails)
+PROMOTE_SINCE = "0.27"  # _promote_local_kv_cache_specs (its own message when promotion fails)
+MAMBA_PADS_SINCE = "0.26"  # pads a Mamba layer's page to a larger one (before: it tries the block size)
 BLOCK = 16  # the layers' block size before unification (all layers start from the same one)
 
 
@@ -131,8 +131,9 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
         return Grouping(True, largest=pages[0])
     if _uniform_type(layers, kinds):
         return Grouping(True)  # one group (UniformTypeKVCacheSpecs): pages may differ
-    if v >= Version(PADS_NON_MLA_SINCE) and first and len(set(pages)) > 1:
-        return Grouping(True, modelled=False)  # _get_packed_kv_cache_groups
+    if first is None or (v >= Version(PADS_NON_MLA_SINCE) and first and len(set(pages)) > 1):
+        # the backends disagree (not in any wheel's facts), or _get_packed_kv_cache_groups
+        return Grouping(True, modelled=False)
     largest = max(pages)
     padded = []
     for x, page in zip(layers, pages):
@@ -146,16 +147,19 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
                 return Grouping(False, "AssertionError: (bare `assert new_spec.page_size_bytes == max_page_size`: a "
                                        f"Mamba layer's page, {x.label}'s, does not grow with the block size)",
                                 "unify_kv_cache_spec_page_size")
-            return Grouping(False, f"NotImplementedError: Layer {x.label}: page size is not divisible by the maximum "
-                                   "page size and cannot be padded", "unify_kv_cache_spec_page_size")
+            return _not_divisible(x)
         pads = (first if v <= Version(PADS_BY_BLOCK_STRIDE[1]) else x.kind != "mla")
         if not pads:
             if v >= Version(FALLBACK_SINCE) and _fallback(layers):
-                return Grouping(True, largest=None)
-            return Grouping(False, f"NotImplementedError: Layer {x.label}: page size is not divisible by the maximum "
-                                   "page size and cannot be padded", "unify_kv_cache_spec_page_size")
+                return Grouping(True)  # the sliding layers allocated as full attention: one group
+            return _not_divisible(x)
         padded.append(x.label)
     return Grouping(True, padded=tuple(padded), largest=largest)
+
+
+def _not_divisible(x: KvLayer) -> Grouping:
+    return Grouping(False, f"NotImplementedError: Layer {x.label}: page size is not divisible by the maximum page "
+                           "size and cannot be padded", "unify_kv_cache_spec_page_size")
 
 
 def _kind(x: KvLayer, layers: list[KvLayer], hybrid: bool) -> str:
