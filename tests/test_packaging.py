@@ -113,6 +113,18 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
                          capture_output=True, text=True, timeout=120, env=env)
     assert gpu.returncode == 0, gpu.stderr
     assert "H100 (sm_90), vLLM 0.33's attention selector" in gpu.stdout and "picks    FLASH_ATTN" in gpu.stdout
+    # and the KV-cache facts (specreg/vllm/kv_cache.json): a sliding-window verifier whose page (3 KV heads)
+    # does not divide the example DFlash's (8)
+    (tmp_path / "sliding").mkdir()
+    (tmp_path / "sliding" / "config.json").write_text(json.dumps({
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
+        "num_attention_heads": 24, "num_key_value_heads": 3, "head_dim": 128, "vocab_size": 151936,
+        "sliding_window": 512, "layer_types": ["sliding_attention", "full_attention"] * 18}))
+    kv = subprocess.run([str(bindir / "specreg"), "check", str(ROOT / "examples" / "qwen3-8b-dflash"), "--verifier",
+                         str(tmp_path / "sliding"), "--no-weights", "--vllm", "0.33"],
+                        capture_output=True, text=True, timeout=120, env=env)
+    assert kv.returncode == 0, kv.stderr
+    assert "kv-cache-pages-padded" in kv.stdout and "vLLM 0.33 pads the KV page of verifier layers" in kv.stdout
     # the example plugin package (examples/specreg-example-plugin), installed from its folder beside the wheel
     plugin = subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT / "examples" / "specreg-example-plugin")],
                             capture_output=True, text=True, timeout=600)

@@ -44,6 +44,9 @@ from typing import Any, Iterable
 import attrs
 from packaging.version import Version
 
+from specreg.vllm.attention import head_size
+from specreg.vllm.deployment import _minor
+
 #: the versions whose grouping is modelled and held to the wheel (kv_cache.json's)
 FIRST, LAST = "0.24", "0.33"
 PADS_BY_BLOCK_STRIDE = ("0.24", "0.28")  # pads a layer whose backend indexes KV by the block stride
@@ -192,10 +195,6 @@ def _fallback(layers: list[KvLayer]) -> bool:
     return "mla" in kinds and "sliding" in kinds and "chunked" not in kinds
 
 
-def _minor(version: str) -> str:
-    return ".".join(str(version).split(".")[:2])
-
-
 #: KV-cache dtypes one byte wide (vLLM's fp8 family); "auto" is the dtype the model runs in
 _ONE_BYTE = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
 
@@ -246,8 +245,6 @@ def verifier_kv_layers(groups: Iterable[Any], *, kv_heads: int | None, head_size
 def draft_kv_layers(spec: Any, *, tp: int, dtype_bytes: int) -> list[KvLayer]:
     """The draft's attention layers: its config's KV heads over the ranks, head size and window, and
     each layer's kind as specreg planned it (spec.attention)."""
-    from specreg.vllm.attention import head_size
-
     config = spec.draft_config_dict()
     heads = _int(config.get("num_key_value_heads")) or _int(config.get("num_attention_heads"))
     head, window = head_size(config), _int(config.get("sliding_window"))
@@ -276,9 +273,9 @@ def kv_cache_findings(spec: Any, verifier: list[KvLayer], draft: list[KvLayer], 
             "kv-cache-groups",
             f"vLLM {version} cannot put the verifier's and the draft's attention layers into KV-cache groups: "
             f"{served.where} raises {served.error}", None, fix=_fix(served, verifier, draft))]
-    found = []
     if not served.ok:
         return []
+    found = []
     if hybrid:
         off = grouping(version, layers, hybrid=False)
         if off.modelled and not off.ok and grouping(version, verifier, hybrid=False).ok:

@@ -63,12 +63,18 @@ def python() -> tuple[str, dict[str, str]]:
 
 
 def run(exe: str, env: dict[str, str], version: str, cubins: bool) -> dict[str, Any]:
+    return run_script(exe, env, SCRIPT, "SELECTOR", version, *(["--cubins"] if cubins else []))
+
+
+def run_script(exe: str, env: dict[str, str], script: Path, marker: str, version: str, *flags: str) -> dict[str, Any]:
+    """Run one of the per-wheel scripts (`script WHEEL SRC FLAGS...`) on `version`'s wheel and return
+    the JSON it prints after `marker`."""
     wheel, root = sources(version)
-    out = subprocess.run([exe, str(SCRIPT), str(wheel), str(root), *(["--cubins"] if cubins else [])],
+    out = subprocess.run([exe, str(script), str(wheel), str(root), *flags],
                          capture_output=True, text=True, timeout=900, env=env, cwd=str(CACHE))
-    line = next((l for l in out.stdout.splitlines() if l.startswith("SELECTOR ")), None)
-    assert line, f"vLLM {version}{' --cubins' if cubins else ''}: {out.stderr[-3000:]}"
-    return json.loads(line[len("SELECTOR "):])
+    line = next((l for l in out.stdout.splitlines() if l.startswith(marker + " ")), None)
+    assert line, f"vLLM {version} {' '.join(flags)}: {out.stderr[-3000:]}"
+    return json.loads(line[len(marker) + 1:])
 
 
 def requires_cubins(version: str) -> bool:
