@@ -13,7 +13,7 @@ Each fails only after a GPU has been allocated and weights fetched, so specreg r
 from __future__ import annotations
 
 from specreg.normalization.model_types import COMPOSITE_MODEL_TYPES, KNOWN_MODEL_TYPES, TRANSFORMERS_VERSION, mtp_rewrite
-from specreg.normalization.fields import Fields
+from specreg.normalization.fields import POS_INT, Fields
 from specreg.normalization.plan import Context, Plan
 
 
@@ -22,8 +22,9 @@ def _positive_int(value: object) -> bool:
 
 
 def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
-    """Error findings (with the JSON path and the values) for layer configs vLLM cannot build."""
-    hidden = layer_cfg.raw("hidden_size")
+    """Error findings (with the JSON path and the values) for layer configs vLLM cannot build, and a
+    problem for a hidden size that is no positive integer (the weight checks multiply it)."""
+    hidden = layer_cfg.get("hidden_size", POS_INT)
     heads = layer_cfg.raw("num_attention_heads")
     kv_heads = layer_cfg.raw("num_key_value_heads")
     head_dim = layer_cfg.raw("head_dim")

@@ -23,8 +23,8 @@ import attrs
 
 from specreg.sources import hub
 from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
-from specreg.errors import ConfigError, SpecregError
-from specreg.normalization.speculator import Finding
+from specreg.errors import ConfigError, Problem, SpecregError, show_value
+from specreg.normalization.speculator import Finding, thaw
 from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, config_dtype, gpu_check, gpu_label,
                                     head_size, verifier_groups)
 from specreg.vllm.deployment import (deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings,
@@ -110,6 +110,10 @@ class Checks:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _positive(value: Any) -> int | None:
+    return value if _int(value) is not None and value > 0 else None
 
 
 def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> VerifierFacts:
@@ -351,9 +355,9 @@ def _find(tensors: Mapping[str, Tensor], suffix: str) -> Tensor | None:
 def weights_findings(spec: "Speculator", tensors: Mapping[str, Tensor], facts: VerifierFacts | None) -> list[Finding]:
     """The draft's tensor headers against its config (and the verifier's, when known)."""
     d, out = spec.draft_config, []
-    target_hidden = d.get("target_hidden_size") or d.get("hidden_size")
+    target_hidden = _positive(d.get("target_hidden_size")) or _positive(d.get("hidden_size"))
     ids = _aux_ids(d)
-    n_aux = len(ids) if ids else (d.get("num_aux_hidden_states") or 3)
+    n_aux = len(ids) if ids else (_positive(d.get("num_aux_hidden_states")) or 3)
     fc = _find(tensors, "fc.weight")
     if fc is not None and target_hidden and len(fc.shape) == 2:
         want = target_hidden * n_aux
@@ -480,6 +484,23 @@ def _kv_cache_findings(spec: "Speculator", facts: VerifierFacts, tp: int | None,
     return kv_cache_findings(spec, verifier, draft, hybrid=hybrid)
 
 
+def _head_size_problems(spec: "Speculator", gpu: str) -> list[Problem]:
+    """The draft's fields vLLM's head size comes from (head_dim, else hidden_size // num_attention_heads)
+    where they hold something other than a positive integer, by the JSON path of the source."""
+    d = spec.draft_config
+    if _positive(d.get("head_dim")):
+        return []
+    out = []
+    for key in ("hidden_size", "num_attention_heads"):
+        value = d.get(key)
+        if key in d and not _positive(value):
+            prov = spec.provenance.get(f"draft_config.{key}")
+            path = prov.sources[0] if prov is not None and prov.sources else f"draft_config.{key}"
+            out.append(Problem(path, f"--gpu {gpu}: expected a positive integer (vLLM's head size is head_dim, "
+                                     f"else hidden_size // num_attention_heads), got {show_value(thaw(value))}"))
+    return out
+
+
 def preflight(
     spec: "Speculator",
     *,
@@ -539,6 +560,9 @@ def preflight(
             found += weights_findings(spec, tensors, facts)
     report = None
     if gpu is not None:
+        bad = _head_size_problems(spec, gpu)
+        if bad:
+            raise ConfigError(bad, source=source)
         try:
             report, more = gpu_check(spec, gpu, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
                                      attention_backend=attention_backend,
