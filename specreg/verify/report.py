@@ -60,19 +60,27 @@ def _check_result(r: Any) -> None:
         raise ValueError("not a verify result (an object with model and verdict)")
     if not 0 < len(r["model"]) <= 200 or len(r["verdict"]) > 40:
         raise ValueError("model or verdict of an impossible length")
+    if any(c < " " or c == "\x7f" for c in r["model"]):  # the model's page is a file named for it
+        raise ValueError("model holds a control character")
     if not isinstance(r.get("started") or "", str):
         raise ValueError("started is not a date")
+    if not isinstance(r.get("error") or "", str):
+        raise ValueError("error is not a string")
     for key in ("harness", "statistics", "judgement", "baseline", "environment"):
         if not isinstance(r.get(key) or {}, dict):
             raise ValueError(f"{key} is not an object")
+    if not isinstance((r.get("baseline") or {}).get("acceptance_length") or {}, dict):
+        raise ValueError("baseline.acceptance_length is not an object")
     s = r.get("statistics") or {}
-    if s.get("acceptance_length") is not None and not _real(s["acceptance_length"]):
-        raise ValueError("statistics.acceptance_length is not a number")
+    # a result that measured anything has every metric the report tables (outputs.metric_rows)
+    for key in ("acceptance_length", "draft_acceptance_rate"):
+        if s and not _real(s.get(key)):
+            raise ValueError(f"statistics.{key} is not a number")
     ci = s.get("al_interval")
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_real, ci))):
         raise ValueError("statistics.al_interval is not two numbers")
     pp = s.get("per_position")
-    if pp is not None and not (isinstance(pp, list) and all(map(_real, pp))):
+    if s and not (isinstance(pp, list) and all(map(_real, pp))):
         raise ValueError("statistics.per_position is not a list of numbers")
     checks = (r.get("judgement") or {}).get("checks") or []
     if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("metric"), str) for c in checks):
