@@ -570,6 +570,63 @@ def test_all_through_the_cli_against_the_server(tmp_path):
     assert chat["verdict"] == "not-runnable" and "its baseline's dataset is mt-bench" in chat["judgement"]["reason"]
 
 
+def invalid_catalog(reg: Path) -> None:
+    """Two valid entries (org/a, org/b), one with a string for its baseline AL and one that is not TOML."""
+    (reg / "org").mkdir(parents=True)
+    for name in ("a", "b"):
+        (reg / "org" / f"{name}.toml").write_text(ENTRY.replace("org/draft", f"org/{name}"))
+    (reg / "org" / "typed.toml").write_text(ENTRY.replace("org/draft", "org/typed").replace("value = 2.8", 'value = "x"'))
+    (reg / "org" / "broken.toml").write_text("id = [[[")
+
+
+def test_all_measures_the_valid_entries_and_records_the_invalid_ones(tmp_path):
+    """An invalid catalog entry refused the whole night (exit 2, nothing measured)."""
+    reg = tmp_path / "registry"
+    invalid_catalog(reg)
+    calls = []
+
+    def make(entry, out, history, extra):
+        calls.append(entry.id)
+        code = (f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
+                f"{{'model': {entry.id!r}, 'verdict': 'pass'}})")
+        return [sys.executable, "-c", code]
+
+    verdicts = nightly.run_all(tmp_path / "night", timeout=30, registry=str(reg), make_command=make)
+    assert calls == ["org/a", "org/b"]
+    assert verdicts == {"org/a": "pass", "org/b": "pass", "org/broken": "invalid", "org/typed": "invalid"}
+    typed = json.loads((tmp_path / "night" / "org--typed" / "result.json").read_text())
+    assert typed["verdict"] == "invalid" and "typed.toml: $.baselines[0].metrics.acceptance_length.value" in typed["error"]
+    broken = json.loads((tmp_path / "night" / "org--broken" / "result.json").read_text())
+    assert broken["verdict"] == "invalid" and "broken.toml" in broken["error"]
+
+
+def test_all_shards_the_invalid_entries_too(tmp_path):
+    reg = tmp_path / "registry"
+    invalid_catalog(reg)
+
+    def make(entry, out, history, extra):
+        code = f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), " \
+               f"{{'model': {entry.id!r}, 'verdict': 'pass'}})"
+        return [sys.executable, "-c", code]
+
+    one = nightly.run_all(tmp_path / "1", shard_spec="1/2", registry=str(reg), make_command=make)
+    two = nightly.run_all(tmp_path / "2", shard_spec="2/2", registry=str(reg), make_command=make)
+    assert sorted([*one, *two]) == ["org/a", "org/b", "org/broken", "org/typed"]
+
+
+def test_all_through_the_cli_with_an_invalid_entry_measures_the_rest_and_exits_1(tmp_path):
+    reg = tmp_path / "registry"
+    invalid_catalog(reg)
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
+        r = run("verify", "--all", "--server", server.url, "--dataset-file", f"gsm8k={rows}", "--out",
+                str(tmp_path / "n"), "--registry", str(reg))
+    assert r.returncode == 1, r.stderr + r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "4 entries: invalid 2, pass 2"
+    for name in ("a", "b"):
+        assert json.loads((tmp_path / "n" / f"org--{name}" / "result.json").read_text())["verdict"] == "pass"
+
+
 # -- the nightly workflow --------------------------------------------------------------------------
 
 def test_the_nightly_workflow_is_valid():

@@ -1,7 +1,8 @@
 """`specreg verify --all [--shard I/N] [--resume]`: every catalog entry with a baseline, each in its
 own subprocess with a timeout. A crash, an out-of-memory kill or a timeout is recorded as that
 entry's result and the run goes on; finished results are never rewritten by a later failure, and
-`--resume` skips entries whose result is already there."""
+`--resume` skips entries whose result is already there. An entry file the catalog cannot read is
+recorded as `invalid` (its problems as the error) and the other entries are measured."""
 
 from __future__ import annotations
 
@@ -12,12 +13,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 from specreg.verify import outputs
 from specreg.verify.run import _now, failed_result
 from specreg.verify import harness
-from specreg.entries import Baseline, Entry, catalog
+from specreg.entries import Baseline, Entry, read_catalog
 
 FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "secondary", "not-runnable", "refused", "invalid", "unmatched",
          "error", "timeout", "crash"}
@@ -34,7 +35,10 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def shard(entries: Sequence[Entry], index: int, count: int) -> list[Entry]:
+T = TypeVar("T")
+
+
+def shard(entries: Sequence[T], index: int, count: int) -> list[T]:
     """Shard I of N (1-based) of the entries in catalog order: every entry in exactly one shard."""
     return [e for i, e in enumerate(entries) if i % count == index - 1]
 
@@ -69,17 +73,40 @@ def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> lis
             *chosen, *extra]
 
 
+def _file_id(file: str) -> str:
+    """The entry id a catalog file stands for (registry/<org>/<name>.toml), whether or not it reads."""
+    path = Path(file)
+    return f"{path.parent.name}/{path.stem}"
+
+
+def _read(registry: str | None) -> tuple[list[Entry], dict[str, list[str]]]:
+    """The entries with a baseline whose files read without a problem, and id -> problem lines of the others."""
+    entries, problems = read_catalog(registry)
+    invalid: dict[str, list[str]] = {}
+    for file, p in problems:
+        invalid.setdefault(_file_id(file), []).append(f"{file}: {p.path}: {p.message}")
+    good = [e for e in entries if e.baselines and _file_id(e.path or f"{e.id}.toml") not in invalid]
+    return good, dict(sorted(invalid.items()))
+
+
 def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, timeout: float = 3600,
             extra: Sequence[str] = (), registry: str | None = None, dataset_files: dict[str, str] | None = None,
             make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command, grace: float = GRACE,
             progress: Callable[[str], None] = lambda _m: None) -> dict[str, str]:
     """Verdict per entry id of this shard."""
     index, count = parse_shard(shard_spec)
-    entries = [e for e in catalog(registry).values() if e.baselines]
+    entries, invalid = _read(registry)
     mine = shard(entries, index, count)
     out_dir.mkdir(parents=True, exist_ok=True)
     history = out_dir / outputs.HISTORY
     verdicts: dict[str, str] = {}
+    for entry_id in shard(list(invalid), index, count):
+        out = out_dir / directory_name(entry_id)
+        if not (resume and _done(out)):
+            outputs.write_all(out, failed_result(entry_id, _now(), "none", "invalid", "; ".join(invalid[entry_id])),
+                              history)
+        verdicts[entry_id] = json.loads((out / outputs.RESULT).read_text())["verdict"]
+        progress(f"{entry_id}: {verdicts[entry_id]}: " + "; ".join(invalid[entry_id]))
     for n, entry in enumerate(mine, 1):
         out = out_dir / directory_name(entry.id)
         if resume and _done(out):
