@@ -117,3 +117,36 @@ def test_specreg_debug_shows_the_plugins_traceback(tmp_path):
     debug = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True,
                            env={**env, "SPECREG_DEBUG": "1"})
     assert debug.returncode == 2 and "Traceback" in debug.stderr and 'my_plugin/__init__.py", line 4' in debug.stderr
+
+
+@pytest.mark.parametrize(("returned", "words"), [
+    (None, "it returned NoneType None, not a specreg.Plan"),
+    ({"num_speculative_tokens": 3}, "it returned dict {'num_speculative_tokens': 3}, not a specreg.Plan"),
+    ("plan", "it returned str 'plan', not a specreg.Plan"),
+])
+def test_a_function_that_returns_no_plan_is_an_error_naming_the_plugin(plugin, returned, words):
+    plugin("unit-plugin-returns", lambda cfg, ctx: returned)
+    with pytest.raises(specreg.SpecregError) as err:
+        specreg.normalize(envelope("unit-plugin-returns"), vllm="0.33")
+    assert str(err.value) == (f"the algorithm plugin my_plugin.algos:normalize for 'unit-plugin-returns' failed on this "
+                              f"config (TypeError: {words}); report it to that plugin's authors")
+
+
+@pytest.mark.parametrize(("raised", "words"), [
+    (SystemExit(0), "SystemExit(0)"), (SystemExit(), "SystemExit()"), (KeyboardInterrupt(), "KeyboardInterrupt()")])
+def test_a_function_that_would_end_the_process_is_an_error_naming_the_plugin(plugin, raised, words):
+    def body(cfg, ctx):
+        raise raised
+
+    plugin("unit-plugin-exits", body)
+    with pytest.raises(specreg.SpecregError) as err:
+        specreg.normalize(envelope("unit-plugin-exits"), vllm="0.33")
+    assert f"the algorithm plugin my_plugin.algos:normalize for 'unit-plugin-exits' failed on this config (RuntimeError: " \
+           f"it raised {words}, which would have ended the process)" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["", "Medusa", "medusa x", "medusa\n", "medusa\x1b[2J", "2medusa", "medusa/x", "médusa"])
+def test_an_algorithm_name_outside_the_pattern_is_refused(plugin, name):
+    with pytest.raises(specreg.RegistryError, match="a name is the speculators_model_type string"):
+        plugin(name, lambda cfg, ctx: None)
+    assert name not in algorithms._registered

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, _fmt, _load, print_lines, source_args
@@ -197,10 +196,8 @@ def _algorithms(args: argparse.Namespace) -> int:
     rows = [("name", "vLLM method", "since vLLM", "module")]
     rows += [(a.name, a.method or "-", str(a.vllm_min) if a.vllm_min else "not served", a.module) for a in algos]
     widths = [max(len(row[i]) for row in rows) + 2 for i in range(3)]  # a plugin's name may be long
-    for row in rows:
-        print("".join(cell.ljust(w) for cell, w in zip(row, widths)) + row[3])
-    for b in broken:
-        print(f"broken plugin skipped: {b.entry_point} = {b.value}: {b.error}", file=sys.stderr)
+    # a plugin's module name is its own text; each broken plugin was logged as one line when it loaded
+    print_lines(["".join(cell.ljust(w) for cell, w in zip(row, widths)) + row[3] for row in rows])
     return EXIT_OK
 
 

@@ -4,13 +4,17 @@ A built-in algorithm is one file in `algos/` (the package `specreg.algos`), name
 registers: `algos/dflash.py` registers "dflash". They are found by listing that folder, so adding
 one is adding its file, and listing them or importing specreg imports none; a module is imported
 the first time its algorithm is needed. Other packages add algorithms through the entry-point
-group ``specreg.algorithms`` (``name = "package.module"``); a plugin that fails to load is reported
-by `broken_plugins()` and skipped.
+group ``specreg.algorithms`` (``name = "package.module"``). A plugin is a guest: whatever its import
+raises (SystemExit and KeyboardInterrupt included), or a built-in or another plugin's algorithm it
+replaces, is one logged line naming its package, it is rolled back (what it registered is
+unregistered) and `broken_plugins()` reports it. Its function is held to the contract: a plugin's
+function that returns anything but a `Plan`, or tries to end the process, fails naming the plugin.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import logging
 import re
@@ -28,7 +32,9 @@ ENTRY_POINT_GROUP = "specreg.algorithms"
 
 #: the package whose modules are the built-in algorithms, one file each
 BUILTIN_PACKAGE = "specreg.algos"
-_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
+#: what an algorithm may be named, built-in (its file's name) or plugin: the speculators_model_type
+#: string, lower case; checked at registration, so a name never carries a space or a control character
+NAME = re.compile(r"^[a-z][a-z0-9_-]*\Z")
 _builtin: dict[str, str] | None = None
 
 
@@ -40,7 +46,7 @@ def builtin() -> dict[str, str]:
         from importlib.resources import files
 
         names = sorted(entry.name[:-3] for entry in files(BUILTIN_PACKAGE).iterdir()
-                       if entry.name.endswith(".py") and _NAME.match(entry.name[:-3]))
+                       if entry.name.endswith(".py") and NAME.match(entry.name[:-3]))
         _builtin = {name: f"{BUILTIN_PACKAGE}.{name}" for name in names}
     return _builtin
 
@@ -88,9 +94,16 @@ class Algorithm:
 
 @attrs.frozen
 class BrokenPlugin:
+    """An entry point of the group that failed to load, and was rolled back."""
+
     entry_point: str
     value: str
     error: str
+    package: str = "?"
+
+    def line(self) -> str:
+        return (f"specreg: the algorithm plugin {self.entry_point} = {self.value} (package {self.package}) "
+                f"failed: {self.error}; it is skipped")
 
 
 _ROW = re.compile(r"^\s*\|(.+)\|\s*$")
@@ -113,6 +126,16 @@ _lock = threading.RLock()
 _registered: dict[str, Algorithm] = {}
 _broken: list[BrokenPlugin] = []
 _plugins_loaded = False
+#: held while the entry points load; reentrant, as a plugin may look algorithms up while it loads
+_plugin_lock = threading.RLock()
+_loading = False
+#: the names registered by the plugin loading in this thread (None when no plugin is loading)
+_guest = threading.local()
+
+
+def _defined_in(fn: Callable[..., Any]) -> str:
+    """The module a function was written in (its globals' __name__: __module__ can be set to anything)."""
+    return str(getattr(fn, "__globals__", {}).get("__name__", getattr(fn, "__module__", "?")))
 
 
 def register_speculator(
@@ -129,13 +152,15 @@ def register_speculator(
     vllm_min: the first vLLM version whose speculators path accepts it;
     unservable: why vLLM cannot serve it, for types that are recognized but not served.
     """
-    if not isinstance(name, str) or not name:
-        raise RegistryError(f"an algorithm name must be a non-empty string, got {name!r}")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise RegistryError(f"algorithm name {name!r}: a name is the speculators_model_type string, lower-case "
+                            "letters, digits, '_' and '-', starting with a letter")
     if (method is None) == (unservable is None):
         raise RegistryError(f"algorithm {name!r}: give exactly one of method= or unservable=")
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         origin = f"{fn.__module__}:{fn.__qualname__}"
+        own = builtin().get(name)
         with _lock:
             existing = _registered.get(name)
             if existing is not None and existing.origin != origin:
@@ -143,24 +168,55 @@ def register_speculator(
                     f"speculator algorithm {name!r} is registered twice: "
                     f"first by {existing.origin}, again by {origin}"
                 )
-            own = builtin().get(name)
-            if existing is None and own is not None and fn.__module__ != own:
+            if own is not None and _defined_in(fn) != own:
                 raise RegistryError(
                     f"speculator algorithm {name!r} is registered twice: "
                     f"first by the built-in {own}, again by {origin}"
                 )
             _registered[name] = Algorithm(
                 name=name,
-                function=fn,
+                function=fn if own is not None else _guarded(fn, origin),
                 method=method,
                 vllm_min=Version(vllm_min) if vllm_min else None,
                 summary=summary or (fn.__doc__ or "").strip().split("\n")[0],
                 unservable=unservable,
                 origin=origin,
             )
+            added = getattr(_guest, "added", None)
+            if added is not None:
+                added.append(name)
         return fn
 
     return decorate
+
+
+def _guarded(fn: Callable[..., Any], origin: str) -> Callable[..., Any]:
+    """A plugin's function, held to the contract: it returns a Plan and never ends the process (the
+    caller reports either failure as the plugin's, naming it)."""
+
+    @functools.wraps(fn)
+    def run(cfg: Any, ctx: Any) -> Any:
+        from specreg.normalization.plan import Plan
+
+        try:
+            plan = fn(cfg, ctx)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise RuntimeError(f"it raised {type(exc).__name__}({_exit_args(exc)}), which would have ended the "
+                               "process") from exc
+        if not isinstance(plan, Plan):
+            raise TypeError(f"it returned {type(plan).__name__} {_short(plan)}, not a specreg.Plan")
+        return plan
+
+    return run
+
+
+def _exit_args(exc: BaseException) -> str:
+    return ", ".join(repr(a) for a in exc.args)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _import_builtin(name: str) -> Algorithm:
@@ -174,21 +230,67 @@ def _import_builtin(name: str) -> Algorithm:
 
 
 def load_plugins() -> None:
-    """Import every ``specreg.algorithms`` entry point once; report and skip the broken ones."""
-    global _plugins_loaded
-    with _lock:
-        if _plugins_loaded:
+    """Import every ``specreg.algorithms`` entry point once, each as a guest (`_load_guest`)."""
+    global _plugins_loaded, _loading
+    if _plugins_loaded:
+        return
+    with _plugin_lock:
+        if _plugins_loaded or _loading:
             return
-        _plugins_loaded = True
-        import importlib.metadata  # 30 ms of imports: only when plugins are looked for
+        _loading = True
+        try:
+            for name in builtin():  # every built-in first, so that a plugin replacing one is seen
+                get(name)
+            import importlib.metadata  # 30 ms of imports: only when plugins are looked for
 
-        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                ep.load()
-            except Exception as exc:  # a plugin's failure must never take specreg down
-                broken = BrokenPlugin(ep.name, ep.value, f"{type(exc).__name__}: {exc}")
-                _broken.append(broken)
-                log.warning("specreg: skipped broken algorithm plugin %s (%s): %s", ep.name, ep.value, broken.error)
+            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+                _load_guest(ep)
+            _plugins_loaded = True
+        finally:
+            _loading = False
+
+
+def _load_guest(ep: Any) -> None:
+    """Import one entry point; on any failure, or when it replaced an algorithm registered before it,
+    put the registry back as it was and report the plugin."""
+    with _lock:
+        before = dict(_registered)
+    _guest.added = []
+    try:
+        ep.load()
+        error = _replaced(before)
+    except BaseException as exc:  # noqa: BLE001 - sys.exit or Ctrl-C at a plugin's import is the plugin's failure
+        error = f"SystemExit: it called sys.exit({_exit_args(exc)})" if isinstance(exc, SystemExit) else (
+            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    finally:
+        added, _guest.added = _guest.added, None
+    if error is None:
+        return
+    with _lock:
+        for name in added:
+            if name not in before:
+                _registered.pop(name, None)
+        _registered.update(before)
+    dist = getattr(ep, "dist", None)
+    package = f"{dist.name} {dist.version}" if dist is not None else ep.value.split(":")[0].split(".")[0]
+    broken = BrokenPlugin(ep.name, ep.value, error, package)
+    _broken.append(broken)
+    from specreg.cli.common import printable  # the one escaper of terminal controls
+
+    log.warning("%s", printable(broken.line()))
+
+
+def _replaced(before: dict[str, Algorithm]) -> str | None:
+    """What a plugin's import changed of the algorithms registered before it (None: nothing)."""
+    with _lock:
+        changed = [name for name, algo in before.items() if _registered.get(name) is not algo]
+    if not changed:
+        return None
+    name = changed[0]
+    now = _registered.get(name)
+    kind = "built-in " if name in builtin() else ""
+    return (f"it replaced the {kind}algorithm {name!r} of {before[name].origin}"
+            + (f" with {now.origin}" if now is not None else " (removed it)"))
 
 
 def broken_plugins() -> list[BrokenPlugin]:
