@@ -595,10 +595,12 @@ def materialize_then_kill(src, out, when, extra=()):
 
 
 def copying(out):
-    return out.is_dir() and any(".specreg-tmp-" in p.name for p in out.iterdir())
+    """A weight is being copied into the write's stage folder (specreg/dirwrite.py)."""
+    return out.is_dir() and any((p / "files" / "model.safetensors").exists() for p in out.iterdir()
+                                if p.name.startswith(".specreg-stage-"))
 
 
-DEBRIS = (".specreg-tmp-", ".specreg-old-", ".specreg-write")
+DEBRIS = (".specreg-",)
 
 
 def test_a_force_killed_while_copying_is_rolled_back_by_the_next_run(tmp_path):

@@ -418,22 +418,22 @@ def test_force_trusts_only_a_manifest_specreg_signed(dflash_dir, tmp_path):
 
 
 def test_a_force_that_fails_half_way_leaves_the_directory_as_it_was(tmp_path, monkeypatch):
-    import specreg.vllm.materialize as m
+    import specreg.dirwrite as m
 
     src = write_draft(tmp_path / "src", fixture_config("dflash"), shards=2)
     out = tmp_path / "out"
     specreg.load(src).materialize(out, weights="copy")
     (out / "notes.txt").write_text("mine")
     before = snapshot(out)
-    real_copy, calls = m.shutil.copyfile, []
+    real_copy, calls = m.shutil.copyfileobj, []
 
-    def fail_on_the_second_shard(a, b):
+    def fail_on_the_second_shard(a, b, length):
         calls.append(a)
         if len(calls) == 3:  # index, shard 1, then the disk fills
             raise OSError(28, "No space left on device")
-        return real_copy(a, b)
+        return real_copy(a, b, length)
 
-    monkeypatch.setattr(m.shutil, "copyfile", fail_on_the_second_shard)
+    monkeypatch.setattr(m.shutil, "copyfileobj", fail_on_the_second_shard)
     with pytest.raises(OSError, match="No space left"):
         specreg.load(src).materialize(out, weights="copy", force=True)
     assert snapshot(out) == before  # the old config, weights and manifest, and nothing else

@@ -69,7 +69,8 @@ def link_outside(path: Path, root: Path) -> Path | None:
     return None if top in real.parents else real
 
 
-def read_regular(path: Path, limit: int, *, root: Path | None = None, root_name: str = "the directory") -> bytes:
+def read_regular(path: Path, limit: int, *, root: Path | None = None, root_name: str = "the directory",
+                 dir_fd: int | None = None) -> bytes:
     """The bytes of a regular file, at most `limit` of them. With `root`, a link must resolve inside it.
     The file is opened without blocking (a FIFO is never read) and checked on the open descriptor, so
     what is read is what was checked. ValueError (FileTooLarge for the size) says why not; OSError
@@ -78,7 +79,9 @@ def read_regular(path: Path, limit: int, *, root: Path | None = None, root_name:
 
     if root is not None and path.is_symlink() and (real := link_outside(path, root)) is not None:
         raise ValueError(f"a link to {real}, outside {root_name} {os.path.realpath(root)}")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    # with dir_fd, `path` is a name in that open directory, and a link there is not followed
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if dir_fd is not None else 0)
+    fd = os.open(path, flags, dir_fd=dir_fd)
     with os.fdopen(fd, "rb") as fh:
         mode = os.fstat(fh.fileno()).st_mode
         if not stat.S_ISREG(mode):
@@ -89,10 +92,11 @@ def read_regular(path: Path, limit: int, *, root: Path | None = None, root_name:
     return data
 
 
-def read_config(path: Path, *, source: str) -> tuple[dict[str, Any], str]:
-    """Parse a config.json with a size cap; returns the object and the file's sha256."""
+def read_config(path: Path, *, source: str, dir_fd: int | None = None) -> tuple[dict[str, Any], str]:
+    """Parse a config.json with a size cap; returns the object and the file's sha256. With `dir_fd`,
+    `path` is a name in that open directory (see read_regular)."""
     try:
-        data = read_regular(path, MAX_CONFIG_BYTES)
+        data = read_regular(path, MAX_CONFIG_BYTES, dir_fd=dir_fd)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", "$", source=source) from None
     except FileTooLarge:

@@ -10,25 +10,24 @@ Weights are linked (symlinks to the Hugging Face cache, or to the local source d
 copied (``weights="copy"``), or left out (``weights="none"``). Hub weights are fetched with
 huggingface_hub on demand, at the commit the config came from.
 
-Safety: every file is written under DIR, by name, through a temporary file in DIR and an atomic
-rename; weight names from an index file must be plain file names (no directories, no ``..``,
-no absolute paths); a non-empty DIR is refused unless ``force=True``, and then only the files
-named here (and those a previous materialization listed in ``specreg.json``) are replaced.
+Safety: every file is written under DIR through DIR's open descriptor, as one write that a kill at
+any step cannot leave half done (specreg/dirwrite.py); weight names from an index file must be plain
+file names (no directories, no ``..``, no absolute paths); a non-empty DIR is refused unless
+``force=True``, and then only the files named here (and those a previous materialization listed in
+its signed ``specreg.json``) are replaced.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import attrs
 
-from specreg import atomic
+from specreg import dirwrite
 from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
 from specreg.normalization import speculator as _speculator
 from specreg.sources import hub
@@ -182,125 +181,70 @@ def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[st
     return {}
 
 
-def _check_target(directory: Path, force: bool) -> list[str]:
-    """Refuse (without force) a non-empty DIR; return a previous manifest's files. Called under DIR's
-    lock (write_locked), so DIR is a real directory by then."""
-    entries = sorted(p.name for p in directory.iterdir())
-    if entries and not force:
-        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-        raise SpecregError(f"{directory} is not empty ({shown}); choose an empty directory or pass --force")
-    doc = trusted_manifest(directory) or {}
+def _check_target(directory: dirwrite.Directory, force: bool, manifest: dict[str, Any],
+                  say: Callable[[str], None]) -> list[str]:
+    """Refuse (without force) a non-empty DIR; return a previous signed manifest's files. Called under
+    DIR's lock, after `dirwrite.recover`: what looks like a leftover of specreg's but carries no proof is
+    named and never touched. A DIR holding only what the same write wrote before (its signed manifest
+    equal to `manifest`) is written again without force: rerunning a command, killed or not, succeeds."""
+    entries = directory.entries()
+    doc = _trusted(_read_manifest(directory.path, dir_fd=directory.fd)) or {}
     files = doc.get("files") if isinstance(doc.get("files"), list) else []
+    same = {k: v for k, v in doc.items() if k != SIGNATURE} == manifest and set(entries) <= set(files)
+    foreign = dirwrite.foreign_leftovers(directory)
+    unproven = (f"; {', '.join(foreign)} looks like a leftover of an interrupted specreg write, but carries no "
+                "proof that this specreg made it: specreg never touches it (remove it yourself if it is not yours)"
+                ) if foreign else ""
+    if entries and not force and not same:
+        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise SpecregError(f"{directory.path} is not empty ({shown}){unproven}; choose an empty directory or "
+                           "pass --force")
+    if foreign:
+        say(f"{directory.path}: left as it is{unproven}")
     return [n for n in files if isinstance(n, str) and _PLAIN_NAME.match(n)]
 
 
-#: the manifest field that proves specreg wrote it here: HMAC-SHA256 of the rest under a key kept in
-#: specreg's cache (0600), so a planted specreg.json cannot make --force delete files specreg did not write
+#: the manifest field that proves specreg wrote it here: HMAC-SHA256 of the rest under specreg's key
+#: (dirwrite.key), so a planted specreg.json cannot make --force delete files specreg did not write
 SIGNATURE = "signature"
 
 
-KEY_BYTES = 32
-
-
-class KeyUnusable(SpecregError):
-    """specreg's manifest key cannot be trusted (not a regular file of the user's, readable by
-    others, or the wrong length): no manifest is trusted, and none is signed, until it is removed."""
-
-
-def _manifest_key() -> bytes:
-    """The per-user HMAC key (created once, atomically, 0600); checked before every use."""
-    path = cache_root() / "manifest.key"
-    for _ in range(2):
-        try:
-            # no final link followed; a FIFO does not block the open
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError:
-            _create_key(path)
-            continue
-        except OSError as exc:
-            raise KeyUnusable(f"{path}: cannot open the manifest key ({exc.strerror}: a link or not a file); "
-                              "remove it and specreg makes a new one (directories it wrote before then need --force "
-                              "into an empty directory)") from None
-        import stat
-
-        try:
-            st = os.fstat(fd)
-            why = None
-            if not stat.S_ISREG(st.st_mode):
-                why = "not a regular file"
-            elif hasattr(os, "getuid") and st.st_uid != os.getuid():
-                why = "owned by another user"
-            elif st.st_mode & 0o077:
-                why = f"readable or writable by others (mode {stat.S_IMODE(st.st_mode):o})"
-            else:
-                key = os.read(fd, KEY_BYTES + 1)
-                if len(key) == KEY_BYTES:
-                    return key
-                why = f"{len(key)} bytes, not {KEY_BYTES} (an interrupted write?)"
-        finally:
-            os.close(fd)
-        raise KeyUnusable(f"{path}: the manifest key is unusable ({why}); remove it and specreg makes a new one")
-    raise KeyUnusable(f"{path}: the manifest key could not be created")
-
-
-def _create_key(path: Path) -> None:
-    """Write a new key to a temporary file and link it into place: the key file, when it exists, is
-    always whole (a crash or a full disk leaves no empty key behind)."""
-    import uuid
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".manifest.key.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(os.urandom(KEY_BYTES))
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(temp, path)
-        except FileExistsError:
-            pass  # another writer made it first: theirs is used
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-
-
 def _signature(doc: dict[str, Any]) -> str:
-    import hashlib
-    import hmac
-
     body = json.dumps({k: v for k, v in doc.items() if k != SIGNATURE}, sort_keys=True).encode()
-    return hmac.new(_manifest_key(), body, hashlib.sha256).hexdigest()
+    return dirwrite.mac(body)
 
 
 def trusted_manifest(directory: Path) -> dict[str, Any] | None:
     """The specreg.json in `directory` if specreg wrote it with this machine's key, else None."""
+    return _trusted(_read_manifest(directory))
+
+
+def _trusted(doc: dict[str, Any] | None) -> dict[str, Any] | None:
     import hmac
 
-    doc = _read_manifest(directory)
     if doc is None or not isinstance(doc.get(SIGNATURE), str):
         return None
     try:
         expected = _signature(doc)
-    except KeyUnusable:
+    except dirwrite.KeyUnusable:
         return None  # fails closed: nothing is trusted with a key that is not specreg's own
     return doc if hmac.compare_digest(doc[SIGNATURE], expected) else None
 
 
-def _read_manifest(directory: Path) -> dict[str, Any] | None:
-    """The specreg.json in `directory` as a JSON object, or None (missing, a link, unreadable, not an object)."""
+def _read_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, Any] | None:
+    """The specreg.json in `directory` (or in the open directory `dir_fd`) as a JSON object, or None
+    (missing, a link, unreadable, not an object)."""
     manifest = directory / MANIFEST
-    if not manifest.is_file() or manifest.is_symlink():
+    if dir_fd is None and (not manifest.is_file() or manifest.is_symlink()):
         return None
     try:
-        return read_config(manifest, source=str(manifest))[0]  # capped, strict JSON, an object
+        return read_config(Path(MANIFEST) if dir_fd is not None else manifest, source=str(manifest),
+                           dir_fd=dir_fd)[0]  # capped, strict JSON, an object
     except ConfigError:
         return None
 
 
-def cache_root() -> Path:
-    """specreg's own cache: $SPECREG_CACHE, else ~/.cache/specreg."""
-    return Path(os.environ.get("SPECREG_CACHE") or Path.home() / ".cache" / "specreg").expanduser()
+cache_root = dirwrite.cache_root
 
 
 def default_directory(spec: "Speculator") -> Path:
@@ -395,111 +339,6 @@ def weight_sources(spec: "Speculator", weights: str, say: Callable[[str], None],
     return sources
 
 
-def write_directory(target: Path, config: dict[str, Any], sources: dict[str, Path], weights: str,
-                    manifest: dict[str, Any], previous: list[str], say: Callable[[str], None]) -> None:
-    """Write config.json, the weights (linked or copied) and the signed manifest into `target`; then
-    remove files the previous (trusted) manifest listed that this one does not. Entries about to be
-    replaced are set aside first and put back if any write fails, so a failure leaves DIR as it was."""
-    import uuid
-
-    target.mkdir(parents=True, exist_ok=True)
-    names = ["config.json", *sources, MANIFEST]
-    tag = uuid.uuid4().hex[:8]
-    kept: dict[str, Path] = {}
-    # the journal says what this write set aside and writes: a write killed half-way (SIGKILL, power)
-    # is rolled back from it by the next run on this directory (recover_interrupted_write)
-    _journal(target, {"tag": tag, "state": "writing", "names": names})
-    try:
-        for name in names:
-            old = target / name
-            if old.is_symlink() or old.exists():
-                if old.is_dir() and not old.is_symlink():
-                    raise SpecregError(f"{old} is a directory; refusing to replace it")
-                aside = target / f".{name}.specreg-old-{tag}"
-                os.rename(old, aside)
-                kept[name] = aside
-        atomic.write_bytes(target / "config.json", _json_bytes(config))
-        for i, (name, src) in enumerate(sources.items(), 1):
-            real = Path(os.path.realpath(src))
-            if weights == "link":
-                atomic.replace(target / name, lambda tmp, real=real: os.symlink(real, tmp))
-            else:
-                say(f"copying {name} ({i}/{len(sources)})")
-                atomic.replace(target / name, lambda tmp, real=real: shutil.copyfile(real, tmp))
-        signed = dict(manifest)
-        signed[SIGNATURE] = _signature(manifest)
-        atomic.write_bytes(target / MANIFEST, _json_bytes(signed))
-        _journal(target, {"tag": tag, "state": "done", "names": names})
-    except BaseException:
-        for name in names:
-            new = target / name
-            if name in kept or new.is_symlink() or new.is_file():
-                with contextlib.suppress(FileNotFoundError):
-                    new.unlink()
-        for name, aside in kept.items():
-            os.replace(aside, target / name)
-        with contextlib.suppress(FileNotFoundError):
-            (target / JOURNAL).unlink()
-        raise
-    for aside in kept.values():
-        aside.unlink()
-    for stale in set(previous) - set(manifest["files"]):
-        path = target / stale
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-    (target / JOURNAL).unlink()
-
-
-#: a write in progress in DIR (see write_directory); never left behind by a write that ends
-JOURNAL = ".specreg-write.json"
-_ASIDE = re.compile(r"\.(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,254})\.specreg-old-(?P<tag>[0-9a-f]{8})\Z")
-_TEMP = re.compile(r"\.[A-Za-z0-9][A-Za-z0-9._-]{0,254}\.specreg-tmp-[0-9]+-[0-9]+-[0-9a-f]{8}\Z")
-
-
-def _journal(target: Path, doc: dict[str, Any]) -> None:
-    atomic.write_bytes(target / JOURNAL, _json_bytes(doc))
-
-
-def recover_interrupted_write(target: Path) -> str | None:
-    """Undo (or finish) a write into `target` that was killed half-way, from its journal; called under
-    DIR's lock before anything else. Returns what was done, or None when there was nothing to do.
-
-    "writing": every file the write set aside is put back, every file it wrote is removed (a DIR it
-    found empty is left empty), and its temporary files go. "done": the new draft is whole; only the
-    set-aside originals and temporary files go. Only names the journal lists and specreg's own
-    temporary-name patterns are touched."""
-    path = target / JOURNAL
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_bytes()[:1 << 20])
-        tag, state, names = doc["tag"], doc["state"], [n for n in doc["names"] if _PLAIN_NAME.match(n)]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # not ours: left alone (the --force check refuses what it does not trust)
-    asides = {}
-    for entry in target.iterdir():
-        m = _ASIDE.match(entry.name)
-        if m and m["tag"] == tag and not entry.is_dir():
-            asides[m["name"]] = entry
-        elif _TEMP.match(entry.name) and not entry.is_dir():
-            entry.unlink()
-    if state == "writing":
-        for name in names:
-            new = target / name
-            if new.is_symlink() or new.is_file():
-                new.unlink()
-        for name, aside in asides.items():
-            if name in names:
-                os.replace(aside, target / name)
-        done = "rolled back an interrupted write"
-    else:
-        for aside in asides.values():
-            aside.unlink()
-        done = "finished cleaning up after a write that was interrupted once it was whole"
-    path.unlink()
-    return done
-
-
 def materialize(
     spec: "Speculator",
     directory: str | os.PathLike[str],
@@ -591,30 +430,28 @@ def refuse_source_as_target(spec: "Speculator", target: Path) -> None:
 
 def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dict[str, Path], weights: str,
                  manifest: dict[str, Any], say: Callable[[str], None]) -> None:
-    """Check and write DIR under its lock: concurrent writers (processes or threads) take turns, so DIR
-    always holds one whole draft; a refused or failed first write removes the DIR it created."""
+    """Write config.json, the weights (linked or copied) and the signed manifest into `target` as one
+    write (dirwrite): concurrent writers take turns under DIR's lock, an interrupted earlier write is
+    rolled back or finished first, and a failure or a kill at any step leaves the previous draft or the
+    new one whole. Files a previous signed manifest listed that this one does not are removed with it."""
     if target.is_symlink():
         raise SpecregError(f"{target} is a link (to {os.readlink(target)}): name the directory itself; specreg "
                            "writes and replaces files only in a real directory", source=str(target))
     if target.exists() and not target.is_dir():
         raise SpecregError(f"{target} exists and is not a directory", source=str(target))
-    with atomic.locked(target) as created:
-        started = False
-        try:
-            recovered = recover_interrupted_write(target)
-            if recovered:
-                say(f"{target}: {recovered}")
-            previous = _check_target(target, force)
-            started = created and not previous and not any(target.iterdir())
-            write_directory(target, config, sources, weights, manifest, previous, say)
-        except BaseException:
-            if started:
-                # this call created DIR and held its lock from the first file on: only its files are there
-                shutil.rmtree(target, ignore_errors=True)
-            elif created:
-                with contextlib.suppress(OSError):
-                    target.rmdir()  # refused before writing: removed only while still empty
-            raise
+    with dirwrite.opened(target) as directory:
+        for line in dirwrite.recover(directory):
+            say(f"{target}: {line}")
+        previous = _check_target(directory, force, manifest, say)
+        files: dict[str, dirwrite.Content] = {"config.json": _json_bytes(config)}
+        for name, src in sources.items():
+            real = os.path.realpath(src)
+            files[name] = dirwrite.Link(real) if weights == "link" else dirwrite.Copy(real)
+        signed = dict(manifest)
+        signed[SIGNATURE] = _signature(manifest)
+        files[MANIFEST] = _json_bytes(signed)
+        stale = [n for n in previous if n not in manifest["files"]]
+        dirwrite.write(directory, files, set_aside=stale, say=say)
 
 
 _speculator.WRITERS["materialize"] = materialize  # Speculator.materialize() writes through this stage

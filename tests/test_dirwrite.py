@@ -1,0 +1,286 @@
+"""specreg/dirwrite.py: a write into a user's directory never loses what the user had. Killed at every
+step (not at random), DIR holds the whole previous draft or the whole new one plus only leftovers the
+next run proves are its own; the plain rerun then succeeds. Planted journals, set-aside files and stage
+folders are named and never acted on; swapping DIR for a link mid-write redirects nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+
+import pytest
+
+import specreg
+from specreg import dirwrite
+from conftest import fixture_config, run_specreg
+from weights import write_draft
+
+
+def snapshot(directory):
+    """Every entry of DIR: a link's target, a file's bytes, a folder's own snapshot."""
+    out = {}
+    for p in sorted(directory.iterdir()):
+        if p.is_symlink():
+            out[p.name] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[p.name] = ("dir", snapshot(p))
+        else:
+            out[p.name] = ("file", p.read_bytes())
+    return out
+
+
+def without_own_leftovers(state):
+    """The state less the work folders whose names dirwrite could prove (checked separately)."""
+    return {k: v for k, v in state.items() if not dirwrite._WORK.match(k)}
+
+
+def whole_or_unloadable(state, before, after) -> bool:
+    """What a kill may leave: the previous draft or the new one whole (plus this writer's work folder);
+    or, killed inside the commit, no config.json (so no engine loads a mix) while every entry of the
+    previous draft is still in DIR or set aside in the work folder, and nothing else stands there."""
+    plain = without_own_leftovers(state)
+    if plain in (before, after):
+        return True
+    if "config.json" in plain:
+        return False
+    work = [entry for name, entry in state.items() if dirwrite._WORK.match(name)]
+    old = work[0][1].get("old", ("dir", {}))[1] if work else {}
+    return (all(plain.get(name) == entry or old.get(name) == entry for name, entry in before.items())
+            and all(entry in (before.get(name), after.get(name)) for name, entry in plain.items()))
+
+
+def in_child(action, hook) -> int:
+    """Run `action` in a forked child whose every write step first calls `hook`; its wait status."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            dirwrite._step = hook
+            action()
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+
+def kill_at(n: int):
+    count = [0]
+
+    def hook(_what: str) -> None:
+        count[0] += 1
+        if count[0] == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
+def steps_of(action, monkeypatch) -> list[str]:
+    seen: list[str] = []
+    monkeypatch.setattr(dirwrite, "_step", seen.append)
+    action()
+    monkeypatch.setattr(dirwrite, "_step", lambda _w: None)
+    return seen
+
+
+@pytest.fixture
+def drafts(tmp_path):
+    """Draft A (two shards) and draft B (one file, another config): their files differ by name and bytes."""
+    a = write_draft(tmp_path / "a", fixture_config("dflash"), shards=2)
+    b = write_draft(tmp_path / "b", fixture_config("eagle3_generated"))
+    return a, b
+
+
+SCENARIOS = {
+    # a first write into a DIR that does not exist yet
+    "fresh": dict(before=None, weights="copy", force=False),
+    # --copy --force over draft A (a signed manifest) with a file of the user's beside it
+    "force over a draft": dict(before="a", weights="copy", force=True),
+    # --force over files the user made (no manifest): config.json is the user's until the new one is whole
+    "force over the user's files": dict(before="user", weights="link", force=True),
+}
+
+
+def prepare(kind, out, drafts):
+    if out.exists():
+        shutil.rmtree(out)
+    if kind is None:
+        return
+    if kind == "a":
+        specreg.load(drafts[0]).materialize(out, weights="copy")
+    else:
+        out.mkdir()
+        (out / "config.json").write_text('{"mine": true}')
+    (out / "precious.txt").write_text("keep me")
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_kill_at_every_step_leaves_the_previous_or_the_new_draft_and_the_rerun_succeeds(
+        scenario, drafts, tmp_path, monkeypatch):
+    how = SCENARIOS[scenario]
+    out = tmp_path / "out"
+
+    def write():
+        specreg.load(drafts[1]).materialize(out, weights=how["weights"], force=how["force"])
+
+    prepare(how["before"], out, drafts)
+    before = snapshot(out) if out.exists() else {}
+    steps = steps_of(write, monkeypatch)
+    after = snapshot(out)
+    assert before != after and len(steps) >= 8, steps
+    for n in range(1, len(steps) + 1):
+        prepare(how["before"], out, drafts)
+        status = in_child(write, kill_at(n))
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (n, steps[n - 1])
+        state = snapshot(out) if out.exists() else {}
+        assert whole_or_unloadable(state, before, after), (n, steps[n - 1])
+        leftovers = [k for k in state if dirwrite._WORK.match(k)]
+        assert len(leftovers) <= 1, (n, leftovers)
+        # the recovery itself is killed at each of its steps too: still the whole previous or new draft
+        recovery = 1
+        while True:
+            status = in_child(write, kill_at(recovery))
+            if not os.WIFSIGNALED(status):
+                break
+            state = snapshot(out)
+            # the rerun's own write may be what was killed: over the previous draft, or over the new one
+            assert (whole_or_unloadable(state, before, after) or whole_or_unloadable(state, after, after)), \
+                (n, steps[n - 1], recovery)
+            recovery += 1
+        assert status == 0, (n, steps[n - 1], recovery)
+        assert snapshot(out) == after, (n, steps[n - 1])  # the plain rerun: whole, no leftovers
+
+
+def test_a_write_that_raises_at_any_step_leaves_the_directory_as_it_was(drafts, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+
+    def write():
+        specreg.load(drafts[1]).materialize(out, weights="copy", force=True)
+
+    prepare("a", out, drafts)
+    before = snapshot(out)
+    steps = steps_of(write, monkeypatch)
+    commit = steps.index("commit")
+    for n, what in enumerate(steps[:commit + 1], 1):
+        prepare("a", out, drafts)
+        seen = [0]
+
+        def fail(_what):
+            seen[0] += 1
+            if seen[0] == n:
+                raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(dirwrite, "_step", fail)
+        with pytest.raises(OSError, match="No space left"):
+            write()
+        monkeypatch.setattr(dirwrite, "_step", lambda _w: None)
+        assert snapshot(out) == before, (n, what)
+
+
+# -- what is planted is never acted on --------------------------------------------------------------------
+
+PLANTED = {
+    "journal": (".specreg-write.json", '{"tag":"00000000","state":"writing","names":["thesis.txt"]}'),
+    "journal's temporary file": ("..specreg-write.json.specreg-tmp-1-2-0a0b0c0d", "{}"),
+    "set-aside file": (".config.json.specreg-old-00000000", '{"planted": true}'),
+}
+
+
+@pytest.mark.parametrize("what", sorted(PLANTED))
+@pytest.mark.parametrize("command", ["materialize", "serve --dir"])
+def test_a_planted_leftover_is_named_and_never_acted_on(what, command, tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "thesis.txt").write_text("four years of work")
+    (out / "config.json").write_text('{"mine": true}')
+    name, body = PLANTED[what]
+    (out / name).write_text(body)
+    before = snapshot(out)
+    args = (["materialize", str(src), str(out)] if command == "materialize"
+            else ["serve", str(src), "--dir", str(out)])
+    r = run_specreg(*args, "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "is not empty" in r.stderr and name in r.stderr and "never touches it" in r.stderr
+    assert snapshot(out) == before
+    # --force writes specreg's own names and leaves the planted file, saying so
+    r = run_specreg(*args, "--config-only", "--force", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 0, r.stderr
+    assert name in r.stderr and "left as it is" in r.stderr
+    assert (out / "thesis.txt").read_text() == "four years of work"
+    assert (out / name).read_text() == body
+    assert json.loads((out / "config.json").read_text()) != {"mine": True}
+
+
+def test_a_stage_folder_without_a_valid_proof_is_never_acted_on(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").write_text('{"mine": true}')
+    forged = out / f".specreg-stage-{'0' * 16}-{'f' * 32}"
+    (forged / "old").mkdir(parents=True)
+    (forged / "old" / "config.json").write_text('{"planted": true}')
+    (forged / "new").mkdir()
+    (forged / "new" / "config.json").write_text("")
+    before = snapshot(out)
+    r = run_specreg("materialize", str(src), str(out), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and forged.name in r.stderr and snapshot(out) == before
+
+
+def test_a_stage_folder_copied_from_another_directory_proves_nothing_there(drafts, tmp_path):
+    """The proof binds the stage to its directory (device and inode): `cp -a` of an interrupted draft
+    directory carries a folder whose name is valid only in the original."""
+    first = tmp_path / "first"
+    prepare("a", first, drafts)
+    draft_a = snapshot(first)
+
+    def write():
+        specreg.load(drafts[1]).materialize(first, weights="copy", force=True)
+
+    status = in_child(write, lambda what: os.kill(os.getpid(), signal.SIGKILL) if what.startswith("move") else None)
+    assert os.WIFSIGNALED(status)
+    second = tmp_path / "second"
+    shutil.copytree(first, second, symlinks=True)
+    mixed = snapshot(second)
+    r = run_specreg("materialize", str(drafts[1]), str(second), "--copy", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and ".specreg-stage-" in r.stderr and snapshot(second) == mixed
+    # in the directory it belongs to, the same folder is proof: the write is rolled back there
+    with dirwrite.opened(first) as d:
+        assert dirwrite.recover(d) == ["rolled back an interrupted write"]
+    assert snapshot(first) == draft_a
+
+
+# -- DIR swapped for a link while it is written ------------------------------------------------------------
+
+@pytest.mark.parametrize("fails", [False, True], ids=["completes", "fails"])
+def test_dir_swapped_for_a_link_mid_write_redirects_nothing(fails, drafts, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    prepare("a", out, drafts)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text('{"theirs": true}')
+    (other / "model.safetensors").write_text("their weights")
+    theirs = snapshot(other)
+    moved = tmp_path / "out.real"
+
+    def swap(what):
+        if what == "build model.safetensors":
+            out.rename(moved)
+            out.symlink_to(other, target_is_directory=True)
+        if fails and what.startswith("move specreg.json"):
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(dirwrite, "_step", swap)
+    draft_a = snapshot(out)["config.json"]
+    spec = specreg.load(drafts[1])
+    if fails:
+        with pytest.raises(OSError):
+            spec.materialize(out, weights="copy", force=True)
+    else:
+        spec.materialize(out, weights="copy", force=True)
+    assert snapshot(other) == theirs  # nothing landed in, or was removed from, the link's target
+    state = snapshot(moved)
+    assert (state["config.json"] == draft_a) == fails  # the new draft, or (failed) draft A as it was
+    assert not [k for k in state if k.startswith(".specreg-")]
