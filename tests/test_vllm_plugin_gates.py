@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from pathlib import Path
 
 REGISTER = ("import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s');"
             "from specreg.vllm.plugin import register; register(); register()")
@@ -103,3 +104,200 @@ def test_a_named_draft_that_is_not_speculators_is_left_to_vllm(tmp_path):
     _fill_named_draft(given, "0.33.0")
     assert given.speculative_config == {"model": str(tmp_path), "num_speculative_tokens": 2}
     _fill_named_draft(Args(speculative_config={"method": "ngram"}), "0.33.0")  # no model: nothing read
+
+
+# The plugin touches only what it plans, at the revision vLLM loads (issue 35, part 2)
+
+def eagle3_length(k: int) -> bytes:
+    import json
+
+    from conftest import fixture_config
+
+    cfg = fixture_config("eagle3_generated")
+    cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = k
+    return json.dumps(cfg).encode()
+
+
+def resolved(hub) -> list[str]:
+    """The revisions of config.json the loopback Hub was asked for."""
+    return [path.split("/resolve/")[1].split("/")[0] for _, path, _ in hub.requests if "/resolve/" in path]
+
+
+def test_a_named_hub_draft_is_planned_at_the_revision_vllm_loads(hub):
+    from specreg.vllm.plugin import _fill_named_draft
+
+    hub.add("org/draft", {"config.json": eagle3_length(15)})
+    hub.add("org/draft", {"config.json": eagle3_length(7)}, ref="v1")
+    given = Args(speculative_config={"model": "org/draft", "revision": "v1"})
+    _fill_named_draft(given, "0.33.0")
+    assert given.speculative_config == {"model": "org/draft", "revision": "v1", "method": "eagle3",
+                                        "num_speculative_tokens": 7}
+    assert set(resolved(hub)) == {"v1"}
+
+
+class Draft:
+    """What the plugin reads of vLLM's SpeculativeConfig after `create_speculative_config`."""
+
+    def __init__(self, model, method, revision=None):
+        import types
+
+        self.model, self.method, self.revision = model, method, revision
+        self.draft_model_config = types.SimpleNamespace(hf_config=types.SimpleNamespace(), architectures=["X"])
+
+
+def watched(sc):
+    """A stand-in for vLLM's EngineArgs whose create_speculative_config returns `sc`, wrapped by the plugin."""
+    from specreg.vllm.plugin import watch_native_drafts
+
+    class EngineArgs:
+        def create_speculative_config(self, target_model_config, target_parallel_config):
+            return sc
+
+    watch_native_drafts(EngineArgs, "0.33.0")
+    return EngineArgs
+
+
+@pytest.mark.parametrize(("config", "sc"), [
+    # an independent draft model, named with its method and length
+    ({"model": "org/llama-68m", "method": "draft_model", "num_speculative_tokens": 5},
+     Draft("org/llama-68m", "draft_model")),
+    # MTP: vLLM's draft is the verifier itself
+    ({"method": "mtp", "num_speculative_tokens": 1}, Draft("org/verifier", "mtp")),
+    ({"model": "org/llama-68m", "method": "eagle", "num_speculative_tokens": 3}, Draft("org/llama-68m", "eagle")),
+])
+def test_a_named_draft_that_is_no_draft_specreg_plans_is_never_read_nor_logged(hub, caplog, config, sc):
+    import json
+
+    hub.add("org/llama-68m", {"config.json": json.dumps({"model_type": "llama",
+                                                          "architectures": ["LlamaForCausalLM"]}).encode()})
+    hub.add("org/verifier", {"config.json": json.dumps({"model_type": "deepseek_v3",
+                                                         "architectures": ["DeepseekV3ForCausalLM"]}).encode()})
+    args = Args(speculative_config=dict(config))
+    with caplog.at_level("DEBUG"):
+        assert watched(sc)().create_speculative_config.__func__(args, None, None) is sc
+    assert args.speculative_config == config
+    assert hub.count() == 0
+    assert caplog.records == []
+
+
+def test_a_native_draft_is_read_at_the_revision_vllm_loads(hub):
+    hub.add("org/native", {"config.json": eagle3_length(15)})
+    hub.add("org/native", {"config.json": eagle3_length(7)}, ref="v1")
+    sc = Draft("org/native", "dflash", revision="v1")
+    watched(sc).create_speculative_config(Args(), None, None)
+    assert set(resolved(hub)) == {"v1"}
+
+
+def test_a_speculators_draft_the_mapping_planned_is_not_read_again_and_a_different_method_is_logged(
+        tmp_path, caplog, dflash_dir):
+    """The method the user gave is compared with what the speculators mapping planned while vLLM built
+    the config (the file is not read a second time)."""
+    import json
+
+    from specreg.vllm import plugin
+
+    config = json.loads((Path(dflash_dir) / "config.json").read_text())
+    sc = Draft(dflash_dir, "draft_model")
+
+    class EngineArgs:
+        def create_speculative_config(self, target_model_config, target_parallel_config):
+            assert plugin._plan(config, "0.33.0") is not None  # what vLLM's speculators loader calls
+            (Path(dflash_dir) / "config.json").unlink()  # a read after this would fail
+            return sc
+
+    plugin.watch_native_drafts(EngineArgs, "0.33.0")
+    args = Args(speculative_config={"model": dflash_dir, "method": "draft_model", "num_speculative_tokens": 3})
+    with caplog.at_level("INFO"):
+        assert EngineArgs.create_speculative_config(args, None, None) is sc
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == [f"specreg: the draft {dflash_dir} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'"]
+
+
+GUEST = "def dflash(cfg, ctx):\n    raise {raised}\n"
+
+
+@pytest.mark.parametrize("raised", ["SystemExit(0)", "KeyboardInterrupt"])
+def test_an_algorithm_plugin_that_would_end_vllm_falls_back_to_vllms_mapping_with_one_line(
+        monkeypatch, caplog, raised):
+    """A plugin module whose function has taken a built-in's place (here written into the registry,
+    as another package's code could) and raises SystemExit or KeyboardInterrupt: vLLM's own mapping
+    is used and one line names the plugin's module."""
+    import types
+
+    import attrs
+
+    from conftest import fixture_config
+    from specreg.normalization import algorithms
+    from specreg.vllm import plugin
+
+    guest = types.ModuleType("my_guest_plugin")
+    exec(GUEST.format(raised=raised), guest.__dict__)
+    monkeypatch.setitem(algorithms._registered, "dflash", attrs.evolve(algorithms.get("dflash"), function=guest.dflash))
+    vllms = []
+    algos = types.SimpleNamespace(SUPPORTED_SPECULATORS_TYPES={
+        "dflash": lambda config_dict, pre_trained_config: vllms.append(config_dict["speculators_model_type"])})
+
+    class SpeculatorsConfig:
+        pass
+
+    plugin.install(algos, SpeculatorsConfig, "0.33.0")
+    with caplog.at_level("INFO"):
+        algos.SUPPORTED_SPECULATORS_TYPES["dflash"](config_dict=fixture_config("dflash"), pre_trained_config={})
+    assert vllms == ["dflash"]
+    name = raised.split("(")[0]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"specreg: the algorithm plugin module my_guest_plugin raised {name} while specreg planned this speculators "
+        "config; vLLM's own mapping is used"]
+
+
+def test_ctrl_c_inside_specreg_still_stops_vllm(monkeypatch):
+    import types
+
+    from conftest import fixture_config
+    from specreg.normalization import core
+    from specreg.vllm import plugin
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(core, "normalize", interrupted)
+    algos = types.SimpleNamespace(SUPPORTED_SPECULATORS_TYPES={"dflash": lambda config_dict, pre_trained_config: None})
+    plugin.install(algos, type("SpeculatorsConfig", (), {}), "0.33.0")
+    with pytest.raises(KeyboardInterrupt):
+        algos.SUPPORTED_SPECULATORS_TYPES["dflash"](config_dict=fixture_config("dflash"), pre_trained_config={})
+
+
+def test_a_plugin_that_exits_at_import_never_ends_vllm(tmp_path):
+    """A draft vLLM serves as eagle3 whose file is a speculators config of a plugin's type, with a
+    plugin installed that calls sys.exit at import: the plugin is never imported (the file is the
+    mapping's, not a native layout) and vLLM goes on."""
+    import json
+
+    from test_registry import _plugin_dist
+
+    site = _plugin_dist(tmp_path, "bye = my_bye\n", {"my_bye": "import sys; sys.exit(0)\n"})
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    cfg = json.loads(eagle3_length(3))
+    cfg["speculators_model_type"] = "medusa"
+    (draft / "config.json").write_text(json.dumps(cfg))
+    code = ("import sys, types; sys.path[:0] = [sys.argv[2]]\n"
+            "from specreg.vllm.plugin import watch_native_drafts\n"
+            "sc = types.SimpleNamespace(model=sys.argv[1], method='eagle3', revision=None,\n"
+            "                           draft_model_config=types.SimpleNamespace(hf_config={}, architectures=['X']))\n"
+            "class EngineArgs:\n"
+            "    def create_speculative_config(self, a, b):\n"
+            "        return sc\n"
+            "watch_native_drafts(EngineArgs, '0.33.0')\n"
+            "EngineArgs().create_speculative_config(None, None)\n"
+            "print('vLLM goes on', 'my_bye' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(draft), str(site)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["vLLM goes on False"]
+
+
+def test_the_methods_the_plugin_reads_native_drafts_for_are_those_of_its_algorithms():
+    from specreg.normalization import algorithms
+    from specreg.vllm.plugin import ALGORITHMS, METHODS
+
+    assert set(METHODS) == {algorithms.get(name).method for name in ALGORITHMS}

@@ -210,6 +210,14 @@ def _guarded(fn: Callable[..., Any], origin: str) -> Callable[..., Any]:
     return run
 
 
+def guest_modules() -> set[str]:
+    """The modules of other packages whose functions are registered (a plugin's code, in a traceback)."""
+    with _lock:
+        algos = list(_registered.values())
+    return {where for a in algos
+            if (where := _defined_in(getattr(a.function, "__wrapped__", a.function))) != builtin().get(a.name)}
+
+
 def _exit_args(exc: BaseException) -> str:
     return ", ".join(repr(a) for a in exc.args)
 

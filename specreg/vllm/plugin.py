@@ -13,14 +13,18 @@ replaces two things in vLLM's speculators mapping (`vllm/transformers_utils/conf
 A draft that vLLM cannot serve as trained is refused at startup, before any weight is loaded, with
 specreg's error and fix. specreg's findings are logged once through vLLM's logger. Safe by
 construction: idempotent; a vLLM version outside `TESTED` gets one log line and no change;
-`SPECREG_VLLM_PLUGIN=0` turns it off; a non-speculators model never reaches the mapping; any
-failure inside specreg falls back to vLLM's own mapping, with the reason logged.
+`SPECREG_VLLM_PLUGIN=0` turns it off; a non-speculators model never reaches the mapping, and a
+named draft is read only when it is a speculators draft or a native layout specreg plans, at the
+revision vLLM loads; any failure inside specreg falls back to vLLM's own mapping, with the reason
+logged, and so does a SystemExit or KeyboardInterrupt raised by an algorithm plugin's module.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+from pathlib import Path
 from typing import Any, Callable
 
 from packaging.version import Version
@@ -30,7 +34,12 @@ from packaging.version import Version
 TESTED = (Version("0.26"), Version("0.33.99"))
 SWITCH = "SPECREG_VLLM_PLUGIN"
 ALGORITHMS = ("eagle3", "peagle", "dflash", "dflash2", "dspark")
+#: the vLLM methods of ALGORITHMS: a native draft specreg plans is served as one of them, so a draft
+#: vLLM builds with any other method (an independent draft_model, MTP, n-gram) is never read
+METHODS = ("eagle3", "dflash", "dspark")
 _MARK = "_specreg_plugin"
+#: the drafts the speculators mapping planned while vLLM built one speculative config (per thread)
+_planned = threading.local()
 
 _logged: set[tuple[str, str, str]] = set()
 
@@ -41,7 +50,7 @@ def _logger() -> logging.Logger:
         from vllm.logger import init_logger
 
         return init_logger("vllm.specreg")
-    except Exception:  # noqa: BLE001 - no (working) vLLM: log through the standard library
+    except ImportError:  # no vLLM: log through the standard library
         return logging.getLogger("vllm.specreg")
 
 
@@ -91,9 +100,10 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
 
     Before it: a speculators draft named beside the verifier (`--speculative-config '{"model": D}'`,
     `--spec-model D`) without a method is given its trained method, and its trained length when none
-    is given (`_fill_named_draft`). After it: native drafts (z-lab DFlash, DeepSpec DSpark, SpecForge
-    EAGLE-3) never reach the speculators mapping, so what vLLM built is compared with specreg's plan
-    of the same file and, where they differ, what to run instead is logged (nothing is changed)."""
+    is given (`_fill_named_draft`). After it: a speculators draft vLLM was told to serve with another
+    method than trained is logged; native drafts (z-lab DFlash, DeepSpec DSpark, SpecForge EAGLE-3)
+    never reach the speculators mapping, so what vLLM built is compared with specreg's plan of the
+    same file and, where they differ, what to run instead is logged (nothing is changed)."""
     original = engine_args_class.__dict__.get("create_speculative_config")
     if original is None or getattr(original, _MARK, False):
         return
@@ -101,12 +111,19 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
     def create_speculative_config(self: Any, target_model_config: Any, target_parallel_config: Any) -> Any:
         try:
             _fill_named_draft(self, str(version))
-        except Exception as exc:  # noqa: BLE001 - vLLM decides as it would have without the plugin
+        except Exception as exc:  # noqa: BLE001 - logged; vLLM decides as it would have without the plugin
             _once(f"named:{exc}", f"specreg could not plan the named draft ({type(exc).__name__}: {exc}); vLLM "
                   "picks its method itself", logging.WARNING)
-        sc = original(self, target_model_config, target_parallel_config)
+        _planned.specs = []
         try:
-            _compare_native(sc, str(version))
+            sc = original(self, target_model_config, target_parallel_config)
+        finally:
+            planned, _planned.specs = _planned.specs, None
+        try:
+            if planned:
+                _check_method(sc, planned[-1])
+            else:
+                _compare_native(sc, str(version))
         except Exception as exc:  # noqa: BLE001 - a diagnosis only: vLLM goes on either way
             _once(f"native:{exc}", f"specreg could not check the native draft ({type(exc).__name__}: {exc})",
                   logging.WARNING)
@@ -117,39 +134,45 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
     engine_args_class.create_speculative_config = create_speculative_config
 
 
+def _read(model: str, revision: Any) -> Any:
+    """The draft's config.json as vLLM loads it: at `revision` from the Hub (vLLM ignores a revision
+    for a local directory). vLLM's code_revision names only the repository code of auto_map
+    (transformers' `AutoConfig.from_pretrained(code_revision=...)`), which specreg never reads."""
+    from specreg.sources.files import read_source
+
+    local = Path(model).expanduser().exists()
+    return read_source(model, revision=None if local or not isinstance(revision, str) else revision)
+
+
 def _fill_named_draft(args: Any, version: str) -> None:
     """A speculators draft given beside the verifier, with no method: vLLM (0.26-0.33,
     `SpeculativeConfig.__post_init__`) guesses the method from the draft's *path* ("eagle3",
     "dflash", "dspark" in the name, else "draft_model", an independent model) and, with no length
     given, refuses to start. The draft's file says both: fill what the user left out, through the
-    same setting the user used (vLLM refuses a key given both as --spec-* and in the dict). A method
-    the user gave is kept; one that differs from the trained one is logged."""
+    same setting the user used (vLLM refuses a key given both as --spec-* and in the dict). With a
+    method given nothing is read here (`_check_method` compares it with what the mapping planned)."""
     config = args.speculative_config if isinstance(getattr(args, "speculative_config", None), dict) else None
     model = (config or {}).get("model") or getattr(args, "spec_model", None)
     if not isinstance(model, str) or not model:
         return
-    from specreg.normalization.core import normalize
-    from specreg.sources.files import read_source
 
-    read = read_source(model)
+    def given(key: str) -> Any:
+        return (config or {}).get(key, (config or {}).get(key.replace("_", "-")))
+
+    flags = {"method": "spec_method", "num_speculative_tokens": "spec_tokens"}
+    chosen = {key: given(key) if given(key) is not None else getattr(args, flag, None) for key, flag in flags.items()}
+    if chosen["method"] is not None:
+        return
+    read = _read(model, given("revision"))
     if read.config.get("speculators_model_type") not in ALGORITHMS:
         return  # not a speculators draft: vLLM's own rules
+    from specreg.normalization.core import normalize
+
     # findings and refusals are left to the speculators mapping, which reads this file next (a raise
     # here would only be caught by the wrapper and logged as specreg failing)
     spec = normalize(read.config, vllm=version, source=model, origin=read.origin, manifest=read.manifest)
-    given = {key: (config or {}).get(key, (config or {}).get(key.replace("_", "-"))) for key in
-             ("method", "num_speculative_tokens")}
-    flags = {"method": "spec_method", "num_speculative_tokens": "spec_tokens"}
-    for key in given:
-        if given[key] is None:
-            given[key] = getattr(args, flags[key], None)
-    if given["method"] is not None:
-        if given["method"] != spec.method:
-            _once(f"method:{model}", f"specreg: the draft {model} was trained as {spec.method!r}; vLLM is told to "
-                  f"serve it as {given['method']!r}", logging.WARNING)
-        return
     filled = {"method": spec.method}
-    if given["num_speculative_tokens"] is None:
+    if chosen["num_speculative_tokens"] is None:
         filled["num_speculative_tokens"] = spec.num_speculative_tokens
     for key, value in filled.items():
         if config is not None and "model" in config:
@@ -161,21 +184,31 @@ def _fill_named_draft(args: Any, version: str) -> None:
           f"method from the path otherwise); {SWITCH}=0 turns this off")
 
 
+def _check_method(sc: Any, spec: Any) -> None:
+    """Log (once) a speculators draft that vLLM was told to serve with another method than trained."""
+    method = getattr(sc, "method", None)
+    if method is not None and method != spec.method:
+        _once(f"method:{sc.model}", f"specreg: the draft {sc.model} was trained as {spec.method!r}; vLLM is told "
+              f"to serve it as {method!r}", logging.WARNING)
+
+
 def _compare_native(sc: Any, version: str) -> None:
-    """Log (once) how vLLM's reading of a native draft differs from how it was trained."""
+    """Log (once) how vLLM's reading of a native draft differs from how it was trained. Only a draft
+    vLLM serves with a method of METHODS is read, and only a native layout is planned."""
     draft = getattr(sc, "draft_model_config", None) if sc is not None else None
-    if draft is None or not getattr(sc, "model", None):
+    if draft is None or not getattr(sc, "model", None) or getattr(sc, "method", None) not in METHODS:
         return
+    from specreg.normalization import readback
     from specreg.normalization.capabilities import parse_version
     from specreg.normalization.core import normalize
     from specreg.normalization.dflash_family import vllm_layer_causal
     from specreg.normalization.plan import Context
-    from specreg.sources.files import read_source
+    from specreg.sources import native
 
-    read = read_source(sc.model)  # the file vLLM was given, read as specreg reads any draft
+    read = _read(sc.model, getattr(sc, "revision", None))  # the file vLLM was given
+    if readback.is_manifest(read.manifest) or native.recognize(read.config, source=sc.model) is None:
+        return  # specreg's own directory, a speculators file (the mapping's), or no layout specreg plans
     spec = normalize(read.config, vllm=version, source=sc.model, origin=read.origin, manifest=read.manifest)
-    if spec.format in ("speculators", "materialized"):
-        return  # the mapping (wrapped above) or specreg's own directory
     hf = draft.hf_config.to_dict() if hasattr(draft.hf_config, "to_dict") else dict(vars(draft.hf_config))
     # errors, and what the native conversion knows vLLM reads differently (ModelOpt's ids one layer early)
     problems = [f"{f.code}: {f.message}" for f in spec.findings
@@ -224,14 +257,39 @@ def _plan(config_dict: dict, version: str) -> Any:
 
     try:
         spec = normalize(copy.deepcopy(config_dict), vllm=version)
-        # logged at first use: vLLM configures its log handlers after the plugins have loaded
-        _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {__version__} for "
-              f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off")
-        return spec
     except Exception as exc:  # noqa: BLE001 - bad input or a specreg bug: vLLM's mapping decides
         _once(f"fallback:{exc}", f"specreg could not plan this speculators config ({type(exc).__name__}: {exc}); "
               "vLLM's own mapping is used", logging.WARNING)
         return None
+    except (SystemExit, KeyboardInterrupt) as exc:
+        guest = _raised_by_guest(exc)
+        if guest is None:
+            raise  # vLLM's own, or Ctrl-C in specreg: not the plugin's to stop
+        _once(f"guest:{guest}", f"specreg: the algorithm plugin module {guest} raised {type(exc).__name__} while "
+              "specreg planned this speculators config; vLLM's own mapping is used", logging.WARNING)
+        return None
+    # logged at first use: vLLM configures its log handlers after the plugins have loaded
+    _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {__version__} for "
+          f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off")
+    specs = getattr(_planned, "specs", None)
+    if specs is not None:
+        specs.append(spec)
+    return spec
+
+
+def _raised_by_guest(exc: BaseException) -> str | None:
+    """The module of an algorithm plugin (another package's registered function) that `exc` was raised
+    in, or None."""
+    from specreg.normalization.algorithms import guest_modules
+
+    guests = guest_modules()
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__")
+        if module in guests:
+            return str(module)
+        tb = tb.tb_next
+    return None
 
 
 def _refuse_or_log(spec: Any) -> None:
