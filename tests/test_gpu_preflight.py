@@ -83,7 +83,7 @@ def test_gpus_by_name_or_capability(name, cap):
 def test_an_unknown_gpu_is_a_clear_error(tmp_path):
     out = check(dflash_draft(tmp_path), "--gpu", "Voodoo5")
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "--gpu Voodoo5: unknown GPU 'Voodoo5': give one of V100" in out.stderr
+    assert "argument --gpu: unknown GPU 'Voodoo5': give one of V100" in out.stderr
 
 
 def test_every_named_gpu_is_covered_for_every_version():

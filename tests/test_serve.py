@@ -101,6 +101,7 @@ def test_catalog_serving_hints_are_used_and_a_differing_flag_is_noted(hub, tmp_p
 
 @pytest.mark.parametrize("flags, want", [
     (["-tp", "2"], "2"), (["--tensor_parallel_size", "2"], "2"), (["--tensor-parallel-size=2"], "2"),
+    (["--tensor-parallel", "2"], "2"), (["--tensor_par=2"], "2"), (["-t", "2"], "2"),  # abbreviations, as argparse
 ])
 def test_any_spelling_of_a_hinted_setting_wins_and_appears_once(hub, tmp_path, flags, want):
     """A catalog hint tensor_parallel_size = 4 and the user's `-tp 2`: vLLM takes the last flag, so the
@@ -130,3 +131,13 @@ def test_serve_can_write_the_spec_flags_form(tmp_path):
     old = run("serve", str(src), "--spec-flags", "--vllm", "0.20", "--verifier", "Qwen/Qwen3-8B",
               "--dir", str(tmp_path / "e"), "--config-only")
     assert old.returncode == 2 and "has no --spec-model" in old.stderr
+
+
+def test_serve_escapes_terminal_controls_a_config_holds(tmp_path):
+    """A model_type holding ESC and a C1 control (CSI) reaches stderr in a finding: escaped, as show prints it."""
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["model_type"] = "qwen3\x1b[31mRED\x9b"
+    out = run("serve", str(write_draft(tmp_path / "src", cfg)), "--config-only", "--dir", str(tmp_path / "d"))
+    assert out.returncode == 1, out.stderr  # an unknown model_type: not servable
+    assert "\x1b" not in out.stderr + out.stdout and "\x9b" not in out.stderr + out.stdout
+    assert "`qwen3\\x1b[31mRED\\x9b`" in out.stderr

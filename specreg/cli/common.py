@@ -12,21 +12,29 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
 
+def clipped(text: str, limit: int = 40) -> str:
+    """`text` as a repr to echo in an error, its first `limit` characters when it is longer."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
 def _count(minimum: int, maximum: int = 10**9) -> Any:
     """An argparse type: an integer from minimum to maximum (a clear usage error, exit 2, otherwise)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        except ValueError:  # also a number past int()'s 4300 digits
+            raise argparse.ArgumentTypeError(f"not an integer: {clipped(text)}") from None
         if value < minimum or value > maximum:
-            raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to {maximum}, got {value}")
+            digits = str(value)
+            shown = digits if len(digits) <= 40 else f"{digits[:40]}… ({len(digits):,} digits)"
+            raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to {maximum}, got {shown}")
         return value
     return parse
 
 
 def harness_int(field: str) -> Any:
-    """An argparse type for an integer harness field, with the catalog's limits (entries/limits.py)."""
+    """An argparse type for an integer flag of any command, with the limits the catalog's harness values
+    have (entries/limits.py INTEGERS: the lowest and highest value of each)."""
     from specreg.entries.limits import INTEGERS
 
     return _count(*INTEGERS[field])
@@ -46,19 +54,38 @@ def _number(low: float, high: float) -> Any:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+            raise argparse.ArgumentTypeError(f"not a number: {clipped(text)}") from None
         if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be a finite number from {low:g} to {high:g}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a finite number from {low:g} to {high:g}, got {value:g}")
         return value
     return parse
+
+
+def gpu_name(text: str) -> str:
+    """An argparse type: a GPU name or compute capability specreg has facts for (specreg.vllm.attention)."""
+    from specreg.vllm.attention import AttentionError, capability
+
+    try:
+        capability(text)
+    except AttentionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _verifier(text: str) -> str:
+    """An argparse type: a verifier that `vllm serve VERIFIER` cannot read as one of its flags."""
+    if text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{clipped(text)} starts with '-': no Hub id does, and vLLM would read it "
+                                         "as a flag; write a local directory as ./NAME")
+    return text
 
 
 def source_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("source", help="a local dir, a config.json path, org/name or org/name@revision")
     sp.add_argument("--revision", help="a Hub branch, tag or commit (or use org/name@revision)")
     sp.add_argument("--vllm", metavar="X.Y", help="the vLLM version to target (default: installed, else newest known)")
-    sp.add_argument("--verifier", help="the verifier (Hub id or local dir): for native formats, which name none, "
-                    "or to override the config's")
+    sp.add_argument("--verifier", type=_verifier, help="the verifier (Hub id or local dir): for native formats, which "
+                    "name none, or to override the config's")
 
 
 def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:

@@ -9,8 +9,8 @@ import shlex
 import sys
 from typing import Any, Sequence
 
-from specreg.cli.common import (EXIT_OK, SpecregErrorLine, _load, _progress, _Refused, directory_args,
-                                source_args)
+from specreg.cli.common import (EXIT_OK, SpecregErrorLine, _load, _progress, _Refused, directory_args, gpu_name,
+                                print_lines, source_args)
 
 
 def add_serve(sub: Any) -> None:
@@ -33,9 +33,10 @@ def add_serve(sub: Any) -> None:
     serve.add_argument("--spec-flags", action="store_true",
                        help="write the draft as --spec-model/--spec-method/--spec-tokens (vLLM 0.22+) instead of "
                             "--speculative-config, where those three say all of it")
-    serve.add_argument("--gpu", metavar="NAME", help="the GPU to serve on (H100, A100, L40S, RTX 4090, B200, GB10, "
-                       "... or sm_XY): refuse a draft no attention backend serves there, and write the draft's own "
-                       "kv_cache_dtype or attention_backend into the speculative config where that makes it start")
+    serve.add_argument("--gpu", type=gpu_name, metavar="NAME", help="the GPU to serve on (H100, A100, L40S, RTX 4090, "
+                       "B200, GB10, ... or sm_XY): refuse a draft no attention backend serves there, and write the "
+                       "draft's own kv_cache_dtype or attention_backend into the speculative config where that makes "
+                       "it start")
     serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
 
 
@@ -92,7 +93,7 @@ def _servable(spec, args: argparse.Namespace) -> str:
 
     for f in spec.findings:
         if f.severity != "info":
-            print(f"# {f.severity}: {f.code}: {f.message}", file=sys.stderr)
+            print_lines([f"# {f.severity}: {f.code}: {f.message}"], file=sys.stderr)
     if not spec.servable:
         raise _Refused(f"error: {args.source}: not servable as trained by vLLM {spec.vllm_version} (see the errors above)")
     local_verifier = any(f.code == "verifier-local-path" for f in spec.findings)
@@ -123,7 +124,7 @@ def _serve(args: argparse.Namespace) -> int:
         weights = "none" if args.config_only else "link"
         done = spec.materialize(directory, weights=weights, force=force, progress=_progress)
         if reason:
-            print(f"# {reason}: serving the materialized directory {done.directory}", file=sys.stderr)
+            print_lines([f"# {reason}: serving the materialized directory {done.directory}"], file=sys.stderr)
         kwargs = done.llm_kwargs(verifier=verifier)
     if args.gpu:
         kwargs = _fit_gpu(spec, args, kwargs, given)
@@ -151,11 +152,11 @@ def _fit_gpu(spec, args: argparse.Namespace, kwargs: dict[str, Any], given: dict
     except AttentionError as exc:
         raise SpecregErrorLine(f"--gpu {args.gpu}: {exc}") from None
     for f in errors:
-        print(f"# error: {f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else ""), file=sys.stderr)
+        print_lines([f"# error: {f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "")], file=sys.stderr)
     if errors:
         raise _Refused(f"error: {args.source}: no attention backend serves the draft on {args.gpu} (see above)")
     for note in notes:
-        print(f"# gpu: {note}", file=sys.stderr)
+        print_lines([f"# gpu: {note}"], file=sys.stderr)
     return {**kwargs, "speculative_config": {**kwargs["speculative_config"], **written}}
 
 
@@ -165,14 +166,17 @@ _HINTS = ("tensor_parallel_size", "max_model_len", "quantization")
 
 def _given_flags(extra: list[str]) -> dict[str, str | None]:
     """The vLLM settings the flags after `--` give (setting -> value), read as vLLM reads them
-    (`vllm_flags`: any alias, `_` or `-`, `=`); the ones specreg writes itself are refused."""
-    from specreg.cli.vllm_flags import OWNED, settings, spelled
+    (`vllm_flags`: any alias or abbreviation, `_` or `-`, `=`); the ones specreg writes itself are refused."""
+    from specreg.cli.vllm_flags import OWNED, named, settings, spelling
 
+    names = named(extra)
     given, _how = settings(extra)
-    owned = sorted(OWNED & set(given))
+    owned = sorted(OWNED & (set(given) | set(names)))
     if owned:
-        raise SpecregErrorLine(f"{spelled(extra, owned[0])} after --: specreg writes the model and the speculative "
-                               "config itself; pass vLLM's other flags there")
+        user, full = names.get(owned[0], (spelling(owned[0]),) * 2)
+        read = "" if user.split(".", 1)[0] == full else f"vLLM reads it as {full}; "
+        raise SpecregErrorLine(f"{user} after --: {read}specreg writes the model and the speculative config itself; "
+                               "pass vLLM's other flags there")
     return given
 
 
@@ -190,8 +194,8 @@ def _vllm_flags(spec, extra: list[str], given: dict[str, str | None]) -> list[st
         if field not in given:
             added += [spelling(field), str(hint)]
         elif given[field] != str(hint):
-            print(f"# note: the catalog entry serves this draft with {spelling(field)} {hint}; you asked for "
-                  f"{given[field]}", file=sys.stderr)
+            print_lines([f"# note: the catalog entry serves this draft with {spelling(field)} {hint}; you asked for "
+                         f"{given[field]}"], file=sys.stderr)
     return list(extra) + added
 
 

@@ -6,7 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, _fmt, _load, print_lines, source_args
+from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, _fmt, _load, gpu_name, harness_int, print_lines,
+                                source_args)
 
 
 def add_show(sub: Any) -> None:
@@ -20,16 +21,19 @@ def add_check(sub: Any) -> None:
     source_args(chk)
     chk.add_argument("--json", action="store_true", help="print Speculator.to_dict() (with `checks`) as JSON")
     chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
-    chk.add_argument("--tensor-parallel-size", type=int, metavar="N", help="the verifier's tensor parallel size")
-    chk.add_argument("--draft-tensor-parallel-size", type=int, metavar="N", help="the draft's tensor parallel size")
-    chk.add_argument("--max-model-len", type=int, metavar="N", help="the server's --max-model-len (default: the "
-                     "verifier's max_position_embeddings), held against the draft's max_position_embeddings")
+    tp = harness_int("tensor_parallel_size")
+    chk.add_argument("--tensor-parallel-size", type=tp, metavar="N", help="the verifier's tensor parallel size")
+    chk.add_argument("--draft-tensor-parallel-size", type=tp, metavar="N", help="the draft's tensor parallel size")
+    chk.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N", help="the server's "
+                     "--max-model-len (default: the verifier's max_position_embeddings), held against the draft's "
+                     "max_position_embeddings")
     chk.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
                      help="the server's flag of that name (or a KV connector without HMA support): the KV-cache "
                      "groups of the verifier's and the draft's layers are checked with the manager off")
     gpu = chk.add_argument_group("the GPU (vLLM's attention-backend selector, per version)")
-    gpu.add_argument("--gpu", metavar="NAME", help="H100, A100, L40S, RTX 4090, B200, GB10, ... or sm_XY: which "
-                     "attention backend vLLM picks for the draft's layers there, and why others are refused")
+    gpu.add_argument("--gpu", type=gpu_name, metavar="NAME", help="H100, A100, L40S, RTX 4090, B200, GB10, ... or "
+                     "sm_XY: which attention backend vLLM picks for the draft's layers there, and why others are "
+                     "refused")
     gpu.add_argument("--kv-cache-dtype", default="auto", metavar="DTYPE",
                      help="the server's --kv-cache-dtype, which the draft inherits (auto, fp8, fp8_e4m3, fp8_e5m2; "
                      "default auto)")

@@ -8,7 +8,10 @@ serve writes or takes from the catalog."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import argparse
+from typing import Any, NoReturn, Sequence
+
+from specreg.cli.common import SpecregErrorLine
 
 #: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vLLM 0.33.0)
 OPTIONS = {
@@ -42,50 +45,86 @@ def _live_parser() -> Any | None:
     return parser
 
 
-def _dest(arg: str) -> str | None:
-    """The setting one argument names by the table (`_` or `-`, `=value`, a dotted JSON key)."""
-    # --speculative-config.num_speculative_tokens is a key of --speculative-config
-    return OPTIONS.get(_dashes(arg).partition("=")[0].split(".", 1)[0])
+def _refuse(message: str) -> NoReturn:
+    """argparse's refusal (an ambiguous abbreviation, a flag without its value) as one line."""
+    raise SpecregErrorLine(f"the vLLM flags after --: {message}")
 
 
-def spelled(flags: Sequence[str], dest: str) -> str:
-    """How the user wrote the option of `dest` (the first such argument), else the setting's name."""
-    return next((arg.partition("=")[0] for arg in flags if arg.startswith("-") and _dest(arg) == dest), dest)
+class _Refusal(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        _refuse(message)
+
+
+class _Named(argparse.Action):
+    """Records the option string a flag resolved to (argparse passes the full one, not the abbreviation)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.resolved = option_string
+
+
+def _table_parser() -> argparse.ArgumentParser:
+    """The table's flags on an argparse parser, which resolves an abbreviation as vLLM's does
+    (FlexibleArgumentParser leaves argparse's allow_abbrev on)."""
+    parser = _Refusal(add_help=False)
+    for dest in dict.fromkeys(OPTIONS.values()):
+        parser.add_argument(*(o for o, d in OPTIONS.items() if d == dest), dest=dest, action=_Named)
+    return parser
+
+
+def resolve(arg: str) -> tuple[str, str] | None:
+    """(setting, full option string) that one argument names by the table, as argparse reads it: an
+    alias, `_` for `-`, `=value`, a dotted JSON key, a unique prefix. An ambiguous prefix is refused."""
+    if not arg.startswith("-"):
+        return None
+    name = _dashes(arg)
+    if "." in name.partition("=")[0]:  # vLLM reads --speculative-config.k v as --speculative-config '{"k": v}'
+        name = name.partition("=")[0].split(".", 1)[0]  # (FlexibleArgumentParser.parse_args)
+    ns, _ = _table_parser().parse_known_args([name, "value"], argparse.Namespace(resolved=None))
+    return (OPTIONS[ns.resolved], ns.resolved) if ns.resolved else None
+
+
+def named(flags: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """setting -> (how the user wrote its option, the full option), for the first argument naming each."""
+    out: dict[str, tuple[str, str]] = {}
+    for arg in flags:
+        if arg == "--":  # argparse reads every later argument as a value
+            break
+        hit = resolve(arg)
+        if hit:
+            out.setdefault(hit[0], (arg.partition("=")[0], hit[1]))
+    return out
 
 
 def _from_table(flags: Sequence[str]) -> dict[str, str | None]:
-    given: dict[str, str | None] = {}
-    for i, arg in enumerate(flags):
-        if not arg.startswith("-") or arg == "--":
-            continue
-        name, eq, value = arg.partition("=")
-        dest = _dest(arg)
-        if dest is None:
-            continue
-        following = flags[i + 1] if i + 1 < len(flags) and not flags[i + 1].startswith("-") else None
-        given[dest] = value if eq else following
-    return given
+    ns, _ = _table_parser().parse_known_args([_dashes(a) for a in flags], argparse.Namespace(resolved=None))
+    return {d: str(getattr(ns, d)) for d in dict.fromkeys(OPTIONS.values()) if getattr(ns, d, None) is not None}
 
 
 def settings(flags: Sequence[str]) -> tuple[dict[str, str | None], str]:
     """(vLLM setting -> the value the user gave, for the settings in OPTIONS; how it was read)."""
     parser = _live_parser()
     if parser is None:
-        return _from_table(flags), "table"
+        given, how = _from_table(flags), "table"
+    else:
+        given, how = _from_live(parser, flags), "vLLM's parser"
+    # a dotted JSON key (--speculative-config.k v) is a setting of its own too
+    for dest, (spelled_, _full) in named(flags).items():
+        if "." in spelled_:
+            given.setdefault(dest, spelled_)
+    return given, how
+
+
+def _from_live(parser: Any, flags: Sequence[str]) -> dict[str, str | None]:
+    parser.error = _refuse  # vLLM's own refusal, as one line instead of its usage text
     wanted = set(OPTIONS.values())
     names = {a.dest for a in parser._actions}  # noqa: SLF001 - argparse has no public list of dests
     # FlexibleArgumentParser turns `_` into `-` in parse_args, which refuses unknown flags; the same
     # rewrite before parse_known_args (only the option's name, never its value)
-    spelled_ = [_dashes(a) for a in flags]
-    ns, _ = parser.parse_known_args(spelled_)
+    ns, _ = parser.parse_known_args([_dashes(a) for a in flags])
     defaults = parser.parse_known_args([])[0]
-    given = {d: None if getattr(ns, d) is None else str(getattr(ns, d)) for d in wanted & names
-             if getattr(ns, d) != getattr(defaults, d)}
-    # a dotted JSON key (--speculative-config.k v) is a setting of its own too
-    for arg in flags:
-        if arg.startswith(("--speculative-config.", "--speculative_config.")):
-            given.setdefault("speculative_config", arg)
-    return given, "vLLM's parser"
+    return {d: None if getattr(ns, d) is None else str(getattr(ns, d)) for d in wanted & names
+            if getattr(ns, d) != getattr(defaults, d)}
 
 
 def _dashes(arg: str) -> str:

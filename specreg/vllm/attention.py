@@ -93,7 +93,8 @@ def capability(gpu: str) -> tuple[int, int]:
         return int(digits[:-1]), int(digits[-1])
     if m:
         return int(m.group(1)), int(m.group(2))
-    raise AttentionError(f"unknown GPU {gpu!r}: give one of {', '.join(GPUS)}, or its compute capability "
+    shown = repr(gpu) if len(gpu) <= 40 else f"{gpu[:40]!r}… ({len(gpu):,} characters)"
+    raise AttentionError(f"unknown GPU {shown}: give one of {', '.join(GPUS)}, or its compute capability "
                          "as sm_XY (sm_90) or X.Y")
 
 
