@@ -368,3 +368,16 @@ def test_a_top_level_quantization_config_reaches_vllms_draft_model_config(tmp_pa
             if route == "vllm alone":
                 vllm_plugin.install(*plugin, spec.vllm_version)
     assert sc.draft_model_config.quantization == "compressed-tensors"
+
+
+def test_an_independent_draft_model_is_neither_read_nor_warned_about(tmp_path):
+    """A named non-speculators draft (here the verifier's own config as an independent draft_model):
+    the plugin returns before reading it, so vLLM's log has no specreg warning (issue 35)."""
+    spec = specreg.load(write_draft(tmp_path / "src", case_config("dflash")))
+    build(tmp_path, spec)  # a plain local model config in tmp_path/target
+    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1"}
+    sc = json.dumps({"model": str(tmp_path / "target"), "method": "draft_model", "num_speculative_tokens": 2})
+    out = subprocess.run([sys.executable, "-c", NATIVE_ENGINE, str(tmp_path / "target"), sc], capture_output=True,
+                         text=True, timeout=300, env=env)
+    warned = [line for line in (out.stdout + out.stderr).splitlines() if "specreg" in line and "WARNING" in line]
+    assert warned == [], (out.stdout[-2000:], out.stderr[-2000:])
