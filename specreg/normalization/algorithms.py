@@ -175,7 +175,7 @@ def register_speculator(
                 )
             _registered[name] = Algorithm(
                 name=name,
-                function=fn if own is not None else _guarded(fn, origin),
+                function=fn if own is not None else _guarded(fn),
                 method=method,
                 vllm_min=Version(vllm_min) if vllm_min else None,
                 summary=summary or (fn.__doc__ or "").strip().split("\n")[0],
@@ -190,7 +190,7 @@ def register_speculator(
     return decorate
 
 
-def _guarded(fn: Callable[..., Any], origin: str) -> Callable[..., Any]:
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A plugin's function, held to the contract: it returns a Plan and never ends the process (the
     caller reports either failure as the plugin's, naming it)."""
 
