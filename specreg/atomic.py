@@ -1,56 +1,66 @@
-"""Replacing a file so that no reader ever sees half of it, and nothing is followed through a link."""
+"""Replacing one file so that no reader ever sees half of it, and nothing is followed through a link.
+
+For a set of files that must change together (a draft directory), see specreg/dirwrite.py; this is
+the one-file case (report pages, the history, a catalog entry, a pin). Every step goes through the
+parent directory's open descriptor. The temporary file's name carries a MAC over the parent's identity
+(dirwrite.mac), so a temporary file left by a killed write is proven specreg's and removed by the next
+write of the same file; anything else is never touched.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
+import re
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from specreg.errors import SpecregError
+
+_TEMP = re.compile(r"\.(?P<name>.+)\.specreg-tmp-(?P<tag>[0-9a-f]{16})-(?P<mac>[0-9a-f]{32})\Z", re.S)
+
+
+def _proof(parent_fd: int, name: str, tag: str) -> str:
+    from specreg.dirwrite import mac
+
+    st = os.fstat(parent_fd)
+    return mac(f"specreg tmp {name} {tag} {st.st_dev}:{st.st_ino}".encode())[:32]
 
 
 def replace(target: Path, make: Callable[[Path], None]) -> None:
     """Create `target` by building a temporary file beside it with `make` (its name unique to this
-    write: process, thread and a random part), then renaming it over the old entry (a symlink there is
-    replaced itself, never the file it points to). A failure leaves the old entry as it was and no
-    temporary file."""
-    if target.is_dir() and not target.is_symlink():
-        raise SpecregError(f"{target} is a directory; refusing to replace it")
-    tmp = target.with_name(f".{target.name}.specreg-tmp-{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex[:8]}")
-    if tmp.exists() or tmp.is_symlink():
-        tmp.unlink()
+    write), then renaming it over the old entry (a symlink there is replaced itself, never the file it
+    points to). A failure leaves the old entry as it was and no temporary file; a kill leaves the old
+    entry or the new one whole, and at most a proven temporary file that the next write removes."""
+    parent = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        make(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        if tmp.exists() or tmp.is_symlink():
-            tmp.unlink()
-        raise
+        name = target.name
+        try:
+            mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = 0
+        import stat
+
+        if stat.S_ISDIR(mode):
+            raise SpecregError(f"{target} is a directory; refusing to replace it")
+        for entry in os.listdir(parent):  # a killed earlier write of this file: proven, removed
+            m = _TEMP.match(entry)
+            if m and m["name"] == name and m["mac"] == _proof(parent, name, m["tag"]):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry, dir_fd=parent)
+        tag = uuid.uuid4().hex[:16]
+        tmp = f".{name}.specreg-tmp-{tag}-{_proof(parent, name, tag)}"
+        try:
+            make(target.parent / tmp)
+            os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=parent)
+            raise
+    finally:
+        os.close(parent)
 
 
 def write_bytes(target: Path, data: bytes) -> None:
     replace(target, lambda tmp: tmp.write_bytes(data))
-
-
-@contextlib.contextmanager
-def locked(directory: Path) -> Iterator[bool]:
-    """Hold `directory`'s write lock across processes and threads: an flock on the directory itself
-    (each call opens its own descriptor, so threads of one process exclude each other too); no file
-    is added. Yields whether the directory was created here, so a failed first write can remove it."""
-    import fcntl
-
-    created = False
-    try:
-        directory.mkdir(parents=True)
-        created = True
-    except FileExistsError:
-        pass
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield created
-    finally:
-        os.close(fd)  # closing releases the lock
