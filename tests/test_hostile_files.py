@@ -887,3 +887,43 @@ def test_a_result_with_a_hole_is_skipped_with_a_warning_and_the_report_goes_on(o
     assert r.returncode == 0, r.stderr
     assert "skipped org--bad/result.json" in r.stderr
     assert "<td class='verdict'>pass</td>" in (tmp_path / "site" / "index.html").read_text()
+
+
+def _result_paths(value, path=()):
+    """Every key path of a result, with the first item of each list standing for the others."""
+    if path:
+        yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _result_paths(v, (*path, k))
+    elif isinstance(value, list) and value:
+        yield from _result_paths(value[0], (*path, 0))
+
+
+def test_every_field_of_a_result_retyped_is_shown_or_skipped_never_an_internal_error(one_run, tmp_path):
+    """Each field of a real result.json set to an object, a list, a string, a bool or null: report
+    builds the page (the result shown or skipped with a warning), with no other exception."""
+    import shutil
+
+    from specreg.verify import report
+
+    reg, results = results_copy(one_run, tmp_path)
+    for db in results.rglob("history.sqlite"):  # the result file alone is read
+        db.unlink()
+    target = results / "org--draft" / "result.json"
+    doc = json.loads(target.read_text())
+    wrong = []
+    for path in _result_paths(doc):
+        for value in ({"x": 1}, [1], "1", True, None):
+            changed = json.loads(json.dumps(doc))
+            node = changed
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            target.write_text(json.dumps(changed))
+            shutil.rmtree(tmp_path / "site", ignore_errors=True)
+            try:
+                report.build(results, tmp_path / "site", registry=str(reg), warnings=[])
+            except Exception as exc:  # noqa: BLE001 - the point: any exception is a bug
+                wrong.append((path, value, f"{type(exc).__name__}: {exc}"))
+    assert wrong == []

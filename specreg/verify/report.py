@@ -82,9 +82,31 @@ def _check_result(r: Any) -> None:
     pp = s.get("per_position")
     if s and not (isinstance(pp, list) and all(map(_real, pp))):
         raise ValueError("statistics.per_position is not a list of numbers")
-    checks = (r.get("judgement") or {}).get("checks") or []
-    if not isinstance(checks, list) or not all(isinstance(c, dict) and isinstance(c.get("metric"), str) for c in checks):
+    for key in ("output_tokens_per_s", "ms_per_output_token"):
+        if (s.get(key) is not None or s.get("output_tokens_per_s")) and not _real(s.get(key)):
+            raise ValueError(f"statistics.{key} is not a number")  # outputs.throughput_text prints both
+    t = r.get("throughput") or {}
+    if not isinstance(t, dict) or not all(_real(t[k]) for k in ("speedup", "output_tokens_per_s_without_draft")
+                                          if t.get(k) is not None):
+        raise ValueError("throughput is not an object of numbers")
+    j = r.get("judgement") or {}
+    if not isinstance(j.get("reason") or "", str):
+        raise ValueError("judgement.reason is not a string")
+    for key in ("differences", "not_recorded_by_baseline"):
+        if not (isinstance(j.get(key) or [], list) and all(isinstance(x, str) for x in j.get(key) or [])):
+            raise ValueError(f"judgement.{key} is not a list of strings")
+    checks = j.get("checks") or []
+    if not isinstance(checks, list) or not all(map(_is_check, checks)):
         raise ValueError("judgement.checks is not a list of checks")
+
+
+def _is_check(c: Any) -> bool:
+    """A check as judge writes it, in the fields the report prints (outputs.bounds_text)."""
+    if not isinstance(c, dict) or not isinstance(c.get("metric"), str) or not isinstance(c.get("verdict"), str):
+        return False
+    bounds = c.get("bounds")
+    return (isinstance(bounds, list) and len(bounds) == 2 and _real(bounds[0])
+            and (bounds[1] is None or _real(bounds[1])) and "baseline" in c)
 
 
 def _results(results_dir: Path, warnings: list[str]) -> list[dict[str, Any]]:
@@ -378,7 +400,7 @@ def _run_html(r: dict[str, Any]) -> str:
     if s:
         ci = s.get("al_interval")
         ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
-        checks = {c["metric"]: c for c in j.get("checks", [])}
+        checks = {c["metric"]: c for c in j.get("checks") or []}
         table = []
         for name, label, value in metric_rows(s):
             row = f"<tr><td>{label}</td><td>{value:.3f}{ci_text if name == 'acceptance_length' else ''}</td>"
