@@ -111,3 +111,23 @@ class FileNotFoundOnHubError(HubError):
 
 class OfflineError(HubError):
     """Offline mode (HF_HUB_OFFLINE) or no connection, and the file is not in the cache."""
+
+
+#: the bidirectional overrides, which reorder what a terminal shows
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def printable(text: str) -> str:
+    """`text` with every terminal control character escaped (C0 and C1 controls, DEL, ESC, the
+    bidirectional overrides, lone surrogates): what a config, a catalog entry or a result file says
+    is printed, never interpreted by the terminal. One line in, one line out."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or 0x7f <= code <= 0x9f:
+            out.append(f"\\x{code:02x}")
+        elif ch in _BIDI or 0xd800 <= code <= 0xdfff:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -8,6 +8,8 @@ import json
 import sys
 from typing import Any, Sequence
 
+from specreg.errors import printable  # the one escaper of terminal controls (re-exported here)
+
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
@@ -123,24 +125,6 @@ def _fmt(value: Any) -> str:
 
 
 #: bidirectional-text controls that reorder what a terminal shows (Trojan Source)
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def printable(text: str) -> str:
-    """`text` with every terminal control character escaped (C0 and C1 controls, DEL, ESC, the
-    bidirectional overrides, lone surrogates): what a config, a catalog entry or a result file says
-    is printed, never interpreted by the terminal. One line in, one line out."""
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if code < 0x20 or 0x7f <= code <= 0x9f:
-            out.append(f"\\x{code:02x}")
-        elif ch in _BIDI or 0xd800 <= code <= 0xdfff:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
 
 def print_lines(lines: Sequence[str], file: Any = None) -> None:
     """Print each line with its control characters escaped (a value cannot start a line of its own)."""

@@ -283,7 +283,7 @@ def _load_guest(ep: Any) -> None:
     package = f"{dist.name} {dist.version}" if dist is not None else ep.value.split(":")[0].split(".")[0]
     broken = BrokenPlugin(ep.name, ep.value, error, package)
     _broken.append(broken)
-    from specreg.cli.common import printable  # the one escaper of terminal controls
+    from specreg.errors import printable  # the one escaper of terminal controls
 
     log.warning("%s", printable(broken.line()))
 
