@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from conftest import fixture_config
+from conftest import fixture_config, run_specreg
 from specreg.cli import vllm_flags
 from specreg.cli.main import main
 from weights import write_draft
@@ -147,3 +147,10 @@ def test_an_unknown_gpu_is_echoed_once_and_shortened(capsys, command):
 def test_an_unknown_gpu_is_refused_before_the_source_is_read(capsys, command):
     line = refusal(capsys, command, "org/does-not-exist", "--gpu", "H1000")
     assert line.startswith(f"error: specreg {command}: argument --gpu: unknown GPU 'H1000': give one of V100, "), line
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "1" + "0" * 30])
+def test_verify_refuses_a_tensor_parallel_size_out_of_range(value):
+    r = run_specreg("verify", "org/x", "--tensor-parallel-size", value)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1 and "--tensor-parallel-size" in r.stderr, r.stderr

@@ -51,7 +51,8 @@ class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line naming the command and the fix (`--help` shows the usage)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+        # argparse quotes what the user typed: escaped, as every line specreg prints
+        self.exit(EXIT_BAD_INPUT, printable(f"error: {self.prog}: {message} (see {self.prog} --help)") + "\n")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -68,7 +68,8 @@ def add_verify(sub: Any) -> None:
                    help="requests in flight (--server; default 1)")
     e.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N",
                    help="the engine's max_model_len (default: the entry's [serving])")
-    e.add_argument("--tensor-parallel-size", type=int, metavar="N", help="(default: the entry's [serving])")
+    e.add_argument("--tensor-parallel-size", type=harness_int("tensor_parallel_size"), metavar="N",
+                   help="(default: the entry's [serving])")
     e.add_argument("--draft-sample-method", metavar="M", help="speculative_config.draft_sample_method (in-process)")
     cache = e.add_mutually_exclusive_group()
     cache.add_argument("--prefix-caching", dest="prefix_caching", action="store_true", default=None,
