@@ -14,64 +14,65 @@ from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
 
+from specreg import facts
 from specreg.errors import ConfigError
 
 #: The newest vLLM release specreg's rules were checked against; the target when none is installed.
-NEWEST_KNOWN = Version("0.33.0")
+NEWEST_KNOWN = facts.newest()
 
-#: rule -> first vLLM version that has it.
-RULES: dict[str, Version] = {
+#: rule -> first vLLM version that has it (specreg/vllm/facts/rules.json).
+RULES: dict[str, Version] = {name: facts.since(name) for name in (
     # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
-    "dflash_target_layer_ids_minus_one": Version("0.22"),
+    "dflash_target_layer_ids_minus_one",
     # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal) for every
     # layer; before, every layer is non-causal. (vllm/v1/spec_decode/dflash.py, DFlashProposer.__init__:
     # self.dflash_causal = self.dflash_config.get("causal", False); 0.23, where DESIGN.md says 0.24.)
-    "dflash_causal_layers": Version("0.23"),
+    "dflash_causal_layers",
     # Each layer's mask is its own: qwen3_dflash._dflash_layer_causal(config, i) = dflash_config.causal
     # when set, else layer_types[i] == "sliding_attention"; the V1 proposer and the V2 speculator
     # take it from the model. In 0.25 the model computed a per-layer value but left it unused
     # ("currently unused" in DFlashQwen3Attention) and both runners applied the global flag.
-    "dflash_per_layer_causal": Version("0.26"),
+    "dflash_per_layer_causal",
     # _dflash_layer_causal reads the top-level is_causal first, for every layer.
-    "dflash_is_causal_first": Version("0.28"),
+    "dflash_is_causal_first",
     # DSpark layers take the DFlash per-layer rule (Qwen3DSparkModel subclasses DFlashQwen3Model,
     # DSparkSpeculator subclasses DFlashSpeculator); in 0.25 DSparkSpeculator.__init__ set
     # self.dflash_causal = False, so every DSpark layer was served non-causal.
     # (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py)
-    "dspark_per_layer_causal": Version("0.26"),
+    "dspark_per_layer_causal",
     # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
     # before, every draft got the Llama class.
-    "eagle_arch_by_model_type": Version("0.24"),
+    "eagle_arch_by_model_type",
     # fc_norm and norm_output are mapped for Eagle-3.
-    "eagle3_fc_norm_norm_output": Version("0.25"),
+    "eagle3_fc_norm_norm_output",
     # dflash_config.causal = not sliding_window_non_causal (missing -> not causal), for all layers.
-    "dflash_causal_from_sliding_window_non_causal": Version("0.26"),
+    "dflash_causal_from_sliding_window_non_causal",
     # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
     # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
-    "sample_from_anchor_mapped": Version("0.27"),
+    "sample_from_anchor_mapped",
     # The V2 model runner refuses sample_from_anchor=true for DFlash
     # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
-    "dflash_v2_runner_rejects_sample_from_anchor": Version("0.27"),
+    "dflash_v2_runner_rejects_sample_from_anchor",
     # vLLM's V1 model runner refuses DFlash candidate-head drafts (DFlash2DraftModel): "Model Runner V1
     # does not support: DFlash candidate-head drafts" (vllm/config/vllm.py); before, V1 drafted them
     # through DFlashProposer, which never calls the candidate head (DFlash2 served as plain DFlash).
-    "v1_runner_refuses_dflash_candidate_head": Version("0.31"),
+    "v1_runner_refuses_dflash_candidate_head",
     # DSpark exists only in the V2 model runner: 0.25-0.28 select V2 for it by themselves
     # (VllmConfig.use_v2_model_runner), from 0.29 the V1 runner refuses "dspark speculative decoding"
     # when V2 is not chosen (no Triton, VLLM_USE_V2_MODEL_RUNNER=0).
-    "v1_runner_refuses_dspark": Version("0.29"),
+    "v1_runner_refuses_dspark",
     # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
     # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
     # and id L was silently never captured). (vllm/model_executor/models/llama.py)
-    "aux_capture_through_last_layer": Version("0.18"),
+    "aux_capture_through_last_layer",
     # A user --speculative-config is merged on the automatic speculators path (discarded before).
     # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
-    "user_speculative_config_merged": Version("0.29"),
+    "user_speculative_config_merged",
     # LLMBaseProposer.__init__ raises "does not support M-RoPE yet" when the drafter adds input slots
     # per request (DFlash, parallel drafting) and the draft config declares M-RoPE
     # (vllm/v1/spec_decode/llm_base_proposer.py `_raise_if_mrope`, in every wheel 0.20-0.33; tests/conformance reads each).
-    "mrope_refused_with_extra_slots": Version("0.20"),
-}
+    "mrope_refused_with_extra_slots",
+)}
 
 
 def since(rule: str, version: Version) -> bool:
@@ -166,9 +167,9 @@ def short(version: Version) -> str:
 
 
 #: Verifier architectures whose vLLM class captures aux hidden states (implements SupportsEagle3,
-#: directly or through a base class), as read from the vLLM 0.33.0 wheel by
+#: directly or through a base class), as read from the newest known vLLM wheel by
 #: tests/conformance. Only known for that version: other targets are not checked against it.
-AUX_CAPTURE_VERSION = Version("0.33.0")
+AUX_CAPTURE_VERSION = facts.newest()
 AUX_CAPTURE_ARCHITECTURES = frozenset(
     {
         "AfmoeForCausalLM", "Alpamayo2Super", "ApertusForCausalLM", "ClefFlashForJointSchema",
