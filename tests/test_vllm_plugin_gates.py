@@ -296,8 +296,94 @@ def test_a_plugin_that_exits_at_import_never_ends_vllm(tmp_path):
     assert out.stdout.splitlines() == ["vLLM goes on False"]
 
 
-def test_the_methods_the_plugin_reads_native_drafts_for_are_those_of_its_algorithms():
-    from specreg.normalization import algorithms
-    from specreg.vllm.plugin import ALGORITHMS, METHODS
+def test_the_methods_the_plugin_reads_native_drafts_for_are_those_of_the_builtin_algorithms():
+    from specreg.vllm.plugin import _native_methods
 
-    assert set(METHODS) == {algorithms.get(name).method for name in ALGORITHMS}
+    assert _native_methods() == {"eagle3", "dflash", "dspark"}
+
+
+class VllmMapping:
+    """A stand-in for vLLM's speculators mapping, as shaped in vllm/transformers_utils/configs/speculators
+    (0.32.0, the engine venv's): `algos.SUPPORTED_SPECULATORS_TYPES` holds one updater per type, and
+    `SpeculatorsConfig.extract_transformers_pre_trained_config` refuses a type the table lacks, then calls
+    the type's updater on transformer_layer_config; `build_vllm_speculative_config` returns the type as
+    the method with the first proposal's length."""
+
+    def __init__(self, types=("eagle3", "peagle", "dflash", "dflash2", "dspark")):
+        import types as t
+
+        self.vllms = []
+        table = {name: self._vllms_updater(name) for name in types}
+        self.algos = t.SimpleNamespace(SUPPORTED_SPECULATORS_TYPES=table)
+
+        class SpeculatorsConfig:
+            @classmethod
+            def extract_transformers_pre_trained_config(cls, config_dict):
+                kind = config_dict.get("speculators_model_type")
+                if kind not in table:
+                    raise ValueError(f"Expected one of: {table}. Please ensure you're loading a speculators-format "
+                                     "model.")
+                pre_trained_config = config_dict.get("transformer_layer_config", {})
+                table[kind](config_dict=config_dict, pre_trained_config=pre_trained_config)
+                return pre_trained_config
+
+            @classmethod
+            def build_vllm_speculative_config(cls, config_dict):
+                tokens = config_dict["speculators_config"]["proposal_methods"][0]["speculative_tokens"]
+                return {"method": config_dict.get("speculators_model_type"), "num_speculative_tokens": tokens}
+
+        self.config_class = SpeculatorsConfig
+
+    def _vllms_updater(self, name):
+        def update(config_dict, pre_trained_config):
+            self.vllms.append(name)
+        return update
+
+    def draft_config(self, config):
+        import copy
+
+        return self.config_class.extract_transformers_pre_trained_config(copy.deepcopy(config))
+
+    def speculative_config(self, config):
+        import copy
+
+        return self.config_class.build_vllm_speculative_config(copy.deepcopy(config))
+
+
+def test_a_type_vllms_table_lacks_is_added_when_specreg_plans_it_and_removed_by_uninstall(monkeypatch):
+    """A registered algorithm with a vLLM method is planned by the plugin whether or not vLLM's own
+    table has its type (here dflash2, as in vLLM 0.26-0.28); vLLM's own types keep their function
+    under specreg's, and uninstall puts the table back as it was."""
+    import specreg
+    from conftest import fixture_config
+    from specreg.vllm import plugin
+
+    m = VllmMapping(types=("eagle3", "dflash", "mystery"))
+    before = dict(m.algos.SUPPORTED_SPECULATORS_TYPES)
+    assert plugin.install(m.algos, m.config_class, "0.33.0") == ["eagle3", "dflash"]
+    assert plugin.install(m.algos, m.config_class, "0.33.0") == []
+    assert m.algos.SUPPORTED_SPECULATORS_TYPES["mystery"] is before["mystery"]  # no algorithm of specreg's
+    cfg = fixture_config("dflash2")
+    spec = specreg.normalize(cfg, vllm="0.33.0")
+    assert m.draft_config(cfg) == spec.draft_config_dict()
+    assert m.speculative_config(cfg) == {"method": "dflash", **spec.speculative_config_dict()}
+    assert m.vllms == []
+    plugin.uninstall(m.algos, m.config_class)
+    assert m.algos.SUPPORTED_SPECULATORS_TYPES == before
+    with pytest.raises(ValueError, match="Expected one of"):
+        m.draft_config(cfg)
+
+
+def test_a_refused_or_unknown_type_is_left_to_vllm():
+    from conftest import fixture_config
+    from specreg.vllm import plugin
+
+    m = VllmMapping(types=("mtp", "unknown-type"))
+    plugin.install(m.algos, m.config_class, "0.33.0")
+    for name, fixture in (("mtp", "mtp"), ("unknown-type", "dflash")):
+        cfg = fixture_config(fixture)
+        cfg["speculators_model_type"] = name
+        m.draft_config(cfg)
+        assert m.speculative_config(cfg)["method"] == name
+    assert m.vllms == ["mtp", "unknown-type"]
+    plugin.uninstall(m.algos, m.config_class)

@@ -37,31 +37,27 @@ fails when a table here disagrees.
   would keep it, so the chunked layers keep KV for the whole sequence
   (`unify_hybrid_kv_cache_specs`), and --enable-hybrid-kv-cache-manager is refused at startup.
 - **Quantization on a GPU.** `VllmConfig._get_quantization_config` refuses a method below its class's
-  `get_min_capability()` or outside its `get_supported_act_dtypes()` (facts/<X.Y>/quantization_methods.json,
+  `get_min_capability()` or outside its `get_supported_act_dtypes()` (quantization_methods.json,
   read from each wheel 0.24-0.33).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from packaging.version import Version
-
-from specreg import facts
-from specreg.vllm.fact_files import read_all
-
-#: the first row of a dated table: before any release specreg models
-ALWAYS = Version("0")
 
 #: (first version, methods whose max_position_embeddings vLLM raises to max_model_len, RoPE types
 #: it raises them for (None: any)); speculative.py's `_maybe_override_draft_max_position_embeddings`
 #: and its call site
 RAISES_MAX_POSITIONS = (
-    (ALWAYS, frozenset(), None),  # no raising before (read from every older known release)
-    (facts.since("raises_draft_positions_eagle"), frozenset({"eagle", "eagle3"}), None),
-    (facts.since("raises_draft_positions_cache_only_rope"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
+    (Version("0.10"), frozenset(), None),  # no raising before 0.27 (read from 0.20-0.26)
+    (Version("0.27"), frozenset({"eagle", "eagle3"}), None),
+    (Version("0.33"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
      frozenset({"default", "linear", "llama3", "ntk", "proportional"})),
 )
 
@@ -78,10 +74,10 @@ DRAFT_LAYER_MODULES = {
 #: layer names), ...): "nothing"; "modelopt exclusions" (exclude_modules of a ModelOpt config);
 #: "modelopt" (every name of a ModelOpt config, and any config's exclude_modules)
 QUANT_LAYER_NAMES = {
-    "llama_eagle3": ((ALWAYS, "nothing"),),
-    "qwen3_eagle3": ((ALWAYS, "nothing"),),
-    "qwen3_dflash": ((ALWAYS, "nothing"), (facts.since("dflash_renames_modelopt_exclusions"), "modelopt exclusions"),
-                     (facts.since("dflash_renames_modelopt_names"), "modelopt")),
+    "llama_eagle3": ((Version("0.10"), "nothing"),),
+    "qwen3_eagle3": ((Version("0.10"), "nothing"),),
+    "qwen3_dflash": ((Version("0.10"), "nothing"), (Version("0.31"), "modelopt exclusions"),
+                     (Version("0.33"), "modelopt")),
 }
 
 #: a name of a draft layer by its index in the draft: `layers.N` or `model.layers.N`, bare or after a
@@ -101,8 +97,8 @@ MODELOPT_RENAMED = re.compile(r"^(?:model\.)?\*?layers\.\d+(?=\.|\*|$)")
 #: (first version, the methods of SpeculativeConfig.use_eagle()), which turn the hybrid KV-cache
 #: manager off for a verifier with chunked local attention (VllmConfig.__post_init__)
 EAGLE_METHODS = (
-    (ALWAYS, frozenset({"eagle", "eagle3", "mtp", "dflash"})),
-    (facts.since("use_eagle_includes_dspark"), frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),
+    (Version("0.10"), frozenset({"eagle", "eagle3", "mtp", "dflash"})),
+    (Version("0.25"), frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),
 )
 
 
@@ -200,7 +196,7 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
 
 @lru_cache(maxsize=1)
 def _quantization_methods() -> dict[str, Any]:
-    return read_all("quantization_methods")
+    return json.loads(resources.files("specreg.vllm").joinpath("quantization_methods.json").read_text())["versions"]
 
 
 def served_quant_method(q: dict[str, Any]) -> str | None:
@@ -228,7 +224,7 @@ def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gp
     """Errors where vLLM refuses the draft's (or the verifier's: `quant_method` of its config)
     quantization method on this GPU or
     in the dtype the draft runs in: `VllmConfig._get_quantization_config` checks the method class's
-    get_min_capability() and get_supported_act_dtypes() (facts/<X.Y>/quantization_methods.json, read from each
+    get_min_capability() and get_supported_act_dtypes() (quantization_methods.json, read from each
     wheel by the conformance tier)."""
     from specreg.normalization.speculator import Finding
 

@@ -10,6 +10,11 @@ replaces two things in vLLM's speculators mapping (`vllm/transformers_utils/conf
 - `base.SpeculatorsConfig.build_vllm_speculative_config`: the method and draft length come from
   specreg's plan (vLLM's result is kept for everything specreg does not set).
 
+Which types are planned comes from specreg's registry, not a list here: every algorithm with a vLLM
+method, built-in or plugin. `base.SpeculatorsConfig.extract_transformers_pre_trained_config` (which
+refuses a type its table lacks) is wrapped so that a type vLLM's table does not have yet (a new
+`algos/` file, a plugin's) is added to the table the first time its config is read.
+
 A draft that vLLM cannot serve as trained is refused at startup, before any weight is loaded, with
 specreg's error and fix. specreg's findings are logged once through vLLM's logger. Safe by
 construction: idempotent; a vLLM version outside `TESTED` gets one log line and no change;
@@ -29,22 +34,39 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
-from specreg import facts
-
 #: vLLM releases whose two patch points the conformance tier exercises (tests/conformance) and, for
-#: the newest, the vLLM tier through vLLM's own plugin loader: the first and any patch of the last
-#: release the facts mark plugin_tested.
-TESTED = (Version(facts.plugin_tested()[0]), Version(facts.plugin_tested()[-1] + ".99"))
+#: 0.33, the vLLM tier through vLLM's own plugin loader.
+TESTED = (Version("0.26"), Version("0.33.99"))
 SWITCH = "SPECREG_VLLM_PLUGIN"
-ALGORITHMS = ("eagle3", "peagle", "dflash", "dflash2", "dspark")
-#: the vLLM methods of ALGORITHMS: a native draft specreg plans is served as one of them, so a draft
-#: vLLM builds with any other method (an independent draft_model, MTP, n-gram) is never read
-METHODS = ("eagle3", "dflash", "dspark")
 _MARK = "_specreg_plugin"
 #: the drafts the speculators mapping planned while vLLM built one speculative config (per thread)
 _planned = threading.local()
 
 _logged: set[tuple[str, str, str]] = set()
+
+
+def _planned_type(name: Any) -> bool:
+    """Whether specreg plans speculators drafts of type `name`: an algorithm of the registry with a vLLM
+    method (one the installed vLLM is too old for is refused by its plan's vllm-unsupported-algorithm
+    error). A built-in type, or no type, imports no plugin; plugins are looked for only for another name."""
+    from specreg.errors import UnknownAlgorithmError
+    from specreg.normalization import algorithms
+
+    if not isinstance(name, str) or not algorithms.NAME.match(name):
+        return False
+    try:
+        return algorithms.get(name).method is not None
+    except UnknownAlgorithmError:
+        return False
+
+
+def _native_methods() -> set[str]:
+    """The vLLM methods of the built-in algorithms: a native layout (specreg.sources.native) is planned
+    as a built-in, so a draft vLLM builds with any other method (an independent draft_model, MTP,
+    n-gram) is never read."""
+    from specreg.normalization import algorithms
+
+    return {m for name in algorithms.builtin() if (m := algorithms.get(name).method) is not None}
 
 
 def _logger() -> logging.Logger:
@@ -69,7 +91,7 @@ def register() -> None:
         version = installed_vllm()
         if version is None or not TESTED[0] <= version <= TESTED[1]:
             _once("untested", f"specreg plugin: vLLM {version} is outside the tested range "
-                  f"{TESTED[0]}-{facts.plugin_tested()[-1]}; leaving vLLM's speculators mapping as it is", logging.WARNING)
+                  f"{TESTED[0]}-0.33; leaving vLLM's speculators mapping as it is", logging.WARNING)
             return
         from vllm.engine.arg_utils import EngineArgs
         from vllm.transformers_utils.configs.speculators import algos, base
@@ -83,19 +105,30 @@ def register() -> None:
 
 def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
     """Wrap vLLM's mapping in `algos` (its module) and `config_class` (its SpeculatorsConfig) so that
-    specreg plans every speculators draft for vLLM `version`. Returns the algorithms wrapped."""
+    specreg plans every speculators draft for vLLM `version`. Returns the algorithms wrapped: the
+    built-in types of vLLM's table (another type is wrapped, or added, when its config is first read)."""
+    from specreg.normalization.algorithms import builtin
+
     table = algos.SUPPORTED_SPECULATORS_TYPES
-    wrapped = []
-    for name in ALGORITHMS:
-        original = table.get(name)
-        if original is None or getattr(original, _MARK, False):
-            continue  # not in this vLLM, or already ours (idempotent)
-        table[name] = _updater(original, str(version))
-        wrapped.append(name)
+    wrapped = [name for name in list(table) if name in builtin() and _admit(table, name, str(version))]
     build = config_class.__dict__.get("build_vllm_speculative_config")
     if build is not None and not getattr(build.__func__, _MARK, False):
         config_class.build_vllm_speculative_config = classmethod(_builder(build.__func__, str(version)))
+    extract = config_class.__dict__.get("extract_transformers_pre_trained_config")
+    if extract is not None and not getattr(extract.__func__, _MARK, False):
+        config_class.extract_transformers_pre_trained_config = classmethod(
+            _extractor(extract.__func__, table, str(version)))
     return wrapped
+
+
+def _admit(table: dict, name: Any, version: str) -> bool:
+    """Make `table[name]` specreg's updater when specreg plans the type: vLLM's function wrapped, or
+    added where vLLM has none. True when it changed the table."""
+    original = table.get(name)
+    if getattr(original, _MARK, False) or not _planned_type(name):
+        return False
+    table[name] = _updater(original, version)
+    return True
 
 
 def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
@@ -167,8 +200,8 @@ def _fill_named_draft(args: Any, version: str) -> None:
     if chosen["method"] is not None:
         return
     read = _read(model, given("revision"))
-    if read.config.get("speculators_model_type") not in ALGORITHMS:
-        return  # not a speculators draft: vLLM's own rules
+    if not _planned_type(read.config.get("speculators_model_type")):
+        return  # not a speculators draft specreg plans: vLLM's own rules
     from specreg.normalization.core import normalize
 
     # findings and refusals are left to the speculators mapping, which reads this file next (a raise
@@ -197,9 +230,9 @@ def _check_method(sc: Any, spec: Any) -> None:
 
 def _compare_native(sc: Any, version: str) -> None:
     """Log (once) how vLLM's reading of a native draft differs from how it was trained. Only a draft
-    vLLM serves with a method of METHODS is read, and only a native layout is planned."""
+    vLLM serves with a method of a built-in algorithm is read, and only a native layout is planned."""
     draft = getattr(sc, "draft_model_config", None) if sc is not None else None
-    if draft is None or not getattr(sc, "model", None) or getattr(sc, "method", None) not in METHODS:
+    if draft is None or not getattr(sc, "model", None) or getattr(sc, "method", None) not in _native_methods():
         return
     from specreg.normalization import readback
     from specreg.normalization.capabilities import parse_version
@@ -245,10 +278,14 @@ def uninstall(algos: Any, config_class: Any) -> None:
     table = algos.SUPPORTED_SPECULATORS_TYPES
     for name, fn in list(table.items()):
         if getattr(fn, _MARK, False):
-            table[name] = fn.__wrapped__
-    build = config_class.__dict__.get("build_vllm_speculative_config")
-    if build is not None and getattr(build.__func__, _MARK, False):
-        config_class.build_vllm_speculative_config = classmethod(build.__func__.__wrapped__)
+            if fn.__wrapped__ is None:
+                del table[name]  # a type vLLM's table did not have
+            else:
+                table[name] = fn.__wrapped__
+    for method in ("build_vllm_speculative_config", "extract_transformers_pre_trained_config"):
+        patched = config_class.__dict__.get(method)
+        if patched is not None and getattr(patched.__func__, _MARK, False):
+            setattr(config_class, method, classmethod(patched.__func__.__wrapped__))
 
 
 def _plan(config_dict: dict, version: str) -> Any:
@@ -315,9 +352,13 @@ def _refuse_or_log(spec: Any) -> None:
                          "own mapping anyway)")
 
 
-def _updater(original: Callable, version: str) -> Callable:
+def _updater(original: Callable | None, version: str) -> Callable:
+    """specreg's entry of vLLM's table; `original` is vLLM's own function (None: vLLM has none for the type)."""
     def update(config_dict: dict, pre_trained_config: dict) -> None:
         spec = _plan(config_dict, version)
+        if spec is None and original is None:
+            raise ValueError(f"specreg could not plan this {config_dict.get('speculators_model_type')} draft (the "
+                             "reason is logged above), and vLLM has no mapping of its own for the type")
         if spec is None:
             return original(config_dict=config_dict, pre_trained_config=pre_trained_config)
         _refuse_or_log(spec)
@@ -334,7 +375,7 @@ def _updater(original: Callable, version: str) -> Callable:
 def _builder(original: Callable, version: str) -> Callable:
     def build(cls: Any, config_dict: dict) -> dict:
         result = original(cls, config_dict)
-        if config_dict.get("speculators_model_type") not in ALGORITHMS:
+        if not _planned_type(config_dict.get("speculators_model_type")):
             return result
         spec = _plan(config_dict, version)
         if spec is None:
@@ -345,6 +386,17 @@ def _builder(original: Callable, version: str) -> Callable:
     build.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(build, _MARK, True)
     return build
+
+
+def _extractor(original: Callable, table: dict, version: str) -> Callable:
+    """vLLM refuses a type its table lacks here: a type specreg plans gets its entry first."""
+    def extract(cls: Any, config_dict: dict) -> Any:
+        _admit(table, config_dict.get("speculators_model_type"), version)
+        return original(cls, config_dict)
+
+    extract.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(extract, _MARK, True)
+    return extract
 
 
 def _once(key: str, message: str, level: int = logging.INFO) -> None:

@@ -310,13 +310,17 @@ GPU_VERSIONS = ["0.24.0", "0.25.0", *VERSIONS]
 
 @pytest.fixture(scope="module")
 def quantization_methods():
+    import json
     import os
 
     from tests.conformance import quantization_methods as qm
 
     got = {v.rsplit(".", 1)[0]: qm.methods(v) for v in GPU_VERSIONS}
     if os.environ.get("SPECREG_REGENERATE") == "1":
-        qm.regenerate(got)
+        about = ("read with ast from each vLLM wheel's get_quantization_config and its classes by "
+                 "tests/conformance/quantization_methods.py (SPECREG_REGENERATE=1 pytest -m conformance "
+                 "tests/conformance/test_deployment_rules.py -k quantization_methods); do not edit")
+        qm.FACTS.write_text(json.dumps({"_about": about, "versions": got}, indent=1, sort_keys=True) + "\n")
         deployment._quantization_methods.cache_clear()
     return got
 
@@ -324,11 +328,13 @@ def quantization_methods():
 @pytest.mark.parametrize("version", GPU_VERSIONS)
 def test_the_committed_quantization_methods_are_the_wheels(quantization_methods, version):
     """Each method's class, minimum capability and activation dtypes, as _get_quantization_config
-    checks them (specreg/vllm/facts/<X.Y>/quantization_methods.json)."""
-    from specreg.vllm.fact_files import read_facts
+    checks them (specreg/vllm/quantization_methods.json)."""
+    import json
+
+    from tests.conformance import quantization_methods as qm
 
     key = version.rsplit(".", 1)[0]
-    committed = read_facts(key, "quantization_methods")
+    committed = json.loads(qm.FACTS.read_text())["versions"][key]
     assert committed == quantization_methods[key]
     assert {"fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "awq", "gptq"} <= set(committed)
     text = ast.unparse(source(version, "vllm/config/vllm.py"))
