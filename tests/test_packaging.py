@@ -103,7 +103,7 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
     assert served.returncode == 0, served.stderr
     assert served.stdout.split()[-2:] == ["-tp", "2"] and "--tensor-parallel-size" not in served.stdout
     assert "you asked for 2" in served.stderr
-    # check --gpu reads the attention facts installed with the package (specreg/vllm/attention_backends.json)
+    # check --gpu reads the attention facts installed with the package (specreg/vllm/facts/<X.Y>/attention_backends.json)
     (tmp_path / "verifier").mkdir()
     (tmp_path / "verifier" / "config.json").write_text(json.dumps({
         "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
@@ -113,7 +113,7 @@ def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_pat
                          capture_output=True, text=True, timeout=120, env=env)
     assert gpu.returncode == 0, gpu.stderr
     assert "H100 (sm_90), vLLM 0.33's attention selector" in gpu.stdout and "picks    FLASH_ATTN" in gpu.stdout
-    # and the KV-cache facts (specreg/vllm/kv_cache.json): a sliding-window verifier whose page (3 KV heads)
+    # and the KV-cache facts (specreg/vllm/facts/<X.Y>/kv_cache.json): a sliding-window verifier whose page (3 KV heads)
     # does not divide the example DFlash's (8)
     (tmp_path / "sliding").mkdir()
     (tmp_path / "sliding" / "config.json").write_text(json.dumps({

@@ -7,7 +7,7 @@ sequence of checks, each asking one of the backend's class methods (`supports_he
 `supports_dtype`, `supports_kv_cache_dtype`, `supports_sink`, `supports_compute_capability`,
 `supports_sliding_window`, `supports_non_causal`, ...), then `supports_combination`.
 
-`attention_backends.json` holds, for each vLLM version 0.24-0.33 and each capability, the
+`facts/<X.Y>/attention_backends.json` holds, for each vLLM version 0.24-0.33 and each capability, the
 priorities and every backend's answers to those methods, *computed by running the wheel's own
 code* (tests/conformance/attention_selector.py); this module combines them in
 `validate_configuration`'s order, with vLLM's reason strings. The conformance tier checks the
@@ -23,14 +23,14 @@ per-head quantization scales, no KV connector, no context parallelism, block siz
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import attrs
 from packaging.version import Version
+
+from specreg.vllm.fact_files import read_all
 
 #: GPUs by the name users give, and their compute capability (NVIDIA's CUDA GPU table)
 GPUS: dict[str, tuple[int, int]] = {
@@ -51,7 +51,7 @@ class AttentionError(ValueError):
 
 @lru_cache(maxsize=1)
 def _facts() -> dict[str, Any]:
-    return json.loads(resources.files("specreg.vllm").joinpath("attention_backends.json").read_text())["versions"]
+    return read_all("attention_backends")
 
 
 def _overlaid(base: Any, over: Any) -> Any:

@@ -37,19 +37,19 @@ fails when a table here disagrees.
   would keep it, so the chunked layers keep KV for the whole sequence
   (`unify_hybrid_kv_cache_specs`), and --enable-hybrid-kv-cache-manager is refused at startup.
 - **Quantization on a GPU.** `VllmConfig._get_quantization_config` refuses a method below its class's
-  `get_min_capability()` or outside its `get_supported_act_dtypes()` (quantization_methods.json,
+  `get_min_capability()` or outside its `get_supported_act_dtypes()` (facts/<X.Y>/quantization_methods.json,
   read from each wheel 0.24-0.33).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from packaging.version import Version
+
+from specreg.vllm.fact_files import read_all
 
 #: (first version, methods whose max_position_embeddings vLLM raises to max_model_len, RoPE types
 #: it raises them for (None: any)); speculative.py's `_maybe_override_draft_max_position_embeddings`
@@ -196,7 +196,7 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
 
 @lru_cache(maxsize=1)
 def _quantization_methods() -> dict[str, Any]:
-    return json.loads(resources.files("specreg.vllm").joinpath("quantization_methods.json").read_text())["versions"]
+    return read_all("quantization_methods")
 
 
 def served_quant_method(q: dict[str, Any]) -> str | None:
@@ -224,7 +224,7 @@ def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gp
     """Errors where vLLM refuses the draft's (or the verifier's: `quant_method` of its config)
     quantization method on this GPU or
     in the dtype the draft runs in: `VllmConfig._get_quantization_config` checks the method class's
-    get_min_capability() and get_supported_act_dtypes() (quantization_methods.json, read from each
+    get_min_capability() and get_supported_act_dtypes() (facts/<X.Y>/quantization_methods.json, read from each
     wheel by the conformance tier)."""
     from specreg.normalization.speculator import Finding
 

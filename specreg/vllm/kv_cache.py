@@ -26,7 +26,7 @@ it allocates a byte. Two of its paths raise at startup for real verifier-draft p
 
 `grouping` models these paths; tests/conformance/test_kv_cache_groups.py runs each wheel's own
 `get_kv_cache_groups` (0.24-0.33) on a matrix of verifier layouts, draft layers, the manager on and
-off, and block-first pages or not, and holds `grouping` to its answers. kv_cache.json holds what the
+off, and block-first pages or not, and holds `grouping` to its answers. facts/<X.Y>/kv_cache.json holds what the
 backends answer (computed from each wheel by the same tier): whether each CUDA backend's KV page is
 laid out block-first. In 0.24-0.28 every CUDA backend vLLM builds here reads pages by the block stride,
 so pages that do not divide are padded; in 0.29-0.33 none declares a block-outermost layout first, so
@@ -36,9 +36,7 @@ what a CUDA server takes, and is not modelled.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Iterable
 
 import attrs
@@ -46,8 +44,9 @@ from packaging.version import Version
 
 from specreg.vllm.attention import head_size
 from specreg.vllm.deployment import _minor
+from specreg.vllm.fact_files import read_all
 
-#: the versions whose grouping is modelled and held to the wheel (kv_cache.json's)
+#: the versions whose grouping is modelled and held to the wheel (facts/<X.Y>/kv_cache.json)
 FIRST, LAST = "0.24", "0.33"
 PADS_BY_BLOCK_STRIDE = ("0.24", "0.28")  # pads a layer whose backend indexes KV by the block stride
 PADS_NON_MLA_SINCE = "0.29"  # pads every attention layer that is not MLA
@@ -87,7 +86,7 @@ class Grouping:
 
 @lru_cache(maxsize=1)
 def facts() -> dict[str, Any]:
-    return json.loads(resources.files("specreg.vllm").joinpath("kv_cache.json").read_text())["versions"]
+    return read_all("kv_cache")
 
 
 def covered(version: str) -> bool:
@@ -105,7 +104,7 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
              first: bool | None = None) -> Grouping:
     """What vLLM `version`'s get_kv_cache_groups does with `layers` (the verifier's first, as the model
     registers them): `hybrid`, whether the hybrid KV-cache manager is on; `first`, whether the layers'
-    backends lay pages out block-first (default: kv_cache.json's answer for the version)."""
+    backends lay pages out block-first (default: facts/<X.Y>/kv_cache.json's answer for the version)."""
     v = Version(_minor(version))
     layers = list(layers)
     if not layers:

@@ -1,7 +1,7 @@
 """Each wheel's quantization methods, read with `ast`: the class `get_quantization_config(method)`
 returns, its `get_min_capability()` and its `get_supported_act_dtypes()`, which
 `VllmConfig._get_quantization_config` checks for the draft's own quantization config (the draft
-classes take `get_draft_quant_config`). specreg/vllm/quantization_methods.json holds the result
+classes take `get_draft_quant_config`). specreg/vllm/facts/<X.Y>/quantization_methods.json hold the result
 (tests/conformance/test_deployment_rules.py compares it; SPECREG_REGENERATE=1 writes it)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import ast
 import zipfile
 from pathlib import Path
 
+from specreg.vllm.fact_files import write_releases
 from tests.conformance.vllm_mapping import wheel
 
 PACKAGE = "vllm/model_executor/layers/quantization"
@@ -109,4 +110,12 @@ def methods(version: str) -> dict[str, dict]:
     return out
 
 
-FACTS = Path(__file__).resolve().parents[2] / "specreg" / "vllm" / "quantization_methods.json"
+FACTS = Path(__file__).resolve().parents[2] / "specreg" / "vllm" / "facts"
+ABOUT = ("read with ast from each vLLM wheel's get_quantization_config and its classes by "
+         "tests/conformance/quantization_methods.py (SPECREG_REGENERATE=1 pytest -m conformance "
+         "tests/conformance/test_deployment_rules.py -k quantization_methods); do not edit")
+
+
+def regenerate(got: dict[str, dict], root: Path = FACTS) -> None:
+    """SPECREG_REGENERATE=1: release -> its methods, one file per release under `root`."""
+    write_releases(root, "quantization_methods", ABOUT, got)

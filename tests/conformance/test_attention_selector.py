@@ -5,7 +5,7 @@ tests/conformance/attention_selector.py runs the wheel's `CudaPlatform.get_valid
 cases (12 compute capabilities x 5 head sizes x 2 KV-cache dtypes x causal/non-causal x plain,
 sliding window, sinks), without and with FlashInfer's TRTLLM cubins, and computes the facts specreg
 models it from (tests/conformance/selector.py says in which Python). The committed facts
-(specreg/vllm/attention_backends.json) must be what the wheel computes, and specreg's selection must
+(specreg/vllm/facts/<X.Y>/attention_backends.json) must be what the wheel computes, and specreg's selection must
 equal the wheel's on every case. SPECREG_REGENERATE=1 writes the facts instead of comparing them.
 """
 
@@ -17,6 +17,7 @@ import os
 import pytest
 
 from specreg.vllm import attention
+from specreg.vllm.fact_files import read_facts
 from tests.conformance import selector
 
 pytestmark = pytest.mark.conformance
@@ -29,7 +30,7 @@ def surveyed():
     out = {v: {"plain": selector.run(exe, env, v, False), "cubins": selector.run(exe, env, v, True),
                "cubins_required": selector.requires_cubins(v)} for v in VERSIONS}
     if os.environ.get("SPECREG_REGENERATE") == "1":
-        selector.FACTS.write_text(json.dumps(selector.facts_document(out), separators=(",", ":"), sort_keys=True))
+        selector.regenerate(out)
         attention._facts.cache_clear()
         attention._merged.cache_clear()
     return out
@@ -37,7 +38,7 @@ def surveyed():
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_committed_facts_are_what_the_wheel_computes(surveyed, version):
-    committed = json.loads(selector.FACTS.read_text())["versions"][version]
+    committed = read_facts(version, "attention_backends")
     assert committed == selector.facts_document(surveyed)["versions"][version]
 
 

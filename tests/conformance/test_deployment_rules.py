@@ -9,12 +9,13 @@ import zipfile
 import pytest
 from packaging.version import Version
 
+from specreg import facts
 from specreg.vllm import deployment
 from tests.conformance.vllm_mapping import wheel
 
 pytestmark = pytest.mark.conformance
 
-VERSIONS = ["0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"]
+VERSIONS = [facts.wheel(r) for r in facts.tested_by("deployment_rules")]
 #: the methods vLLM's speculators path serves drafts with (specreg's algorithms' methods)
 SERVED_METHODS = {"eagle3", "dflash", "dspark"}
 
@@ -305,22 +306,18 @@ def test_gpt_oss_gives_every_layer_sinks_and_even_layers_the_window(version):
     assert VERIFIER_CLASSES["GptOssForCausalLM"] == {"sliding": "even", "sinks": True}
 
 
-GPU_VERSIONS = ["0.24.0", "0.25.0", *VERSIONS]
+GPU_VERSIONS = [facts.wheel(r) for r in facts.tested_by("deployment_rules_gpu")]
 
 
 @pytest.fixture(scope="module")
 def quantization_methods():
-    import json
     import os
 
     from tests.conformance import quantization_methods as qm
 
     got = {v.rsplit(".", 1)[0]: qm.methods(v) for v in GPU_VERSIONS}
     if os.environ.get("SPECREG_REGENERATE") == "1":
-        about = ("read with ast from each vLLM wheel's get_quantization_config and its classes by "
-                 "tests/conformance/quantization_methods.py (SPECREG_REGENERATE=1 pytest -m conformance "
-                 "tests/conformance/test_deployment_rules.py -k quantization_methods); do not edit")
-        qm.FACTS.write_text(json.dumps({"_about": about, "versions": got}, indent=1, sort_keys=True) + "\n")
+        qm.regenerate(got)
         deployment._quantization_methods.cache_clear()
     return got
 
@@ -328,13 +325,11 @@ def quantization_methods():
 @pytest.mark.parametrize("version", GPU_VERSIONS)
 def test_the_committed_quantization_methods_are_the_wheels(quantization_methods, version):
     """Each method's class, minimum capability and activation dtypes, as _get_quantization_config
-    checks them (specreg/vllm/quantization_methods.json)."""
-    import json
-
-    from tests.conformance import quantization_methods as qm
+    checks them (specreg/vllm/facts/<X.Y>/quantization_methods.json)."""
+    from specreg.vllm.fact_files import read_facts
 
     key = version.rsplit(".", 1)[0]
-    committed = json.loads(qm.FACTS.read_text())["versions"][key]
+    committed = read_facts(key, "quantization_methods")
     assert committed == quantization_methods[key]
     assert {"fp8", "compressed-tensors", "modelopt", "modelopt_fp4", "awq", "gptq"} <= set(committed)
     text = ast.unparse(source(version, "vllm/config/vllm.py"))

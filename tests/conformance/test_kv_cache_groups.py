@@ -6,13 +6,12 @@ shapes (full, sliding first, full first, all sliding, chunked local, MLA, MLA wi
 hybrid) with one draft layer (3 head sizes x 3 KV-head counts x full / the verifier's window / another window), the
 hybrid KV-cache manager on and off, and pages block-first or not. specreg.vllm.kv_cache.grouping must
 give the wheel's answer (grouped, or the exception and its message) on every case it models; the
-committed kv_cache.json must be the backends' answers the wheel computes. SPECREG_REGENERATE=1 writes
-kv_cache.json instead of comparing it.
+committed facts/<X.Y>/kv_cache.json must be the backends' answers the wheel computes. SPECREG_REGENERATE=1
+writes them instead of comparing them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -20,12 +19,13 @@ import pytest
 from packaging.version import Version
 
 from specreg.vllm import kv_cache
+from specreg.vllm.fact_files import read_facts, write_releases
 from tests.conformance import kv_cache_groups as harness
 from tests.conformance import selector
 
 pytestmark = pytest.mark.conformance
 VERSIONS = selector.VERSIONS
-FACTS = Path(kv_cache.__file__).with_name("kv_cache.json")
+FACTS = Path(kv_cache.__file__).with_name("facts")
 
 
 def facts_document(surveyed: dict[str, dict]) -> dict:
@@ -34,12 +34,18 @@ def facts_document(surveyed: dict[str, dict]) -> dict:
     return {"_about": about, "versions": {v: {"block_first": s["facts"]} for v, s in surveyed.items()}}
 
 
+def regenerate(surveyed: dict[str, dict], root: Path = FACTS) -> None:
+    """SPECREG_REGENERATE=1: the facts the wheels computed, one file per release under `root`."""
+    document = facts_document(surveyed)
+    write_releases(root, "kv_cache", document["_about"], document["versions"])
+
+
 @pytest.fixture(scope="module")
 def surveyed():
     exe, env = selector.python()
     out = {v: selector.run_script(exe, env, Path(harness.__file__), "KVGROUPS", v) for v in VERSIONS}
     if os.environ.get("SPECREG_REGENERATE") == "1":
-        FACTS.write_text(json.dumps(facts_document(out), indent=1, sort_keys=True) + "\n")
+        regenerate(out)
         kv_cache.facts.cache_clear()
     return out
 
@@ -54,7 +60,7 @@ def layers_of(case: dict) -> list[kv_cache.KvLayer]:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_committed_facts_are_what_the_wheel_computes(surveyed, version):
-    assert json.loads(FACTS.read_text())["versions"][version] == facts_document(surveyed)["versions"][version]
+    assert read_facts(version, "kv_cache") == facts_document(surveyed)["versions"][version]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
