@@ -3,7 +3,8 @@
 A built-in algorithm is one file in `algos/` (the package `specreg.algos`), named after the type it
 registers: `algos/dflash.py` registers "dflash". They are found by listing that folder, so adding
 one is adding its file, and listing them or importing specreg imports none; a module is imported
-the first time its algorithm is needed. Other packages add algorithms through the entry-point
+the first time its algorithm is needed. The types recognized but not served are one table,
+`REFUSED` of the package itself, each registered with its reason on first use. Other packages add algorithms through the entry-point
 group ``specreg.algorithms`` (``name = "package.module"``). A plugin is a guest: whatever its import
 raises (SystemExit and KeyboardInterrupt included), or a built-in or another plugin's algorithm it
 replaces, is one logged line naming its package, it is rolled back (what it registered is
@@ -40,15 +41,25 @@ _builtin: dict[str, str] | None = None
 
 def builtin() -> dict[str, str]:
     """speculators_model_type -> module of every built-in algorithm: the files of `algos/`, listed
-    (not imported) once."""
+    (not imported) once, and the package's REFUSED types (the package itself)."""
     global _builtin
     if _builtin is None:
         from importlib.resources import files
 
-        names = sorted(entry.name[:-3] for entry in files(BUILTIN_PACKAGE).iterdir()
-                       if entry.name.endswith(".py") and NAME.match(entry.name[:-3]))
-        _builtin = {name: f"{BUILTIN_PACKAGE}.{name}" for name in names}
+        modules = {entry.name[:-3]: f"{BUILTIN_PACKAGE}.{entry.name[:-3]}"
+                   for entry in files(BUILTIN_PACKAGE).iterdir()  # imports the package, not its modules
+                   if entry.name.endswith(".py") and NAME.match(entry.name[:-3])}
+        for name in _refused():
+            if name in modules:
+                raise RegistryError(f"built-in algorithm {name!r} is both the module {modules[name]} and an "
+                                    f"entry of {BUILTIN_PACKAGE}.REFUSED")
+            modules[name] = BUILTIN_PACKAGE
+        _builtin = dict(sorted(modules.items()))
     return _builtin
+
+
+def _refused() -> dict[str, str]:
+    return dict(getattr(importlib.import_module(BUILTIN_PACKAGE), "REFUSED", {}))
 
 
 @attrs.frozen
@@ -229,7 +240,9 @@ def _short(value: Any) -> str:
 
 def _import_builtin(name: str) -> Algorithm:
     module = builtin()[name]
-    importlib.import_module(module)
+    imported = importlib.import_module(module)
+    if module == BUILTIN_PACKAGE and name not in _registered:  # a REFUSED type
+        register_speculator(name, unservable=_refused()[name])(imported.refused)
     try:
         return _registered[name]
     except KeyError:
