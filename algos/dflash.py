@@ -1,5 +1,6 @@
 """DFlash: a block-diffusion draft that fills a block of mask tokens in one forward pass."""
 
+from specreg import facts
 from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, NUMBER
@@ -15,7 +16,7 @@ DFLASH = Variant(
 )
 
 
-@register_speculator("dflash", method="dflash", vllm_min="0.20")
+@register_speculator("dflash", method="dflash", vllm_min=str(facts.since("algorithm_dflash")))
 def dflash(cfg, ctx):
     """DFlash draft, served as method "dflash".
 

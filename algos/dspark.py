@@ -1,5 +1,6 @@
 """DSpark: DFlash with a low-rank Markov logit-bias head and an optional confidence head."""
 
+from specreg import facts
 from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, NONNEG_INT, STR
@@ -21,7 +22,7 @@ DSPARK = Variant(
 )
 
 
-@register_speculator("dspark", method="dspark", vllm_min="0.25")
+@register_speculator("dspark", method="dspark", vllm_min=str(facts.since("algorithm_dspark")))
 def dspark(cfg, ctx):
     """DSpark draft, served as method "dspark" (Qwen3DSparkModel, or Qwen3OmniDSparkModel when named).
 

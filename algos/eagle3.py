@@ -1,5 +1,6 @@
 """Eagle-3: a one-layer (or few-layer) autoregressive draft fed by three verifier hidden states."""
 
+from specreg import facts
 from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.eagle_family import Variant, normalize
 
@@ -12,7 +13,7 @@ EAGLE3 = Variant(
 )
 
 
-@register_speculator("eagle3", method="eagle3", vllm_min="0.10.1")
+@register_speculator("eagle3", method="eagle3", vllm_min=str(facts.since("algorithm_eagle3")))
 def eagle3(cfg, ctx):
     """Eagle-3 draft, served as method "eagle3".
 

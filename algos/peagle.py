@@ -1,5 +1,6 @@
 """P-EAGLE: Eagle-3 with parallel drafting of all k tokens from mask-token placeholders."""
 
+from specreg import facts
 from specreg.normalization.algorithms import register_speculator
 from specreg.normalization.eagle_family import Variant, normalize
 from specreg.normalization.fields import NONNEG_INT
@@ -13,7 +14,7 @@ PEAGLE = Variant(
 )
 
 
-@register_speculator("peagle", method="eagle3", vllm_min="0.22")
+@register_speculator("peagle", method="eagle3", vllm_min=str(facts.since("algorithm_peagle")))
 def peagle(cfg, ctx):
     """P-EAGLE draft, served as method "eagle3" with parallel_drafting (without it vLLM silently runs plain Eagle-3).
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NoReturn, Sequence
 
+from specreg import facts
 from specreg.cli.common import SpecregErrorLine
 
 #: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vLLM 0.33.0)
@@ -28,7 +29,7 @@ OPTIONS = {
 #: the settings serve writes itself (the draft): a user's spelling of one is refused
 OWNED = {"model", "speculative_config", "spec_method", "spec_model", "spec_tokens"}
 #: vLLM versions with `--spec-model/--spec-method/--spec-tokens` (engine/arg_utils.py, 0.22 and later)
-SPEC_FLAGS_SINCE = "0.22"
+SPEC_FLAGS_SINCE = str(facts.since("spec_flags"))
 
 
 def _live_parser() -> Any | None:

@@ -32,7 +32,7 @@ def known() -> tuple[str, ...]:
 
 
 def wheel(release: str) -> str:
-    """The wheel version the facts of `release` were read from ("0.33" -> "0.33.0")."""
+    """The wheel version the facts of `release` were read from ("X.Y" -> "X.Y.0")."""
     return _releases()[release]["wheel"]
 
 
@@ -73,7 +73,7 @@ def rules(read_by: str) -> dict[str, Version]:
 
 
 def release_of(text: str) -> str | None:
-    """The known release that `text` names ("0.33" or its wheel "0.33.0"), else None."""
+    """The known release that `text` names ("X.Y" or its wheel "X.Y.0"), else None."""
     for release, record in _releases().items():
         if text in (release, record["wheel"]):
             return release

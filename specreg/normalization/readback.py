@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from specreg import facts
 from specreg.errors import ConfigError
 from specreg.sources.native import Converted, speculators_envelope
 
@@ -89,7 +90,7 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
             out["block_size"] = tokens if out["sample_from_anchor"] else tokens + 1
         # the masks vLLM serves from this config, stated in the speculators format's terms
         n = layer.get("num_hidden_layers")
-        version = parse_version(str(manifest.get("vllm_version") or "0.33"), what="specreg.json:$.vllm_version")
+        version = parse_version(str(manifest.get("vllm_version") or facts.known()[-1]), what="specreg.json:$.vllm_version")
         if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 4096:
             types = layer.get("layer_types") if isinstance(layer.get("layer_types"), list) else [FULL] * n
             ctx = Context(vllm=version, source=source, envelope=None)

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 import specreg
+from specreg import facts
 from specreg.normalization import algorithms
 from specreg.sources.native import keys
 from tests.conformance.vllm_mapping import wheel
 
 pytestmark = pytest.mark.conformance
 
-VERSIONS = ["0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"]
+VERSIONS = [facts.wheel(r) for r in facts.tested_by("field_coverage")]
 MODELS = "vllm/model_executor/models/"
 #: the classes each algorithm is served with (DFlash2Qwen3Model subclasses the DFlash model)
 FILES = {"dflash": ["qwen3_dflash.py"], "dflash2": ["qwen3_dflash2.py", "qwen3_dflash.py"]}

@@ -10,11 +10,12 @@ import re
 
 import pytest
 
+from specreg import facts
 from specreg.entries import catalog
 
 pytestmark = pytest.mark.conformance
 
-RELEASE = "0.33.0"
+RELEASE = facts.wheel(facts.tested_by("ci_agreement")[-1])
 CORRECTNESS = "tests/v1/spec_decode/test_speculators_correctness.py"
 ACCEPTANCE = "tests/v1/spec_decode/test_acceptance_length.py"
 

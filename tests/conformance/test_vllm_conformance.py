@@ -8,6 +8,7 @@ import pytest
 from packaging.version import Version
 
 import specreg
+from specreg import facts
 from specreg.normalization import algorithms
 from specreg.normalization.capabilities import RULES
 
@@ -15,7 +16,7 @@ from conftest import DATA, fixture_config
 
 pytestmark = pytest.mark.conformance
 
-VERSIONS = ["0.20.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.33.0"]
+VERSIONS = [facts.wheel(r) for r in facts.tested_by("vllm_conformance")]
 FIXTURES = sorted(p.stem for p in (DATA / "speculators").glob("*.json"))
 TABLE = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 ABSENT = "(absent)"

@@ -14,11 +14,12 @@ import pytest
 import specreg
 from conftest import fixture_config
 from conformance.test_vllm_serving import CASES, case_config
+from specreg import facts
 from specreg.vllm import plugin as vllm_plugin
 
 pytestmark = pytest.mark.conformance
 
-VERSIONS = ["0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.33.0"]
+VERSIONS = [facts.wheel(r) for r in facts.tested_by("vllm_plugin")]
 EAGLE = {"eagle3": ("eagle3_generated", {}), "eagle3-no-norm-flag": ("eagle3_generated", {"norm_before_residual": None}),
          "peagle": ("peagle", {})}
 

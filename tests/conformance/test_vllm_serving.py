@@ -13,11 +13,12 @@ import json
 import pytest
 
 import specreg
+from specreg import facts
 from conftest import DATA, fixture_config
 
 pytestmark = pytest.mark.conformance
 
-VERSIONS = ["0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.33.0"]
+VERSIONS = [facts.wheel(r) for r in facts.tested_by("vllm_serving")]
 MIXED = {"transformer_layer_config": {"layer_types": ["sliding_attention"] * 4 + ["full_attention"],
                                       "sliding_window": 2048}}
 ALL_SLIDING = {"transformer_layer_config": {"layer_types": ["sliding_attention"] * 5, "sliding_window": 1024}}
