@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 from packaging.version import Version
 
+from specreg import facts
 from specreg.vllm.fact_files import read_all
 
 #: GPUs by the name users give, and their compute capability (NVIDIA's CUDA GPU table)
@@ -300,7 +301,9 @@ def _describe(case: Case) -> str:
 #: add_swa_attention_sink_bias, and gives every layer's Attention the sinks, whose selector then asks
 #: has_sink (DFlash2 and DSpark build their layers with DFlashQwen3Model). Held to each wheel by the
 #: conformance tier (tests/conformance/test_deployment_rules.py).
-SINK_ARCHITECTURES = {"DFlashDraftModel": "0.25", "DFlash2DraftModel": "0.28", "Qwen3DSparkModel": "0.25"}
+SINK_ARCHITECTURES = {"DFlashDraftModel": str(facts.since("sinks_dflash_draft_model")),
+                      "DFlash2DraftModel": str(facts.since("sinks_dflash2_draft_model")),
+                      "Qwen3DSparkModel": str(facts.since("sinks_qwen3_dspark_model"))}
 
 
 #: verifier architectures whose vLLM class decides its layers' sliding window and sinks itself, not
@@ -519,13 +522,13 @@ def table_markdown() -> str:
 
 #: from this version the drafter takes speculative_config.kv_cache_dtype (`_create_draft_vllm_config`);
 #: before, it always has the server's --kv-cache-dtype
-DRAFT_KV_CACHE_DTYPE_SINCE = "0.26"
+DRAFT_KV_CACHE_DTYPE_SINCE = str(facts.since("draft_kv_cache_dtype"))
 
 #: from this version the V2 model runner's Eagle-family drafter loads with
 #: `SpeculativeConfig.apply_draft_overrides` (v1/worker/gpu/spec_decode/eagle/utils.py), which keeps
 #: the server's --attention-backend unless speculative_config.attention_backend is set; the V1
 #: drafter and the V2 DFlash drafter select their own
-V2_EAGLE_INHERITS_BACKEND_SINCE = "0.31"
+V2_EAGLE_INHERITS_BACKEND_SINCE = str(facts.since("v2_eagle_inherits_backend"))
 
 
 def inherits_server_backend(version: str, method: str | None, v2_runner: bool) -> bool:

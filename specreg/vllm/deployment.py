@@ -49,15 +49,19 @@ from typing import Any
 
 from packaging.version import Version
 
+from specreg import facts
 from specreg.vllm.fact_files import read_all
+
+#: the first row of a dated table: before any release specreg models
+ALWAYS = Version("0")
 
 #: (first version, methods whose max_position_embeddings vLLM raises to max_model_len, RoPE types
 #: it raises them for (None: any)); speculative.py's `_maybe_override_draft_max_position_embeddings`
 #: and its call site
 RAISES_MAX_POSITIONS = (
-    (Version("0.10"), frozenset(), None),  # no raising before 0.27 (read from 0.20-0.26)
-    (Version("0.27"), frozenset({"eagle", "eagle3"}), None),
-    (Version("0.33"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
+    (ALWAYS, frozenset(), None),  # no raising before (read from every older known release)
+    (facts.since("raises_draft_positions_eagle"), frozenset({"eagle", "eagle3"}), None),
+    (facts.since("raises_draft_positions_cache_only_rope"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
      frozenset({"default", "linear", "llama3", "ntk", "proportional"})),
 )
 
@@ -74,10 +78,10 @@ DRAFT_LAYER_MODULES = {
 #: layer names), ...): "nothing"; "modelopt exclusions" (exclude_modules of a ModelOpt config);
 #: "modelopt" (every name of a ModelOpt config, and any config's exclude_modules)
 QUANT_LAYER_NAMES = {
-    "llama_eagle3": ((Version("0.10"), "nothing"),),
-    "qwen3_eagle3": ((Version("0.10"), "nothing"),),
-    "qwen3_dflash": ((Version("0.10"), "nothing"), (Version("0.31"), "modelopt exclusions"),
-                     (Version("0.33"), "modelopt")),
+    "llama_eagle3": ((ALWAYS, "nothing"),),
+    "qwen3_eagle3": ((ALWAYS, "nothing"),),
+    "qwen3_dflash": ((ALWAYS, "nothing"), (facts.since("dflash_renames_modelopt_exclusions"), "modelopt exclusions"),
+                     (facts.since("dflash_renames_modelopt_names"), "modelopt")),
 }
 
 #: a name of a draft layer by its index in the draft: `layers.N` or `model.layers.N`, bare or after a
@@ -97,8 +101,8 @@ MODELOPT_RENAMED = re.compile(r"^(?:model\.)?\*?layers\.\d+(?=\.|\*|$)")
 #: (first version, the methods of SpeculativeConfig.use_eagle()), which turn the hybrid KV-cache
 #: manager off for a verifier with chunked local attention (VllmConfig.__post_init__)
 EAGLE_METHODS = (
-    (Version("0.10"), frozenset({"eagle", "eagle3", "mtp", "dflash"})),
-    (Version("0.25"), frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),
+    (ALWAYS, frozenset({"eagle", "eagle3", "mtp", "dflash"})),
+    (facts.since("use_eagle_includes_dspark"), frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})),
 )
 
 

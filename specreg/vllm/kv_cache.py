@@ -42,17 +42,18 @@ from typing import Any, Iterable
 import attrs
 from packaging.version import Version
 
+from specreg import facts
 from specreg.vllm.attention import head_size
 from specreg.vllm.deployment import _minor
 from specreg.vllm.fact_files import read_all
 
 #: the versions whose grouping is modelled and held to the wheel (facts/<X.Y>/kv_cache.json)
-FIRST, LAST = "0.24", "0.33"
-PADS_BY_BLOCK_STRIDE = ("0.24", "0.28")  # pads a layer whose backend indexes KV by the block stride
-PADS_NON_MLA_SINCE = "0.29"  # pads every attention layer that is not MLA
-FALLBACK_SINCE = "0.27"  # _try_get_full_allocation_fallback_groups
-PROMOTE_SINCE = "0.27"  # _promote_local_kv_cache_specs (its own message when promotion fails)
-MAMBA_PADS_SINCE = "0.26"  # pads a Mamba layer's page to a larger one (before: it tries the block size)
+FIRST, LAST = facts.tested_by("selector")[0], facts.tested_by("selector")[-1]
+PADS_NON_MLA_SINCE = str(facts.since("kv_pads_non_mla"))  # pads every attention layer that is not MLA
+PADS_BY_BLOCK_STRIDE = (FIRST, facts.before(PADS_NON_MLA_SINCE))  # pads a layer whose backend indexes KV by the block stride
+FALLBACK_SINCE = str(facts.since("kv_full_allocation_fallback"))  # _try_get_full_allocation_fallback_groups
+PROMOTE_SINCE = str(facts.since("kv_promote_local_specs"))  # _promote_local_kv_cache_specs (its own message when promotion fails)
+MAMBA_PADS_SINCE = str(facts.since("kv_mamba_pads"))  # pads a Mamba layer's page to a larger one (before: it tries the block size)
 BLOCK = 16  # the layers' block size before unification (all layers start from the same one)
 
 

@@ -34,9 +34,12 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
+from specreg import facts
+
 #: vLLM releases whose two patch points the conformance tier exercises (tests/conformance) and, for
-#: 0.33, the vLLM tier through vLLM's own plugin loader.
-TESTED = (Version("0.26"), Version("0.33.99"))
+#: the newest, the vLLM tier through vLLM's own plugin loader: the first and any patch of the last
+#: release the facts mark plugin_tested.
+TESTED = (Version(facts.plugin_tested()[0]), Version(facts.plugin_tested()[-1] + ".99"))
 SWITCH = "SPECREG_VLLM_PLUGIN"
 _MARK = "_specreg_plugin"
 #: the drafts the speculators mapping planned while vLLM built one speculative config (per thread)
@@ -91,7 +94,7 @@ def register() -> None:
         version = installed_vllm()
         if version is None or not TESTED[0] <= version <= TESTED[1]:
             _once("untested", f"specreg plugin: vLLM {version} is outside the tested range "
-                  f"{TESTED[0]}-0.33; leaving vLLM's speculators mapping as it is", logging.WARNING)
+                  f"{TESTED[0]}-{facts.plugin_tested()[-1]}; leaving vLLM's speculators mapping as it is", logging.WARNING)
             return
         from vllm.engine.arg_utils import EngineArgs
         from vllm.transformers_utils.configs.speculators import algos, base
