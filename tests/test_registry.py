@@ -258,3 +258,16 @@ def test_the_example_plugins_docstring_table_lists_exactly_the_fields_it_reads(t
     assert out.returncode == 0, out.stderr
     read, documented = json.loads(out.stdout)
     assert read == documented and "feature_layers" in read
+
+
+def test_the_refused_types_are_one_table_naming_the_newest_known_vllm():
+    import re
+
+    import specreg.algos
+    from specreg.normalization.capabilities import NEWEST_KNOWN, short
+
+    assert set(specreg.algos.REFUSED) == {a.name for a in specreg.algorithms() if a.unservable}
+    for name in ("mtp", "xpress"):
+        assert f"(vLLM {short(NEWEST_KNOWN)} accepts eagle3, peagle, dflash, dflash2 and dspark)" in \
+            algorithms.get(name).unservable
+    assert not re.search(r"vLLM \d", Path(specreg.algos.__file__).read_text())  # no version typed in
