@@ -1,7 +1,7 @@
 """DFlash2: DFlash with a grouped convolution and a low-rank candidate selector head."""
 
 from specreg import facts
-from specreg.normalization.algorithms import register_speculator
+from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, COUNT, NUMBER, POS_INT
 
@@ -28,19 +28,15 @@ DFLASH2 = Variant(
 
 
 @register_speculator("dflash2", method="dflash", vllm_min=str(facts.since("algorithm_dflash2")))
+@shared_rows
 def dflash2(cfg, ctx):
     """DFlash2 draft, served as method "dflash" with the DFlash2DraftModel class.
 
     | field | type | required / default | why |
     |---|---|---|---|
-    | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
+    {LAYER_CONFIG_ROW}
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
-    | `transformer_layer_config.rope_parameters` | object | checked | an M-RoPE section makes vLLM's drafter refuse DFlash and parallel drafting at startup |
-    | `transformer_layer_config.rope_scaling` | object | checked | as rope_parameters (transformers 5 loads it as rope_parameters) |
-    | `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |
-    | `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |
-    | `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |
-    | `transformer_layer_config.head_dim` | int | checked | without it vLLM's head size is hidden_size // heads |
+    {LAYER_SHAPE_ROWS}
     | `transformer_layer_config.model_type` | str | checked | llama layers are validated by transformers' LlamaConfig |
     | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal |
     | `transformer_layer_config.is_causal` | bool | optional | vLLM >= 0.28 applies it to every layer before any other rule; cleared when layers differ |
@@ -59,8 +55,7 @@ def dflash2(cfg, ctx):
     | `final_logit_softcapping` | number | optional, passed through | into dflash_config: the candidate logits' soft cap |
     | `attention_sink_bias` | bool | optional, passed through | into dflash_config: attention sinks in every layer |
     | `attention_value_scale` | number | optional, passed through | into dflash_config: vLLM >= 0.31 scales attention values |
-    | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
-    | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
+    {VOCAB_ROWS}
     | `architectures` | list[str] | optional | read for the family's DSpark Omni class; ignored here |
     """
     return normalize(cfg, ctx, DFLASH2)

@@ -1,7 +1,7 @@
 """DSpark: DFlash with a low-rank Markov logit-bias head and an optional confidence head."""
 
 from specreg import facts
-from specreg.normalization.algorithms import register_speculator
+from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, NONNEG_INT, STR
 
@@ -23,19 +23,15 @@ DSPARK = Variant(
 
 
 @register_speculator("dspark", method="dspark", vllm_min=str(facts.since("algorithm_dspark")))
+@shared_rows
 def dspark(cfg, ctx):
     """DSpark draft, served as method "dspark" (Qwen3DSparkModel, or Qwen3OmniDSparkModel when named).
 
     | field | type | required / default | why |
     |---|---|---|---|
-    | `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |
+    {LAYER_CONFIG_ROW}
     | `transformer_layer_config.num_hidden_layers` | int in 1..4096 | required | one entry of the attention plan per layer |
-    | `transformer_layer_config.rope_parameters` | object | checked | an M-RoPE section makes vLLM's drafter refuse DFlash and parallel drafting at startup |
-    | `transformer_layer_config.rope_scaling` | object | checked | as rope_parameters (transformers 5 loads it as rope_parameters) |
-    | `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |
-    | `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |
-    | `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |
-    | `transformer_layer_config.head_dim` | int | checked | without it vLLM's head size is hidden_size // heads |
+    {LAYER_SHAPE_ROWS}
     | `transformer_layer_config.model_type` | str | checked | llama layers are validated by transformers' LlamaConfig |
     | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal; vLLM >= 0.26 resolves DSpark layers like DFlash |
     | `transformer_layer_config.is_causal` | bool | optional | vLLM >= 0.28 applies it to every layer before any other rule; cleared when layers differ |
@@ -50,8 +46,7 @@ def dspark(cfg, ctx):
     | `enable_confidence_head` | bool | optional, passed through | the confidence head |
     | `confidence_head_with_markov` | bool | optional, passed through | the confidence head's input |
     | `use_aux_hidden_state` | bool | optional, passed through | read by vLLM >= 0.30 |
-    | `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |
-    | `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |
+    {VOCAB_ROWS}
     | `architectures` | list[str] | optional | Qwen3OmniDSparkModel when the source names it |
     """
     rank = cfg.raw("markov_rank")  # checked with its kind in normalize

@@ -271,3 +271,28 @@ def test_the_refused_types_are_one_table_naming_the_newest_known_vllm():
         assert f"(vLLM {short(NEWEST_KNOWN)} accepts eagle3, peagle, dflash, dflash2 and dspark)" in \
             algorithms.get(name).unservable
     assert not re.search(r"vLLM \d", Path(specreg.algos.__file__).read_text())  # no version typed in
+
+
+def test_rows_several_algorithms_share_are_written_once_beside_their_reader():
+    import specreg.algos
+    from specreg.normalization.fields import LAYER_CONFIG_ROW, VOCAB_ROWS
+    from specreg.normalization.shape import LAYER_SHAPE_ROWS
+
+    for path in Path(specreg.algos.__file__).parent.glob("*.py"):
+        for row in (LAYER_CONFIG_ROW, *VOCAB_ROWS, *LAYER_SHAPE_ROWS):
+            assert row not in path.read_text(), (path.name, row)
+    documented = {row.name for row in algorithms.get("eagle3").fields()}
+    assert {"transformer_layer_config", "transformer_layer_config.head_dim", "draft_vocab_size"} <= documented
+
+
+def test_a_docstring_naming_no_shared_rows_is_an_error():
+    def draft(cfg, ctx):
+        """A draft.
+
+        | field | type | required / default | why |
+        |---|---|---|---|
+        {LAYER_ROWS}
+        """
+
+    with pytest.raises(specreg.RegistryError, match=r"names \{LAYER_ROWS\}: the shared rows are"):
+        algorithms.shared_rows(draft)

@@ -133,6 +133,24 @@ def parse_fields_table(doc: str) -> list[FieldDoc]:
     return rows
 
 
+def shared_rows(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Fill the rows several algorithms share into `fn`'s docstring table: a line ``{NAME}`` becomes the
+    rows NAME holds, defined once beside the code that reads those fields (fields.LAYER_CONFIG_ROW and
+    VOCAB_ROWS, shape.LAYER_SHAPE_ROWS)."""
+    from specreg.normalization import fields, shape
+
+    groups = {"LAYER_CONFIG_ROW": (fields.LAYER_CONFIG_ROW,), "VOCAB_ROWS": fields.VOCAB_ROWS,
+              "LAYER_SHAPE_ROWS": shape.LAYER_SHAPE_ROWS}
+    lines = []
+    for line in (fn.__doc__ or "").split("\n"):
+        name = line.strip()[1:-1] if line.strip().startswith("{") and line.strip().endswith("}") else None
+        if name is not None and name not in groups:
+            raise RegistryError(f"{fn.__qualname__}'s docstring names {{{name}}}: the shared rows are {sorted(groups)}")
+        indent = line[:len(line) - len(line.lstrip())]
+        lines += [indent + row for row in groups[name]] if name is not None else [line]
+    fn.__doc__ = "\n".join(lines)
+    return fn
+
 _lock = threading.RLock()
 _registered: dict[str, Algorithm] = {}
 _broken: list[BrokenPlugin] = []

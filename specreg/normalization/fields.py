@@ -240,6 +240,15 @@ class Fields:
 
 
 
+#: docstring-table rows of the fields both families' normalize read alike (eagle_family, dflash_family),
+#: composed into each algorithm's table (specreg.normalization.algorithms.fields_doc)
+LAYER_CONFIG_ROW = "| `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |"
+VOCAB_ROWS = (
+    "| `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |",
+    "| `target_hidden_size` | int >= 1 | optional | the verifier's hidden size when it differs from the draft's |",
+)
+
+
 def check_layer_ids(cfg: Fields, key: str, ids: list[int] | None, *, minimum: int = 0, why: str = "") -> None:
     """Layer ids must be unique, increasing and >= `minimum`; the first offence is recorded."""
     if not ids:

@@ -17,6 +17,18 @@ from specreg.normalization.fields import POS_INT, Fields
 from specreg.normalization.plan import Context, Plan
 
 
+#: the docstring-table rows of the layer fields check_layer_shape and check_startup read, composed into
+#: the table of every algorithm that calls them (specreg.normalization.algorithms.fields_doc)
+LAYER_SHAPE_ROWS = (
+    "| `transformer_layer_config.rope_parameters` | object | checked | an M-RoPE section makes vLLM's drafter refuse DFlash and parallel drafting at startup |",
+    "| `transformer_layer_config.rope_scaling` | object | checked | as rope_parameters (transformers 5 loads it as rope_parameters) |",
+    "| `transformer_layer_config.hidden_size` | int | checked | must be a multiple of the heads for llama layers (transformers' LlamaConfig) or without head_dim |",
+    "| `transformer_layer_config.num_attention_heads` | int >= 1 | checked | a multiple of num_key_value_heads (vLLM's attention groups) |",
+    "| `transformer_layer_config.num_key_value_heads` | int >= 1 | checked | divides num_attention_heads |",
+    "| `transformer_layer_config.head_dim` | int | checked | without it vLLM's head size is hidden_size // heads |",
+)
+
+
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
