@@ -241,7 +241,7 @@ class Fields:
 
 
 #: docstring-table rows of the fields both families' normalize read alike (eagle_family, dflash_family),
-#: composed into each algorithm's table (specreg.normalization.algorithms.fields_doc)
+#: composed into each algorithm's table (specreg.normalization.algorithms.shared_rows)
 LAYER_CONFIG_ROW = "| `transformer_layer_config` | object | required | the draft's decoder config: the base of draft_config |"
 VOCAB_ROWS = (
     "| `draft_vocab_size` | int >= 1 | optional | a reduced draft vocabulary (weights then carry d2t/t2d) |",

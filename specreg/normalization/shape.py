@@ -18,7 +18,7 @@ from specreg.normalization.plan import Context, Plan
 
 
 #: the docstring-table rows of the layer fields check_layer_shape and check_startup read, composed into
-#: the table of every algorithm that calls them (specreg.normalization.algorithms.fields_doc)
+#: the table of every algorithm that calls them (specreg.normalization.algorithms.shared_rows)
 LAYER_SHAPE_ROWS = (
     "| `transformer_layer_config.rope_parameters` | object | checked | an M-RoPE section makes vLLM's drafter refuse DFlash and parallel drafting at startup |",
     "| `transformer_layer_config.rope_scaling` | object | checked | as rope_parameters (transformers 5 loads it as rope_parameters) |",
