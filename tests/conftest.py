@@ -9,8 +9,13 @@ DATA = Path(__file__).parent / "data"
 
 @pytest.fixture(autouse=True)
 def _own_specreg_cache(tmp_path, monkeypatch):
-    """No test writes to the user's ~/.cache/specreg (serve materializes drafts there)."""
+    """No test writes to the user's ~/.cache/specreg (serve materializes drafts there). Waiting is not
+    testing: specreg's Hub back-off (SPECREG_HUB_BACKOFF, not the number of retries) and verify's idle
+    check (SPECREG_VERIFY_IDLE_WAIT) are tiny here, in-process and in every subprocess a test starts;
+    a test about a default's own timing deletes the variable."""
     monkeypatch.setenv("SPECREG_CACHE", str(tmp_path / "specreg-cache"))
+    monkeypatch.setenv("SPECREG_HUB_BACKOFF", "0.01")
+    monkeypatch.setenv("SPECREG_VERIFY_IDLE_WAIT", "0")
 
 
 @pytest.fixture
@@ -41,6 +46,36 @@ def run_specreg(*args: str, env: dict | None = None, cwd=None, timeout: float = 
 
     return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def run_in_process(*args: str, env: dict | None = None):
+    """`specreg ARGS` as `specreg.cli.main.main` in this process, with `env` set for the call and
+    stdout/stderr captured: the same CompletedProcess as run_specreg, without starting an interpreter
+    (verify's imports alone take ~2 s each time). For output and exit codes only: a test about a real
+    process (signals, the interpreter's exit, what a fresh process reads) keeps run_specreg."""
+    import contextlib
+    import io
+    import os
+    import subprocess
+
+    from specreg.cli.main import main
+
+    saved = {k: os.environ.get(k) for k in env or {}}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(env or {})
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's refusals
+                code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess(["specreg", *args], code, out.getvalue(), err.getvalue())
 
 
 def fixture_config(name: str) -> dict:

@@ -39,6 +39,9 @@ class FakeHub:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as separate writes: without this, Nagle and the client's delayed
+            # ACK hold every keep-alive answer for ~40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass

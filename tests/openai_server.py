@@ -41,6 +41,9 @@ class OpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as separate writes: without this, Nagle and the client's delayed
+            # ACK hold every keep-alive answer for ~40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):
                 pass

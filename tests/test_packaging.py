@@ -1,4 +1,6 @@
-"""What users install: the built wheel and sdist, in a fresh venv (not editable), with the smoke set."""
+"""What users install: the built wheel and sdist, in a fresh venv (not editable), with the smoke set.
+Building and installing needs a package index and about 30 s, so those tests carry the `packaging`
+marker: not in the default run; .ci/run runs them (`pytest -m packaging`)."""
 
 import json
 import os
@@ -33,6 +35,7 @@ def built(tmp_path_factory):
     return wheel, sdist
 
 
+@pytest.mark.packaging
 def test_the_wheel_holds_every_module_and_the_catalog(built):
     wheel, _ = built
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -47,6 +50,7 @@ def test_the_wheel_holds_every_module_and_the_catalog(built):
     assert "[vllm.general_plugins]" in text and "specreg = specreg.vllm.plugin:register" in text
 
 
+@pytest.mark.packaging
 def test_the_wheel_installed_in_a_fresh_venv_passes_the_smoke_set(built, tmp_path):
     wheel, _ = built
     env_dir = tmp_path / "venv"

@@ -13,6 +13,7 @@ from xml.etree import ElementTree as ET
 import attrs
 import pytest
 
+from conftest import run_in_process
 from openai_server import OpenAIServer
 from specreg import entries
 from specreg.verify import counters as C
@@ -25,9 +26,9 @@ from specreg.entries import Harness, PromptFormat
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args, env=None, timeout=180):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
+def run(*args, env=None):
+    """The CLI in this process (conftest.run_in_process), offline: these tests check outputs and exit codes."""
+    return run_in_process(*args, env={"HF_HUB_OFFLINE": "1", **(env or {})})
 
 
 # -- counters --------------------------------------------------------------------------------------
@@ -793,7 +794,7 @@ def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile
         for name, value in hostile.items():
             setattr(server, name, value)
         start = time.monotonic()
-        r = run(*verify_args(server, reg, rows, out, "--timeout", "5"), timeout=60)
+        r = run(*verify_args(server, reg, rows, out, "--timeout", "5"))
         elapsed = time.monotonic() - start
     result = json.loads((out / "result.json").read_text())
     assert result["verdict"] == verdict and words in result["error"], result["error"]

@@ -9,6 +9,7 @@ engine is a thin adapter over `vllm.LLM` (`disable_log_stats=False`, counters fr
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -90,12 +91,21 @@ def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks
     return deltas
 
 
+def idle_wait_seconds() -> float:
+    """How long the server must stay idle before a run: SPECREG_VERIFY_IDLE_WAIT (default 1 s)."""
+    try:
+        value = float(os.environ.get("SPECREG_VERIFY_IDLE_WAIT", "1"))
+    except ValueError:
+        return 1.0
+    return value if 0 <= value < float("inf") else 1.0
+
+
 class ServerEngine:
     """A vLLM server over HTTP. Every answer is bounded: its size (32 MiB for /metrics and the
     like), its total time (30 s for those, the run's remaining --timeout for completions), whatever
     pace the server sends at."""
 
-    def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float = 1.0,
+    def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float | None = None,
                  deadline: float | None = None, speculative: bool = True):
         import httpx
 
@@ -107,7 +117,7 @@ class ServerEngine:
         self.timeout = timeout
         self.deadline = deadline
         self.client = httpx.Client(timeout=timeout)
-        self.idle_wait = idle_wait
+        self.idle_wait = idle_wait_seconds() if idle_wait is None else idle_wait
         #: False for the engine without a draft that a speedup is measured against (no spec counters)
         self.speculative = speculative
         self._listing: Any = None
