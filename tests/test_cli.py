@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import specreg
+import specreg.facts
 from conftest import DATA, fixture_config, run_specreg
 from weights import write_draft
 
@@ -94,7 +95,9 @@ def test_a_missing_local_path_exits_2(tmp_path):
 def test_a_bad_vllm_version_exits_2(draft):
     r = run("show", str(draft), "--vllm", "newest")
     assert r.returncode == 2
-    assert r.stderr == f"error: {draft}: --vllm: not a vLLM version: 'newest' (expected e.g. 0.26 or 0.33.0)\n"
+    newest = specreg.facts.known()[-1]
+    assert r.stderr == (f"error: {draft}: --vllm: not a vLLM version: 'newest' "
+                        f"(expected e.g. {newest} or {specreg.facts.wheel(newest)})\n")
 
 
 def test_serve_prints_an_explicit_speculative_config(tmp_path):

@@ -9,6 +9,7 @@ import shlex
 import sys
 from typing import Any, Sequence
 
+from specreg import facts
 from specreg.cli.common import (EXIT_OK, SpecregErrorLine, _load, _progress, _Refused, directory_args, gpu_name,
                                 print_lines, source_args)
 
@@ -31,7 +32,8 @@ def add_serve(sub: Any) -> None:
     serve.add_argument("--config-only", action="store_true", help="materialize config.json without weights")
     serve.add_argument("--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line')
     serve.add_argument("--spec-flags", action="store_true",
-                       help="write the draft as --spec-model/--spec-method/--spec-tokens (vLLM 0.22+) instead of "
+                       help="write the draft as --spec-model/--spec-method/--spec-tokens "
+                            f"(vLLM {facts.since('spec_flags')}+) instead of "
                             "--speculative-config, where those three say all of it")
     serve.add_argument("--gpu", type=gpu_name, metavar="NAME", help="the GPU to serve on (H100, A100, L40S, RTX 4090, "
                        "B200, GB10, ... or sm_XY): refuse a draft no attention backend serves there, and write the "

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Sequence
 from specreg import facts
 from specreg.cli.common import SpecregErrorLine
 
-#: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vLLM 0.33.0)
+#: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vllm/engine/arg_utils.py, read as the docstring says)
 OPTIONS = {
     "--model": "model",
     "--speculative-config": "speculative_config", "-sc": "speculative_config",

@@ -87,7 +87,8 @@ def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:
     try:
         v = Version(str(text).strip())
     except InvalidVersion:
-        raise ConfigError(f"not a vLLM version: {text!r} (expected e.g. 0.26 or 0.33.0)", what) from None
+        raise ConfigError(f"not a vLLM version: {text!r} (expected e.g. {short(NEWEST_KNOWN)} or {NEWEST_KNOWN})",
+                          what) from None
     return Version(v.base_version)
 
 
