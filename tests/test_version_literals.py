@@ -35,9 +35,7 @@ NOT_YET = {
     "specreg/normalization/core.py", "specreg/normalization/dflash_family.py",
     "specreg/normalization/eagle_family.py", "specreg/normalization/findings.py",
     "specreg/normalization/model_types.py", "specreg/normalization/shape.py",
-    "specreg/sources/native/__init__.py", "specreg/sources/native/deepspec.py",
-    "specreg/sources/native/eagle3.py", "specreg/sources/native/keys.py", "specreg/sources/native/refused.py",
-    "specreg/sources/native/zlab.py", "specreg/vllm/attention.py", "specreg/vllm/deployment.py",
+    "specreg/sources/native/keys.py", "specreg/vllm/attention.py", "specreg/vllm/deployment.py",
     "specreg/vllm/kv_cache.py", "specreg/vllm/materialize.py", "specreg/vllm/plugin.py",
     "specreg/vllm/preflight.py",
 }

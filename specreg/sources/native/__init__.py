@@ -20,6 +20,7 @@ import importlib
 import pkgutil
 from typing import Any, Mapping
 
+from specreg import facts
 from specreg.errors import ConfigError
 from specreg.sources.native.common import Converted, _arch, speculators_envelope
 from specreg.sources.native.layout import Layout, Serves, check_structure
@@ -84,7 +85,8 @@ def recognize(config: Mapping[str, Any], *, source: str | None = None) -> tuple[
     draft_fields = [k for k in ("dflash_config", "eagle_config") if isinstance(config.get(k), Mapping) and config[k]]
     if archs and draft_fields:
         raise ConfigError(
-            f"architectures {archs!r} name no layout specreg reads (nor a class of vLLM 0.33's registry for a "
+            f"architectures {archs!r} name no layout specreg reads (nor a class of vLLM {facts.known()[-1]}'s "
+            "registry for a "
             f"draft specreg has rules for), so its {draft_fields[0]} is not taken as any trainer's: "
             + not_a_draft(config, reason=False), "$.architectures", source=source)
     return None

@@ -5,9 +5,9 @@
 hooks the decoder layer's output), so speculators' id is t + 1. A top-level
 ``eagle_aux_hidden_state_layer_ids`` is already in vLLM's convention. These files carry no draft length.
 
-Names are matched exactly, as vLLM 0.33's model registry maps them; each class builds GQA
-attention with a dense MLP, except vLLM's DeepSeek EAGLE-3 (``deepseek_eagle3``), which builds MLA
-with a dense MLP ("Eagle3 speculative decoding model for DeepseekV2/V3 with MLP (no MoE)").
+Names are matched exactly, as vllm/model_executor/models/registry.py (0.33) maps them; each class
+builds GQA attention with a dense MLP, except vLLM's DeepSeek EAGLE-3 (``deepseek_eagle3``), which
+builds MLA with a dense MLP ("Eagle3 speculative decoding model for DeepseekV2/V3 with MLP (no MoE)").
 MoE and linear-attention EAGLE-3 drafts have no vLLM class.
 """
 

@@ -2,8 +2,8 @@
 
 - SpecForge Domino (``DominoDraftModel``): no vLLM release has a Domino class.
 - SpecForge P-EAGLE (``PEagleDraftModel``): its config holds no mask token.
-- Drafts vLLM 0.33's registry serves with classes specreg has no rules for (MLA DSpark for Kimi K3,
-  DeepSeek-V4 DSpark, Gemma 4 DSpark, Laguna DFlash, ...): specreg cannot say they are served as
+- Drafts vllm/model_executor/models/registry.py (0.33) serves with classes specreg has no rules for
+  (MLA DSpark for Kimi K3, DeepSeek-V4 DSpark, Gemma 4 DSpark, Laguna DFlash, ...): specreg cannot say they are served as
   trained, so it says which class vLLM would use and does not write a directory for them.
 """
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from specreg import facts
 from specreg.sources.native.layout import Layout, Serves
 
 _DOMINO = (
     "a SpecForge Domino draft (a GRU projector over the DFlash block, dflash_config.projector_type "
-    "'domino'); no vLLM release has a Domino class (vLLM 0.33's model registry has none), and serving it "
-    "as DFlash would be a different model"
+    f"'domino'); no vLLM release has a Domino class (vLLM {facts.known()[-1]}'s model registry has none), "
+    "and serving it as DFlash would be a different model"
 )
 _PEAGLE = (
     "a SpecForge P-EAGLE draft; its config holds no mask_token_id (SpecForge keeps the parallel-drafting "
@@ -44,9 +45,9 @@ VLLM_ONLY: dict[str, tuple[str, str]] = {
 
 def _vllm_only(name: str) -> str:
     module, cls = VLLM_ONLY[name]
-    return (f"vLLM 0.33's registry serves {name} with {module}.{cls}, a class specreg has no rules for: specreg "
-            "cannot check that it is served as trained, so it writes nothing for it (serve the file with vLLM "
-            "directly, or convert it to the speculators format)")
+    return (f"vLLM {facts.known()[-1]}'s registry serves {name} with {module}.{cls}, a class specreg has no "
+            "rules for: specreg cannot check that it is served as trained, so it writes nothing for it (serve "
+            "the file with vLLM directly, or convert it to the speculators format)")
 
 
 def _is_domino(config: Mapping[str, Any]) -> bool:

@@ -7,8 +7,9 @@
 - ``DFlash2DraftModel``: the same plus the convolution and candidate-selector knobs and the logit
   scales (`keys.CARRIED["dflash2"]`), normalized as dflash2.
 
-vLLM 0.33's registry serves these names with ``qwen3_dflash.DFlashQwen3ForCausalLM`` and
-``qwen3_dflash2.DFlash2Qwen3ForCausalLM``: Qwen3 decoder layers, GQA attention, a dense MLP.
+vllm/model_executor/models/registry.py (0.33) serves these names with
+``qwen3_dflash.DFlashQwen3ForCausalLM`` and ``qwen3_dflash2.DFlash2Qwen3ForCausalLM``: Qwen3 decoder
+layers, GQA attention, a dense MLP.
 """
 
 from __future__ import annotations
