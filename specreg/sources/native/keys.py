@@ -10,12 +10,16 @@ carried (tests/conformance/test_field_coverage.py).
 
 from __future__ import annotations
 
+from specreg import facts
+
 #: dflash_config keys vLLM's DFlash-family classes read that specreg carries unchanged:
 #: family -> key -> what it does in vLLM (vllm/model_executor/models/qwen3_dflash*.py, 0.33)
 CARRIED: dict[str, dict[str, str]] = {
     "dflash": {
-        "attention_sink_bias": "turns on attention sinks in every draft layer (qwen3_dflash.py, vLLM >= 0.26)",
-        "attention_value_scale": "scales the attention values of the draft layers (qwen3_dflash.py, vLLM >= 0.31)",
+        "attention_sink_bias": "turns on attention sinks in every draft layer (qwen3_dflash.py, vLLM >= "
+                               f"{facts.since('sinks_dflash_draft_model')})",
+        "attention_value_scale": "scales the attention values of the draft layers (qwen3_dflash.py, vLLM >= "
+                                 f"{facts.since('dflash_attention_value_scale')})",
     },
     "dflash2": {
         "attention_sink_bias": "as for DFlash (DFlash2Qwen3Model subclasses the DFlash model)",
