@@ -7,7 +7,7 @@ sequence of checks, each asking one of the backend's class methods (`supports_he
 `supports_dtype`, `supports_kv_cache_dtype`, `supports_sink`, `supports_compute_capability`,
 `supports_sliding_window`, `supports_non_causal`, ...), then `supports_combination`.
 
-`facts/<X.Y>/attention_backends.json` holds, for each vLLM version 0.24-0.33 and each capability, the
+`facts/<X.Y>/attention_backends.json` holds, for each known vLLM version from 0.24 and each capability, the
 priorities and every backend's answers to those methods, *computed by running the wheel's own
 code* (tests/conformance/attention_selector.py); this module combines them in
 `validate_configuration`'s order, with vLLM's reason strings. The conformance tier checks the

@@ -14,9 +14,9 @@ fails when a table here disagrees.
 - **max_position_embeddings.** The draft's rotary cache is sized by its `max_position_embeddings`
   while the proposer feeds it positions up to the server's max_model_len (vLLM #48894).
   `SpeculativeConfig._maybe_override_draft_max_position_embeddings` raises it to max_model_len:
-  not in 0.26; for methods eagle and eagle3 from 0.27; from 0.33 for every method but draft_model,
-  and only when all its RoPE types just size a cache (`_CACHE_ONLY_ROPE_TYPES`), else vLLM limits
-  max_model_len to the draft's.
+  not in 0.26; for methods eagle and eagle3 from 0.27; in vllm/config/speculative.py from 0.33 for
+  every method but draft_model, and only when all its RoPE types just size a cache
+  (`_CACHE_ONLY_ROPE_TYPES`), else vLLM limits max_model_len to the draft's.
 - **Quantization config names.** The draft's layers run under the verifier's layer numbers: the draft
   classes build layer `i` with the prefix `layers.{i + start_layer_id}`, start_layer_id being the
   verifier's `num_hidden_layers`, while the weights still load by the checkpoint's own index. A
@@ -25,12 +25,12 @@ fails when a table here disagrees.
   quantization than the checkpoint's. What each class renames (`QUANT_LAYER_NAMES`): Eagle-3
   (llama_eagle3, qwen3_eagle3) nothing; qwen3_dflash (DFlash, DFlash2 and DSpark build their layers
   there) a ModelOpt config's exclude_modules from 0.31 (`_add_global_draft_layer_exclusions`) and
-  every name of a ModelOpt config from 0.33 (`utils.map_draft_quant_config`). The same holds for
-  the draft's `fc` (`MODEL_MODULES`): the draft's model is built under the prefix `model`, so the
-  checkpoint's `fc` runs as `model.fc`. A compressed-tensors ignore list, which matches whole names
+  every name of a ModelOpt config from 0.33 (vllm/model_executor/models/utils.py
+  `map_draft_quant_config`). The same holds for the draft's `fc` (`MODEL_MODULES`): the draft's model
+  is built under the prefix `model`, so the checkpoint's `fc` runs as `model.fc`. A compressed-tensors ignore list, which matches whole names
   (or `re:` patterns), naming `fc` leaves it quantized: shown on the engine, 0 of 66 tokens accepted,
-  18 of 18 with `model.fc`. ModelOpt's exclude_modules also match by substring in every wheel
-  0.20-0.33 (`is_layer_excluded`), so `fc` there excludes `model.fc`.
+  18 of 18 with `model.fc`. ModelOpt's exclude_modules also match by substring in every known wheel
+  (`is_layer_excluded`), so `fc` there excludes `model.fc`.
 - **Hybrid KV-cache manager.** A verifier with chunked local attention (`attention_chunk_size`,
   Llama 4) and a drafter of `SpeculativeConfig.use_eagle()`'s methods: `VllmConfig.__post_init__`
   turns the hybrid KV-cache manager off even where VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1
@@ -38,7 +38,7 @@ fails when a table here disagrees.
   (`unify_hybrid_kv_cache_specs`), and --enable-hybrid-kv-cache-manager is refused at startup.
 - **Quantization on a GPU.** `VllmConfig._get_quantization_config` refuses a method below its class's
   `get_min_capability()` or outside its `get_supported_act_dtypes()` (facts/<X.Y>/quantization_methods.json,
-  read from each wheel 0.24-0.33).
+  read from each wheel from 0.24).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ MODEL_MODULES = ("fc",)
 MODEL_MODULE = re.compile(r"^(?:%s)(?=\.|$)" % "|".join(MODEL_MODULES))
 #: what qwen3_dflash._add_global_draft_layer_exclusions (0.31-0.32) renames: `layers.N` not after a dot
 EXCLUSION_RENAMED = re.compile(r"(?<![A-Za-z0-9_.])layers\.(\d+)")
-#: what utils.map_draft_quant_config (0.33) renames in a ModelOpt config: a name starting with
+#: what vllm/model_executor/models/utils.py map_draft_quant_config (0.33) renames in a ModelOpt config: a name starting with
 #: `layers.N` or `model.layers.N`, after an optional wildcard
 MODELOPT_RENAMED = re.compile(r"^(?:model\.)?\*?layers\.\d+(?=\.|\*|$)")
 
@@ -107,7 +107,7 @@ EAGLE_METHODS = (
 
 
 def _minor(version: str) -> str:
-    """0.33.1 -> "0.33": the release the rules are kept per."""
+    """0.32.1 -> "0.32": the release the rules are kept per."""
     return ".".join(str(version).split(".")[:2])
 
 

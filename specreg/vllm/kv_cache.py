@@ -25,11 +25,11 @@ it allocates a byte. Two of its paths raise at startup for real verifier-draft p
   AssertionError. From 0.26 the Mamba page is padded to the largest.
 
 `grouping` models these paths; tests/conformance/test_kv_cache_groups.py runs each wheel's own
-`get_kv_cache_groups` (0.24-0.33) on a matrix of verifier layouts, draft layers, the manager on and
+`get_kv_cache_groups` (each wheel from 0.24) on a matrix of verifier layouts, draft layers, the manager on and
 off, and block-first pages or not, and holds `grouping` to its answers. facts/<X.Y>/kv_cache.json holds what the
 backends answer (computed from each wheel by the same tier): whether each CUDA backend's KV page is
 laid out block-first. In 0.24-0.28 every CUDA backend vLLM builds here reads pages by the block stride,
-so pages that do not divide are padded; in 0.29-0.33 none declares a block-outermost layout first, so
+so pages that do not divide are padded; from 0.29 none declares a block-outermost layout first, so
 the packed grouping (`_get_packed_kv_cache_groups`, taken only for a block-outermost layout) is not
 what a CUDA server takes, and is not modelled.
 """

@@ -184,8 +184,8 @@ def _read(model: str, revision: Any) -> Any:
 
 
 def _fill_named_draft(args: Any, version: str) -> None:
-    """A speculators draft given beside the verifier, with no method: vLLM (0.26-0.33,
-    `SpeculativeConfig.__post_init__`) guesses the method from the draft's *path* ("eagle3",
+    """A speculators draft given beside the verifier, with no method: vLLM (from 0.26,
+    vllm/config/speculative.py `SpeculativeConfig.__post_init__`) guesses the method from the draft's *path* ("eagle3",
     "dflash", "dspark" in the name, else "draft_model", an independent model) and, with no length
     given, refuses to start. The draft's file says both: fill what the user left out, through the
     same setting the user used (vLLM refuses a key given both as --spec-* and in the dict). With a
