@@ -5,7 +5,7 @@ is written. Reading them imports nothing heavy."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from packaging.version import Version
 FOLDER = Path(__file__).resolve().parent.parent / "vllm" / "facts"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str) -> Any:
     return json.loads((FOLDER / name).read_text(encoding="utf-8"))
 

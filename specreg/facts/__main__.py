@@ -1,31 +1,84 @@
-"""`python -m specreg.facts list | path VERSION`: the known vLLM releases and where their facts live."""
+"""`python -m specreg.facts list | path VERSION | diff OLD NEW | refresh VERSION [--out DIR]`: the known
+vLLM releases, where their facts live, what changed between two, and recomputing one from its wheel
+(docs/maintaining.md)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from specreg import facts
 from specreg.errors import printable
 
+PROG = "python -m specreg.facts"
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specreg.facts", description=__doc__)
+
+def _known(command: str, text: str) -> str | None:
+    """The known release `text` names, else None after one error line."""
+    release = facts.release_of(text.strip())
+    if release is None:
+        known = facts.known()
+        print(f"{PROG} {command}: {printable(text)!s} is not a known vLLM release "
+              f"(known: {known[0]} to {known[-1]}; `{PROG} list` names each)", file=sys.stderr)
+    return release
+
+
+def main(argv: list[str] | None = None, extract=None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the known vLLM releases, oldest first")
     path = commands.add_parser("path", help="the folder of a known release's committed facts")
     path.add_argument("version", help="a known release, e.g. " + facts.known()[-1])
+    diff = commands.add_parser("diff", help="what changed between two known releases' committed facts")
+    diff.add_argument("old")
+    diff.add_argument("new")
+    refresh = commands.add_parser("refresh", help="compute one release's facts from its wheel and write them")
+    refresh.add_argument("version", help="X.Y or X.Y.0 (a new release is added to the list)")
+    refresh.add_argument("--out", type=Path, help="write the facts files here instead of the committed folder")
     args = parser.parse_args(argv)
     if args.command == "list":
         print("\n".join(facts.known()))
         return 0
-    release = facts.release_of(args.version.strip())
-    if release is None:
-        known = facts.known()
-        print(f"python -m specreg.facts path: {printable(args.version)!s} is not a known vLLM release "
-              f"(known: {known[0]} to {known[-1]}; `python -m specreg.facts list` names each)", file=sys.stderr)
+    if args.command == "path":
+        release = _known("path", args.version)
+        if release is None:
+            return 2
+        print(facts.folder(release))
+        return 0
+    if args.command == "diff":
+        return _diff(args.old, args.new)
+    return _refresh(args.version, args.out, extract)
+
+
+def _diff(old_text: str, new_text: str) -> int:
+    import json
+
+    from specreg.facts.diff import diff, read_committed
+
+    old, new = _known("diff", old_text), _known("diff", new_text)
+    if old is None or new is None:
         return 2
-    print(facts.folder(release))
+    if facts.known().index(old) >= facts.known().index(new):
+        print(f"{PROG} diff: {old} is not older than {new}: give the older release first", file=sys.stderr)
+        return 2
+    rules = json.loads((facts.FOLDER / "rules.json").read_text(encoding="utf-8"))["rules"]
+    print("\n".join(diff(old, new, read_committed, rules)))
+    return 0
+
+
+def _refresh(version: str, out: Path | None, extract) -> int:
+    from specreg.facts import refresh
+
+    if out is not None and out.exists() and not out.is_dir():
+        print(f"{PROG} refresh: --out {printable(str(out))!s} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        lines = refresh.refresh(version, out, **({"extract": extract} if extract else {}))
+    except refresh.RefreshError as e:
+        print(f"{PROG} refresh: {printable(str(e))!s}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
 
 

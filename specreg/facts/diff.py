@@ -1,0 +1,154 @@
+"""What changed between two releases' committed facts (`python -m specreg.facts diff OLD NEW`).
+
+A record is one line of a facts file (`fact_files.facts_text`: every object opened one key per line, a
+list on one line), so a record here is a leaf of the JSON, its path and its value (an empty object
+holds none). The lines name the
+harness that computed each file (its `_about`) and the vLLM source of each dated rule (rules.json).
+Pure: reads the committed files, imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from packaging.version import Version
+
+from specreg import facts
+
+#: fact kind -> its short name in a line, and the vLLM function its harness runs or reads
+KINDS = {
+    "attention_backends": ("attention", "CudaPlatform.get_valid_backends"),
+    "kv_cache": ("kv_cache", "get_kv_cache_groups"),
+    "quantization_methods": ("quantization", "get_quantization_config"),
+}
+MISSING = object()
+Key = tuple[str, ...]
+
+
+def records(data: dict[str, Any]) -> dict[Key, Any]:
+    """path -> value for each record (leaf) of a facts document, `_about` left out."""
+    return dict(_leaves({k: v for k, v in data.items() if k != "_about"}, ()))
+
+
+def _leaves(value: Any, path: Key) -> Iterator[tuple[Key, Any]]:
+    if isinstance(value, dict):  # an empty object holds no record: what it gains is the change
+        for key in sorted(value):
+            yield from _leaves(value[key], (*path, key))
+    else:
+        yield path, value
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[Key, Any, Any]]:
+    """(path, old value, new value) for each record added (old MISSING), removed (new MISSING) or changed."""
+    a, b = records(old), records(new)
+    return [(p, a.get(p, MISSING), b.get(p, MISSING)) for p in sorted(set(a) | set(b))
+            if a.get(p, MISSING) != b.get(p, MISSING)]
+
+
+def harness(about: str) -> str:
+    """The harness an `_about` names (the first tests/... script), else the text itself."""
+    found = re.search(r"tests/\S+?\.py", about)
+    return found.group(0) if found else about
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(", ", ": "))
+
+
+def _is_ranges(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) for r in value)
+
+
+def _sizes(ranges: list[list[int]]) -> set[int]:
+    return {x for lo, hi in ranges for x in range(lo, hi + 1)}
+
+
+def _as_ranges(sizes: set[int]) -> str:
+    out: list[list[int]] = []
+    for x in sorted(sizes):
+        if out and out[-1][1] == x - 1:
+            out[-1][1] = x
+        else:
+            out.append([x, x])
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in out)
+
+
+def _subject(kind: str, path: Key) -> str:
+    """A record's path in words: an attention record reads "FLASH_ATTN on sm_90 heads"."""
+    if kind == "attention_backends":
+        prefix = ""
+        if path and path[0] == "cubins":  # what differs with FlashInfer's TRTLLM cubins installed
+            prefix, path = "with cubins, ", path[1:]
+        if len(path) >= 2 and re.fullmatch(r"\d+\.\d+", path[0]):
+            sm = "sm_" + path[0].replace(".", "")
+            if path[1] == "backends" and len(path) >= 3:
+                rest = [json.dumps(p) if " " in p else p for p in path[3:]]  # a refusal's reason is quoted
+                return prefix + " ".join([f"{path[2]} on {sm}", *rest])
+            return prefix + " ".join([sm, *path[1:]])
+        return prefix + " ".join(path)
+    return " ".join(path)
+
+
+def _change_line(kind: str, path: Key, old: Any, new: Any) -> str:
+    subject = _subject(kind, path)
+    if old is MISSING:
+        return f"{subject} is new: {_text(new)}"
+    if new is MISSING:
+        return f"{subject} is gone (was {_text(old)})"
+    if _is_ranges(old) and _is_ranges(new):
+        gained, lost = _sizes(new) - _sizes(old), _sizes(old) - _sizes(new)
+        if path[-1] == "heads":
+            subject = _subject(kind, path[:-1])
+            words = [f"now takes head size {_as_ranges(gained)}" if gained else "",
+                     f"no longer takes head size {_as_ranges(lost)}" if lost else ""]
+        else:
+            words = [f"adds head size {_as_ranges(gained)}" if gained else "",
+                     f"drops head size {_as_ranges(lost)}" if lost else ""]
+        return f"{subject} " + "; ".join(w for w in words if w)
+    return f"{subject}: {_text(old)} -> {_text(new)}"
+
+
+def kind_lines(kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None, names: tuple[str, str]) -> list[str]:
+    """The lines of one fact kind between two releases `names` (old, new); a missing file is None."""
+    short, function = KINDS.get(kind, (kind, ""))
+    if old is None and new is None:
+        return []
+    about = harness(str((new if new is not None else old).get("_about", "")))
+    source = f"{function}, by {about}" if function else about
+    if old is None or new is None:
+        has = names[1] if new is not None else names[0]
+        lacks = names[0] if new is not None else names[1]
+        count = len(records(new if new is not None else old))
+        return [f"{short}: only {has} has these facts ({count} records; {lacks} has none) [{source}]"]
+    found = changes(old, new)
+    if not found:
+        return [f"{short}: unchanged [{source}]"]
+    head = f"{short}: {len(found)} record{'s' if len(found) != 1 else ''} changed [{source}]"
+    return [head, *(f"{short}: {_change_line(kind, p, a, b)}" for p, a, b in found)]
+
+
+def rule_lines(rules: dict[str, dict[str, Any]], old: str, new: str) -> list[str]:
+    """The dated rules that start after `old`, up to `new` (each with the vLLM source rules.json names)."""
+    started = [(n, r) for n, r in sorted(rules.items()) if Version(old) < Version(r["since"]) <= Version(new)]
+    if not started:
+        return ["rules: none starts"]
+    return [f"rules: {n} starts at {r['since']} ({r['source']})" for n, r in started]
+
+
+def diff(old: str, new: str, read: Any, rules: dict[str, dict[str, Any]]) -> list[str]:
+    """Every line of `diff OLD NEW`. `read(release, kind)` gives a facts document with its `_about`, or
+    None when that release has no file of that kind."""
+    out = []
+    for kind in KINDS:
+        out += kind_lines(kind, read(old, kind), read(new, kind), (old, new))
+    return out + rule_lines(rules, old, new)
+
+
+def read_committed(release: str, kind: str) -> dict[str, Any] | None:
+    """A committed facts document, `_about` kept (None: the release has no file of that kind)."""
+    path = facts.folder(release) / f"{kind}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -1,0 +1,59 @@
+"""`python tests/conformance/refresh_facts.py RELEASE WHEEL OUT`: every fact of one vLLM release, computed
+from its wheel by the conformance tier's own harnesses and written as OUT/RELEASE/<kind>.json (what
+`python -m specreg.facts refresh` runs, from the checkout's root). One progress line per step on stderr;
+a failed step is one last line, exit 2.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.conformance import (
+    kv_cache_groups,
+    quantization_methods,
+    selector,
+    test_kv_cache_groups,
+)
+from tests.conformance.vllm_mapping import wheel as download
+
+
+def step(text: str) -> None:
+    print(f"refresh: {text}", file=sys.stderr, flush=True)
+
+
+def main(release: str, wheel: str, out: Path) -> None:
+    step(f"vllm=={wheel}: the wheel (downloaded once into {download.__globals__['CACHE']})")
+    try:
+        download(wheel)
+    except subprocess.CalledProcessError as e:
+        step(f"failed: could not download vllm=={wheel} (pip download exited {e.returncode}; its output is above)")
+        sys.exit(2)
+    step("quantization_methods: get_quantization_config and its classes, read with ast")
+    quantization_methods.regenerate({release: quantization_methods.methods(wheel)}, root=out)
+    step(f"the engine venv ({selector.ENGINE_VENV}; .ci/engine-venv makes it when missing) and flashinfer")
+    exe, env = selector.python()
+    step("attention_backends: the wheel's attention selector, without FlashInfer's cubins")
+    plain = selector.run(exe, env, release, False)
+    step("attention_backends: the wheel's attention selector, with FlashInfer's cubins")
+    cubins = selector.run(exe, env, release, True)
+    selector.regenerate({release: {"plain": plain, "cubins": cubins,
+                                   "cubins_required": selector.requires_cubins(release)}}, root=out)
+    step("kv_cache: the wheel's get_kv_cache_groups")
+    groups = selector.run_script(exe, env, Path(kv_cache_groups.__file__), "KVGROUPS", release)
+    test_kv_cache_groups.regenerate({release: groups}, root=out)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1], sys.argv[2], Path(sys.argv[3]))
+    except subprocess.CalledProcessError as e:
+        step(f"failed: {' '.join(map(str, e.cmd))} exited {e.returncode} (its output is above)")
+        sys.exit(2)
+    except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
+        last = str(e).strip().splitlines()[-1:] or [type(e).__name__]
+        step(f"failed: {last[0]}")
+        sys.exit(2)
