@@ -34,8 +34,7 @@ ALLOWED: set[str] = set()
 NOT_YET = {
     "specreg/normalization/core.py", "specreg/normalization/dflash_family.py",
     "specreg/normalization/eagle_family.py", "specreg/normalization/findings.py",
-    "specreg/normalization/model_types.py", "specreg/normalization/shape.py", "specreg/vllm/materialize.py",
-    "specreg/vllm/preflight.py",
+    "specreg/normalization/model_types.py",
 }
 
 

@@ -12,6 +12,7 @@ Each fails only after a GPU has been allocated and weights fetched, so specreg r
 
 from __future__ import annotations
 
+from specreg.normalization.capabilities import NEWEST_KNOWN, short
 from specreg.normalization.model_types import COMPOSITE_MODEL_TYPES, KNOWN_MODEL_TYPES, TRANSFORMERS_VERSION, mtp_rewrite
 from specreg.normalization.fields import POS_INT, Fields
 from specreg.normalization.plan import Context, Plan
@@ -63,8 +64,8 @@ def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
     if _positive_int(hidden) and _positive_int(heads) and hidden % heads:
         if model_type == "llama":
             plan.find("invalid-draft-shape", f"hidden_size {hidden} is not a multiple of num_attention_heads "
-                      f"{heads}: transformers' LlamaConfig (transformers 5, which vLLM 0.33 requires) refuses it "
-                      "when vLLM loads the draft",
+                      f"{heads}: transformers' LlamaConfig (transformers 5, which vLLM {short(NEWEST_KNOWN)} "
+                      "requires) refuses it when vLLM loads the draft",
                       layer_cfg.at("hidden_size"))
         elif head_dim is None:
             plan.find("invalid-draft-shape", f"hidden_size {hidden} is not a multiple of num_attention_heads "

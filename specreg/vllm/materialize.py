@@ -367,7 +367,7 @@ def materialize(
     if "quantization_config" not in config and (quant := hf_quant_config(spec)) is not None:
         config["quantization_config"] = quant
         changes.append(f"quantization_config from {HF_QUANT_CONFIG}: vLLM's get_config reads that file beside a "
-                       "config.json that has none (ModelOpt wrote it there before 0.31), and this directory's "
+                       "config.json that has none (older ModelOpt releases wrote it there), and this directory's "
                        "config.json is specreg's")
     manifest = {
         "written_by": "specreg",

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from specreg.sources import hub
-from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, parse_version, short, since
+from specreg.normalization.capabilities import (AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, RULES, parse_version,
+                                                short, since)
 from specreg.errors import ConfigError, Problem, SpecregError, show_value
 from specreg.normalization.speculator import Finding, thaw
 from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, config_dtype, gpu_check, gpu_label,
@@ -275,8 +276,9 @@ def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parall
         top = L if through_last else L - 1
         bad = [i for i in ids if not 0 <= i <= top]
         if bad:
-            rule = ("ids count the hidden state entering layer i; vLLM >= 0.18 also captures the last "
-                    "layer's output as id L" if through_last else
+            rule = ("ids count the hidden state entering layer i; vLLM >= "
+                    f"{short(RULES['aux_capture_through_last_layer'])} also captures the last layer's output as id L"
+                    if through_last else
                     f"ids count the hidden state entering layer i, and vLLM {short(version)} captures "
                     "only before each layer")
             out.append(Finding.of(
