@@ -298,3 +298,15 @@ def test_the_release_watch_does_nothing_when_the_newest_release_is_known(tmp_pat
     assert calls == ["facts list"]
     assert f"release {facts.known()[-1]}, already known; nothing to do" in done.stdout
     assert not (tmp_path / "out" / "pr-body.md").exists() and not (tmp_path / "gh").exists()
+
+
+def test_the_release_watch_workflow_runs_weekly_and_on_demand_and_its_steps_are_the_script():
+    import yaml
+
+    wf = yaml.safe_load((ROOT / ".github" / "workflows" / "vllm-release-watch.yml").read_text())
+    assert set(wf[True]) == {"schedule", "workflow_dispatch"}  # yaml reads the key `on` as True
+    steps = {s.get("id"): s for s in wf["jobs"]["watch"]["steps"]}
+    assert steps["watch"]["run"] == ".ci/release-watch"
+    opener = next(s for s in wf["jobs"]["watch"]["steps"] if s.get("uses", "").startswith("peter-evans/create-pull-request"))
+    assert opener["with"]["body-path"] == steps["watch"]["env"]["SPECREG_WATCH_OUT"] + "/pr-body.md"
+    assert "steps.watch.outputs.release != ''" in opener["if"]
