@@ -65,7 +65,7 @@ def _read_envelope(root: Fields) -> tuple[Envelope, list[Finding]]:
                 Finding.of(
                     "verifier-local-path",
                     f"the verifier {verifier!r} is a local path from training, not a Hub repo id; "
-                    "vLLM 0.33 refuses it on its automatic path: pass the verifier explicitly",
+                    f"vLLM {short(NEWEST_KNOWN)} refuses it on its automatic path: pass the verifier explicitly",
                     verifier_path,
                 )
             )
@@ -331,8 +331,8 @@ def _carry_quantization(config: Mapping[str, Any], plan: Plan) -> None:
 
     Trainers and quantizers (save_pretrained, llm-compressor, ModelOpt) write it at the top of
     config.json, beside transformer_layer_config. vLLM's `get_config` puts the file's top-level
-    quantization_config on the draft's config whatever the format (transformers_utils/config.py,
-    0.20-0.33), so the unmodified file is served quantized; the directory `materialize` and `serve`
+    quantization_config on the draft's config whatever the format (transformers_utils/config.py, in
+    every known release), so the unmodified file is served quantized; the directory `materialize` and `serve`
     write holds specreg's draft_config instead of the file, and would lose it without this."""
     q = config.get("quantization_config")
     draft = plan.outputs["draft_config"]

@@ -1,7 +1,7 @@
 """The DFlash family (dflash, dflash2, dspark): one implementation of their shared rules.
 
 Each family member's module describes itself with a `Variant` and calls `normalize`; a fix here
-reaches all three. The facts (speculators 0.9 training, vLLM 0.20-0.33 serving):
+reaches all three. The facts (speculators 0.9 training, vLLM from 0.20 serving):
 
 - Layer ids: speculators' aux ids mean "the hidden state entering layer i"; DFlash and DSpark
   target ids mean "the output of layer t" = i - 1 (vLLM >= 0.22; 0.20-0.21 stored aux unchanged).
@@ -25,6 +25,7 @@ from typing import Any, Mapping
 import attrs
 from packaging.version import Version
 
+from specreg.normalization.capabilities import RULES, short
 from specreg.normalization.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
 from specreg.normalization.plan import Context, Plan
 from specreg.normalization.shape import check_layer_shape, check_startup
@@ -160,7 +161,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             f"{inner}.target_layer_ids",
             list(aux),
             ["$.aux_hidden_state_layer_ids"],
-            f"{ctx.vllm_label} stores aux ids unchanged and shifts them itself (the i - 1 rule starts in 0.22)",
+            f"{ctx.vllm_label} stores aux ids unchanged and shifts them itself (the i - 1 rule starts in "
+            f"{short(RULES['dflash_target_layer_ids_minus_one'])})",
         )
     if variant.top_level and block is not None:
         plan.copy("draft_config.block_size", block, cfg.at("block_size"))
@@ -304,17 +306,18 @@ def why_unservable(ctx: Context, dspark: bool, trained: list[bool]) -> str:
     if dspark and not ctx.since("dspark_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding layers; {ctx.vllm_label} serves every DSpark "
-            "layer non-causal (DSparkSpeculator sets dflash_causal = False). Needs vLLM >= 0.26."
+            f"layer non-causal (DSparkSpeculator sets dflash_causal = False). Needs vLLM >= "
+            f"{short(RULES['dspark_per_layer_causal'])}."
         )
     if not ctx.since("dflash_causal_layers"):
         return (
             f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
-            f"non-causal. Needs vLLM >= 0.23."
+            f"non-causal. Needs vLLM >= {short(RULES['dflash_causal_layers'])}."
         )
     if not ctx.since("dflash_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
-            f"applies one causal flag to every layer. Needs vLLM >= 0.26."
+            f"applies one causal flag to every layer. Needs vLLM >= {short(RULES['dflash_per_layer_causal'])}."
         )
     return f"specreg's draft_config does not make {ctx.vllm_label} serve the trained masks {trained}"
 

@@ -1,6 +1,6 @@
 """The Eagle family (eagle3, peagle): one implementation of their shared rules.
 
-Facts (speculators 0.9 training, vLLM 0.10.2-0.33 serving):
+Facts (speculators 0.9 training, vLLM from 0.10.2 serving):
 - the draft class comes from ``transformer_layer_config.model_type``: llama or qwen3 (vLLM >= 0.24;
   before, every draft got the Llama class); a missing model_type is "llama" to vLLM but "qwen3"
   to speculators >= 0.7;
@@ -14,6 +14,7 @@ from __future__ import annotations
 import attrs
 from packaging.version import Version
 
+from specreg.normalization.capabilities import RULES, short
 from specreg.normalization.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
 from specreg.normalization.plan import Context, Plan
 from specreg.normalization.shape import check_layer_shape, check_startup
@@ -90,7 +91,7 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
         plan.find(
             "vllm-unsupported-feature",
             f"{ctx.vllm_label} serves every {variant.name} draft with the Llama class; "
-            f"{model_type} layers need vLLM >= 0.24",
+            f"{model_type} layers need vLLM >= {short(RULES['eagle_arch_by_model_type'])}",
             mt_path,
         )
     if prefix is not None:
@@ -125,7 +126,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             if value:
                 plan.find(
                     "vllm-unsupported-feature",
-                    f"the draft was trained with {name}=true, which {ctx.vllm_label} does not map; needs vLLM >= 0.25",
+                    f"the draft was trained with {name}=true, which {ctx.vllm_label} does not map; needs vLLM >= "
+                    f"{short(RULES['eagle3_fc_norm_norm_output'])}",
                     cfg.at(name),
                 )
             continue  # not a field this vLLM knows: left out, as vLLM's own mapping does
