@@ -7,6 +7,23 @@ from __future__ import annotations
 
 import attrs
 
+from specreg import facts
+
+
+def _since(rule: str) -> str:
+    return str(facts.since(rule))
+
+
+def _until(rule: str) -> str:
+    """The last known release without the dated rule `rule`."""
+    return facts.before(_since(rule))
+
+
+#: the newest known release, and the releases a conformance group reads ("X.Y")
+_NEWEST = facts.known()[-1]
+_SELECTOR = facts.tested_by("selector")
+_DEPLOYMENT = facts.tested_by("deployment_rules")
+
 SEVERITIES = ("error", "warning", "info")
 
 #: Codes meaning vLLM, given the unmodified file, would serve the draft differently from how it
@@ -34,7 +51,8 @@ CODES: dict[str, Code] = {
             "warning",
             "vLLM would serve a draft layer with a different attention mask",
             "The targeted vLLM version, given the unmodified file, resolves a layer's causality "
-            "differently from how the draft was trained (e.g. vLLM 0.26-0.33 sets "
+            f"differently from how the draft was trained (e.g. vLLM {_since('dflash_causal_from_sliding_window_non_causal')}-"
+            f"{_NEWEST} sets "
             "`dflash_config.causal = not sliding_window_non_causal`, making full-attention DFlash "
             "layers causal; vLLM's DSpark path ignores `sliding_window_non_causal`). specreg's "
             "`draft_config` states the trained mask; serve that, not the unmodified file.",
@@ -45,7 +63,8 @@ CODES: dict[str, Code] = {
             "vLLM would read sample_from_anchor differently",
             "The targeted vLLM version defaults or forces `sample_from_anchor` differently from the "
             "trainer (vLLM's mapping defaults a missing value to false for every DFlash-family "
-            "algorithm, and vLLM 0.25-0.26 always serve DSpark with a bonus anchor), so the draft "
+            f"algorithm, and vLLM {_since('algorithm_dspark')}-{_until('sample_from_anchor_mapped')} always serve DSpark "
+            "with a bonus anchor), so the draft "
             "block would be misaligned.",
         ),
         Code(
@@ -92,7 +111,7 @@ CODES: dict[str, Code] = {
             "warning",
             "the verifier is a local path",
             "`speculators_config.verifier.name_or_path` is a training-machine path, not a Hub repo id; "
-            "vLLM 0.33 refuses it on its automatic path. Pass the verifier explicitly.",
+            f"vLLM {_NEWEST} refuses it on its automatic path. Pass the verifier explicitly.",
         ),
         Code(
             "proposal-method-not-first",
@@ -165,7 +184,7 @@ CODES: dict[str, Code] = {
             "error",
             "the targeted vLLM version cannot serve a trained feature",
             "The draft needs something the targeted vLLM cannot do (a causal DFlash layer before "
-            "0.23, Qwen3 Eagle-3 layers before 0.24, `sample_from_anchor` on a DFlash draft that "
+            f"{_since('dflash_causal_layers')}, Qwen3 Eagle-3 layers before {_since('eagle_arch_by_model_type')}, `sample_from_anchor` on a DFlash draft that "
             "needs the V2 model runner).",
         ),
         Code(
@@ -204,7 +223,7 @@ CODES: dict[str, Code] = {
             "error",
             "aux layer ids beyond the verifier's layers",
             "An aux layer id (the hidden state entering layer i) is negative or past the verifier's "
-            "`num_hidden_layers` (vLLM >= 0.18 also captures the last layer's output as id L; before, "
+            f"`num_hidden_layers` (vLLM >= {_since('aux_capture_through_last_layer')} also captures the last layer's output as id L; before, "
             "ids go up to L - 1). vLLM would capture fewer hidden states than the draft was trained on.",
         ),
         Code(
@@ -244,7 +263,7 @@ CODES: dict[str, Code] = {
             "verifier-no-aux-capture",
             "warning",
             "vLLM cannot capture aux hidden states from this verifier architecture",
-            "In the vLLM version this is known for (0.33), the verifier's architecture does not "
+            f"In the vLLM version this is known for ({_NEWEST}), the verifier's architecture does not "
             "implement aux hidden-state capture (SupportsEagle3), which Eagle-3, P-EAGLE and the "
             "DFlash family need.",
         ),
@@ -350,7 +369,8 @@ CODES: dict[str, Code] = {
             "draft-quantization",
             "info",
             "the draft is loaded with its own quantization config",
-            "vLLM 0.26-0.33's draft classes build their layers with `get_draft_quant_config`: the draft's "
+            f"vLLM {_DEPLOYMENT[0]}-{_DEPLOYMENT[-1]}'s draft classes build their layers with `get_draft_quant_config`: "
+            "the draft's "
             "`quantization_config`, never the verifier's. Reported when either is quantized.",
         ),
         Code(
@@ -361,7 +381,8 @@ CODES: dict[str, Code] = {
             "count) and load its weights by the checkpoint's index, so a quantization config naming "
             "`layers.N` of the draft (an ignore or exclude list) matches no module: the modules it named are "
             "built with another quantization than their weights. vLLM renames a ModelOpt config's "
-            "exclude_modules for DFlash from 0.31 and every ModelOpt name from 0.33; Eagle-3 classes rename none. "
+            f"exclude_modules for DFlash from {_since('dflash_renames_modelopt_exclusions')} and every ModelOpt name from "
+            f"{_since('dflash_renames_modelopt_names')}; Eagle-3 classes rename none. "
             "The draft's `fc` runs as `model.fc`, which a compressed-tensors ignore list (whole names) naming "
             "`fc` does not match.",
         ),
@@ -388,8 +409,9 @@ CODES: dict[str, Code] = {
             "vLLM cannot group the verifier's and the draft's KV-cache layers",
             "The engine core's `get_kv_cache_groups` raises at startup on the verifier's and the draft's "
             "attention layers together: a page size that neither divides the largest nor can be padded "
-            "(0.24-0.28: a backend that does not index KV by the block stride; 0.29+: MLA), a Mamba hybrid's "
-            "state page smaller than the draft's (0.24-0.25), or two sliding windows with the hybrid KV-cache "
+            f"({_SELECTOR[0]}-{_until('kv_pads_non_mla')}: a backend that does not index KV by the block stride; "
+            f"{_since('kv_pads_non_mla')}+: MLA), a Mamba hybrid's "
+            f"state page smaller than the draft's ({_SELECTOR[0]}-{_until('kv_mamba_pads')}), or two sliding windows with the hybrid KV-cache "
             "manager off (specreg.vllm.kv_cache; held to each wheel's function by the conformance tier).",
         ),
         Code(
@@ -419,15 +441,16 @@ CODES: dict[str, Code] = {
             "info",
             "vLLM raises the draft's max_position_embeddings to the served length",
             "The draft's `max_position_embeddings` is below the served max_model_len and the targeted vLLM "
-            "raises it (`_maybe_override_draft_max_position_embeddings`: eagle/eagle3 from 0.27, every "
-            "method with cache-only RoPE from 0.33).",
+            f"raises it (`_maybe_override_draft_max_position_embeddings`: eagle/eagle3 from "
+            f"{_since('raises_draft_positions_eagle')}, every method with cache-only RoPE from "
+            f"{_since('raises_draft_positions_cache_only_rope')}).",
         ),
         Code(
             "draft-positions-limit",
             "warning",
             "vLLM limits max_model_len to the draft's positions",
             "The draft's `max_position_embeddings` is below the served length and its RoPE type is not one "
-            "vLLM 0.33 resizes, so the server's max_model_len is limited to the draft's.",
+            f"vLLM {_NEWEST} resizes, so the server's max_model_len is limited to the draft's.",
         ),
         Code(
             "draft-positions-short",
