@@ -12,7 +12,7 @@ import os
 import pytest
 
 import specreg
-from conftest import DATA, fixture_config, run_specreg
+from conftest import DATA, fixture_config, run_in_process, run_specreg
 from weights import write_draft
 
 DATA_NATIVE = DATA / "native"
@@ -266,7 +266,10 @@ def test_ctrl_c_is_one_line_and_exit_130(hub):
     while hub.count() == 0 and time.monotonic() < deadline:  # until the request is in flight
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:  # at once, not when the server answers (30 s): the fetch thread once took the signal and sat on it
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, err
     assert err.strip() == "interrupted: specreg show stopped"
 
@@ -373,8 +376,9 @@ def one_run(tmp_path_factory):
     (reg / "org" / "draft.toml").write_text(ENTRY)
     rows = write_rows(root / "gsm8k.jsonl")
     out = root / "results" / "org--draft"
-    with OpenAIServer() as server:
-        done = run_specreg(*verify_args(server, reg, rows, out), timeout=120)
+    with OpenAIServer() as server:  # in-process; set up before the per-test environment, so it is given here
+        done = run_in_process(*verify_args(server, reg, rows, out), env={
+            "SPECREG_CACHE": str(root / "specreg-cache"), "SPECREG_VERIFY_IDLE_WAIT": "0"})
     assert done.returncode == 0, done.stderr
     return reg, out
 
