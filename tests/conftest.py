@@ -9,11 +9,14 @@ DATA = Path(__file__).parent / "data"
 
 @pytest.fixture(autouse=True)
 def _own_specreg_cache(tmp_path, monkeypatch):
-    """No test writes to the user's ~/.cache/specreg (serve materializes drafts there). Waiting is not
-    testing: specreg's Hub back-off (SPECREG_HUB_BACKOFF, not the number of retries) and verify's idle
-    check (SPECREG_VERIFY_IDLE_WAIT) are tiny here, in-process and in every subprocess a test starts;
-    a test about a default's own timing deletes the variable."""
+    """No test writes to the user's ~/.cache/specreg (serve materializes drafts there) or Hub cache.
+    Waiting is not testing: specreg's Hub back-off (SPECREG_HUB_BACKOFF, not the number of retries) and
+    verify's idle check (SPECREG_VERIFY_IDLE_WAIT) are tiny here, in-process and in every subprocess a
+    test starts; a test about a default's own timing deletes the variable."""
     monkeypatch.setenv("SPECREG_CACHE", str(tmp_path / "specreg-cache"))
+    # nor reads another test's Hub cache: huggingface_hub fixes its default cache when first imported,
+    # possibly inside a test that had set HF_HUB_CACHE (specreg reads the variable on every fetch)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("SPECREG_HUB_BACKOFF", "0.01")
     monkeypatch.setenv("SPECREG_VERIFY_IDLE_WAIT", "0")
 

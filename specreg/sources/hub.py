@@ -118,6 +118,8 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
     end = time.monotonic() + limit
     while worker.is_alive():
         worker.join(0.1)
+        # runs a Ctrl-C handler still pending (a signal another thread took leaves it pending)
+        signal.pthread_sigmask(signal.SIG_BLOCK, ())
         if blobs is not None and worker.is_alive():
             grown = _incomplete_bytes(blobs, started)
             if grown > max_bytes:
