@@ -21,13 +21,14 @@ def test_the_known_releases_are_oldest_first_and_the_newest_is_last():
 
 
 def test_the_fact_lists_are_sorted_json_with_one_record_per_line():
-    for name in ("releases.json", "rules.json"):
+    for name in ("releases.json", "rules.json", "mtp_rewrites.json"):
+        keyed = name != "releases.json"  # a table of named records, not a list
         text = (facts.FOLDER / name).read_text(encoding="utf-8")
         records = [line.strip().rstrip(",") for line in text.splitlines()[2:-2]]
-        parsed = [json.loads(r.partition(": ")[2] if name == "rules.json" else r) for r in records]
+        parsed = [json.loads(r.partition(": ")[2] if keyed else r) for r in records]
         assert all(json.dumps(p, sort_keys=True) in line for p, line in zip(parsed, records)), name
-        keys = [r.partition(": ")[0] for r in records] if name == "rules.json" else [p["release"] for p in parsed]
-        assert keys == sorted(keys, key=(str if name == "rules.json" else Version)), name
+        keys = [r.partition(": ")[0] for r in records] if keyed else [p["release"] for p in parsed]
+        assert keys == sorted(keys, key=(str if keyed else Version)), name
 
 
 def test_every_constant_that_names_the_newest_release_reads_the_list():

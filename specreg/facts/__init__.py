@@ -83,3 +83,9 @@ def release_of(text: str) -> str | None:
 def folder(release: str) -> Path:
     """The folder of a known release's committed facts."""
     return FOLDER / release
+
+
+def mtp_rewrites() -> dict[str, tuple[str, str | None, str]]:
+    """model_type -> (first release, first release without it or None, what the draft becomes): what
+    vLLM's `SpeculativeConfig.hf_config_override` does to an MTP draft (mtp_rewrites.json)."""
+    return {t: (r["since"], r["until"], r["becomes"]) for t, r in _read("mtp_rewrites.json")["mtp_rewrites"].items()}

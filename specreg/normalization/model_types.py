@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from specreg import facts
+
 if TYPE_CHECKING:
     from packaging.version import Version
 
@@ -159,7 +161,8 @@ TRANSFORMERS_MODEL_TYPES = frozenset({
     'zamba2', 'zaya', 'zoedepth'
 })
 
-# the _CONFIG_REGISTRY keys of vLLM 0.26-0.33 (config classes vLLM ships for model types transformers lacks)
+# the _CONFIG_REGISTRY keys of every vLLM release from 0.26 on (config classes vLLM ships for model types
+# transformers lacks)
 VLLM_MODEL_TYPES = frozenset({
     'RefinedWeb', 'RefinedWebModel', 'afmoe', 'alpamayo2_super', 'arctic', 'axk1', 'bagel',
     'bailing_moe_v3_vl', 'beam', 'chatglm', 'colpali', 'colqwen3', 'cosmos3_edge', 'cosmos3_omni',
@@ -209,55 +212,9 @@ COMPOSITE_MODEL_TYPES = frozenset({
 #: (vllm/config/speculative.py) takes for an MTP target's and rewrites, for every draft whatever its
 #: method (`compose_draft_hf_overrides`), so the draft class is never built: deepseek_v3 becomes
 #: `DeepSeekMTPModel`. "refused" is a rewrite that raises on a draft's config. Each wheel's own
-#: function run on a draft-shaped config (tests/conformance/draft_overrides.py) for 0.20-0.33; a
-#: first wheel of 0.20 means "0.20 or older" (older wheels were not read).
-MTP_REWRITES: dict[str, tuple[str, str | None, str]] = {
-    'bailing_hybrid': ('0.25', None, 'BailingMoeV25MTPModel'),
-    'bailing_hybrid_mtp': ('0.25', None, 'BailingMoeV25MTPModel'),
-    'bailing_hybrid_v3_mtp': ('0.28', None, 'BailingMoeV3MTPModel'),
-    'deepseek_mtp': ('0.20', None, 'DeepSeekMTPModel'),
-    'deepseek_v3': ('0.20', None, 'DeepSeekMTPModel'),
-    'deepseek_v32': ('0.20', None, 'DeepseekV32MTPModel'),
-    'deepseek_v4': ('0.20', None, 'DeepSeekV4MTPModel'),
-    'dots3_note': ('0.28', None, 'refused'),
-    'ernie4_5_moe': ('0.20', None, 'ErnieMTPModel'),
-    'ernie_mtp': ('0.20', None, 'ErnieMTPModel'),
-    'exaone4_5': ('0.20', None, 'Exaone4_5_MTP'),
-    'exaone4_5_mtp': ('0.20', None, 'Exaone4_5_MTP'),
-    'exaone_moe': ('0.20', None, 'ExaoneMoeMTP'),
-    'exaone_moe_mtp': ('0.20', None, 'ExaoneMoeMTP'),
-    'gemma4_assistant': ('0.22', None, 'Gemma4MTPModel'),
-    'gemma4_unified_assistant': ('0.24', None, 'Gemma4MTPModel'),
-    'glm5_next': ('0.30', None, 'refused'),
-    'glm_moe_dsa': ('0.20', None, 'DeepseekV32MTPModel'),
-    'hy_v3': ('0.20', None, 'HYV3MTPModel'),
-    'hy_v4': ('0.29', None, 'HYV4MTPModel'),
-    'inkling_mm_model': ('0.26', None, 'refused'),
-    'inkling_model': ('0.26', None, 'refused'),
-    'intern_s2_preview': ('0.22', None, 'Qwen3_5MTP'),
-    'interns2_mobius': ('0.28', None, 'refused'),
-    'kimi_k3': ('0.27', None, 'KimiK3MTPModel'),
-    'longcat_flash': ('0.20', None, 'LongCatFlashMTPModel'),
-    'longcat_flash_ngram': ('0.26', '0.32', 'LongCatFlashMTPModel'),
-    'minimax_m3_mtp': ('0.24', None, 'MiniMaxM3MTP'),
-    'minimax_m3_vl': ('0.24', None, 'MiniMaxM3MTP'),
-    'nemotron_h_mtp': ('0.20', None, 'NemotronHMTPModel'),
-    'pangu_ultra_moe': ('0.20', None, 'OpenPanguMTPModel'),
-    'pangu_ultra_moe_mtp': ('0.20', None, 'OpenPanguMTPModel'),
-    'qwen3_5': ('0.20', None, 'refused'),
-    'qwen3_5_moe': ('0.20', None, 'refused'),
-    'qwen3_5_moe_text': ('0.28', None, 'refused'),
-    'qwen3_5_text': ('0.28', None, 'refused'),
-    'qwen3_next': ('0.20', None, 'Qwen3NextMTP'),
-    'qwen3_next_mtp': ('0.20', None, 'Qwen3NextMTP'),
-    'qwen4_exp': ('0.29', None, 'refused'),
-    'qwen4_exp_mtp': ('0.29', None, 'refused'),
-    'qwen4_exp_text': ('0.29', None, 'refused'),
-    'step3p5': ('0.20', None, 'Step3p5MTP'),
-    'step3p7': ('0.24', None, 'Step3p5MTP'),
-    'step5': ('0.33', None, 'Step5MTP'),
-    'step5_vl': ('0.33', None, 'Step5MTP'),
-}
+#: function run on a draft-shaped config (tests/conformance/draft_overrides.py) for every known release;
+#: a first wheel that is the oldest known release means "it or older" (older wheels were not read).
+MTP_REWRITES: dict[str, tuple[str, str | None, str]] = facts.mtp_rewrites()  # specreg/vllm/facts/mtp_rewrites.json
 
 
 def mtp_rewrite(model_type: object, version: Version) -> str | None:
@@ -268,6 +225,6 @@ def mtp_rewrite(model_type: object, version: Version) -> str | None:
     if entry is None:
         return None
     since, until, becomes = entry
-    if since != "0.20" and version < Version(since) or until is not None and version >= Version(until):
+    if since != facts.known()[0] and version < Version(since) or until is not None and version >= Version(until):
         return None
     return becomes
