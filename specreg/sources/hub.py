@@ -95,7 +95,6 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
     `.incomplete` blob in the cache is watched, so a server lying about the size is stopped too).
     Past either bound the caller gets a HubError at once; the abandoned download runs on in a daemon
     thread until the process exits (Python cannot stop a thread), and never reaches the cache."""
-    import signal
     import threading
     import time
 
@@ -104,9 +103,6 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
     box: dict[str, object] = {}
 
     def run() -> None:
-        # Ctrl-C must reach the main thread: a SIGINT the kernel hands to this thread (blocked in a
-        # read) is seen by Python 3.11's main thread only when this one ends, up to the deadline later
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             box["value"] = call()
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
@@ -118,8 +114,6 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
     end = time.monotonic() + limit
     while worker.is_alive():
         worker.join(0.1)
-        # runs a Ctrl-C handler still pending (a signal another thread took leaves it pending)
-        signal.pthread_sigmask(signal.SIG_BLOCK, ())
         if blobs is not None and worker.is_alive():
             grown = _incomplete_bytes(blobs, started)
             if grown > max_bytes:

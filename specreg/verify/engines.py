@@ -91,14 +91,6 @@ def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks
     return deltas
 
 
-def _main_thread_takes_interrupts() -> None:
-    """In a worker thread: leave Ctrl-C and SIGTERM to the main thread. Python 3.11 sees a signal the
-    kernel hands to another thread only when that thread's request ends (a run went on to the end)."""
-    import signal
-
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-
-
 def idle_wait_seconds() -> float:
     """How long the server must stay idle before a run: SPECREG_VERIFY_IDLE_WAIT (default 1 s)."""
     try:
@@ -242,7 +234,7 @@ class ServerEngine:
         sampling = sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop)
         if thinking is not None:
             sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
-        with ThreadPoolExecutor(max_workers=max(1, concurrency), initializer=_main_thread_takes_interrupts) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             return measure(self.counters, items, n_chunks,
                            lambda part: list(pool.map(lambda item: self._one(item, sampling), part)), progress,
                            deadline=self.deadline, skip=skip)
