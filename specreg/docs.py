@@ -1,6 +1,7 @@
 """Generate the docs pages that list code and data: docs/findings.md, docs/algorithms.md and
 docs/catalog.md (from registry/), and the generated parts of hand-written pages (docs/semantics.md's
-per-version attention table, from the facts of each vLLM release), between their markers.
+per-version attention table, from the facts of each vLLM release; the README's example output, from
+running `specreg show` on the shipped example), between their markers.
 
     python -m specreg.docs          # rewrite the pages
     python -m specreg.docs --check  # exit 1 if a page is out of date (the test suite runs this)
@@ -109,8 +110,45 @@ def semantics_page() -> str:
     return spliced("semantics.md", text, "the attention backend each vLLM release picks", table_markdown() + "\n\n")
 
 
+#: what the README shows `specreg show` print, and the draft_config entries it keeps of that section
+EXAMPLE = "examples/qwen3-8b-dflash"
+EXAMPLE_KEEPS = ("dflash_config.target_layer_ids", "is_causal")
+
+
+def example_output() -> str:
+    """`specreg show EXAMPLE` as it prints (targeting the newest known vLLM, as it does where no vLLM is
+    installed), trimmed: of the draft_config section only EXAMPLE_KEEPS, each with its provenance."""
+    import contextlib
+    import io
+
+    from specreg.cli.main import main
+
+    root = Path(__file__).resolve().parent.parent
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["show", str(root / EXAMPLE), "--vllm", str(NEWEST_KNOWN)])
+    lines, section, keep = [], "", False
+    for line in out.getvalue().replace(str(root / EXAMPLE), EXAMPLE).splitlines():
+        if line and not line.startswith(" "):
+            section = line
+        if section.startswith("draft_config") and line.startswith("  "):
+            if not line.startswith("      "):  # an entry: kept, or one "..." for the rest
+                keep = line.strip().split(" = ")[0] in EXAMPLE_KEEPS
+                if not keep and lines[-1] != "  ...":
+                    lines.append("  ...")
+            if not keep:
+                continue
+        lines.append(line)
+    return "".join(f"    {line}".rstrip() + "\n" for line in lines)
+
+
+def readme_page() -> str:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    return spliced("../README.md", text, f"what `specreg show {EXAMPLE}` prints", "\n" + example_output() + "\n")
+
+
 PAGES = {"findings.md": findings_page, "algorithms.md": algorithms_page, "catalog.md": catalog_page,
-         "semantics.md": semantics_page}
+         "semantics.md": semantics_page, "../README.md": readme_page}
 
 
 def main(argv: list[str]) -> int:

@@ -188,7 +188,7 @@ def test_a_write_that_raises_at_any_step_leaves_the_directory_as_it_was(drafts, 
         prepare("a", out, drafts)
         seen = [0]
 
-        def fail(_what):
+        def fail(_what, seen=seen, n=n):
             seen[0] += 1
             if seen[0] == n:
                 raise OSError(28, "No space left on device")

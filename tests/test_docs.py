@@ -57,7 +57,7 @@ def test_readme_commands_name_files_that_exist():
 def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    test_line = [l.strip() for l in readme.splitlines() if "pytest" in l and l.startswith("    ")][0]
+    test_line = [ln.strip() for ln in readme.splitlines() if "pytest" in ln and ln.startswith("    ")][0]
     assert test_line in ci
 
 

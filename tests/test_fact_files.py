@@ -70,7 +70,7 @@ def test_a_changed_fact_is_one_changed_line():
     before = fact_files.facts_text(facts).splitlines()
     facts["9.0"]["backends"]["FLASH_ATTN"]["heads"] = [[8, 576]]
     after = fact_files.facts_text(facts).splitlines()
-    changed = [l for l in difflib.unified_diff(before, after, lineterm="", n=0) if l[:1] in "+-"][2:]
+    changed = [ln for ln in difflib.unified_diff(before, after, lineterm="", n=0) if ln[:1] in "+-"][2:]
     assert changed == ['-    "heads": [[8, 512]],', '+    "heads": [[8, 576]],']
 
 

@@ -300,7 +300,7 @@ def test_modelopt_layer_names_per_version(tmp_path, vllm, unrenamed):
         return
     f = found["draft-quant-layer-names"]
     assert out.returncode == 1 and f["severity"] == "error"
-    assert repr(unrenamed[0]) in f["message"] and f"builds draft layer i as model.layers.{{i + 36}}" in f["message"]
+    assert repr(unrenamed[0]) in f["message"] and "builds draft layer i as model.layers.{i + 36}" in f["message"]
     assert f["path"] == f"$.quantization_config.ignore[{1 if len(unrenamed) == 2 else 2}]"
     assert "-> 'model.layers.36.mlp.down_proj'" in f["fix"] or "-> 'model.layers.37.self_attn*'" in f["fix"]
     assert f["fix"].endswith("or serve with vLLM 0.33+, which renames them")

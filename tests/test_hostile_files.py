@@ -642,7 +642,7 @@ def test_twenty_sigkills_at_random_points_never_lose_the_users_files(tmp_path):
     rng = random.Random(25)
     for trial in range(20):
         stop_at = time.monotonic() + rng.uniform(0.0, 1.5)
-        materialize_then_kill(src, out, lambda _o: time.monotonic() >= stop_at, ("--force",))
+        materialize_then_kill(src, out, lambda _o, stop_at=stop_at: time.monotonic() >= stop_at, ("--force",))
         again = run("materialize", str(src), str(out), "--copy", "--force", "--verifier", "Qwen/Qwen3-8B")
         assert again.returncode == 0, (trial, again.stderr)
         assert snapshot(out) == before, trial

@@ -316,7 +316,7 @@ def test_eight_threads_writing_one_dir_leave_one_whole_draft_every_time(tmp_path
     for trial in range(trials):
         target = tmp_path / f"out{trial}"
         with ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(lambda s: _attempt(lambda: s.materialize(target, weights="none", force=True)),
+            results = list(pool.map(lambda s, target=target: _attempt(lambda: s.materialize(target, weights="none", force=True)),
                                     specs))
         assert all(r is None for r in results), results  # with --force every writer succeeds, in turn
         _one_whole_draft(target)

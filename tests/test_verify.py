@@ -3,7 +3,6 @@ shards, isolation and resume, and `--server` end to end against a loopback vLLM-
 
 import json
 import re
-import os
 import sqlite3
 import subprocess
 import sys
@@ -683,7 +682,7 @@ def test_counters_that_cannot_be_a_measurement_are_refused():
         "a position above drafts": SpecCounters(100, 300, 150, (180, 50, 20)),
         "positions growing": SpecCounters(100, 300, 150, (50, 80, 20)),
     }
-    for what, delta in bad.items():
+    for delta in bad.values():
         with pytest.raises(CounterError):
             check_delta(delta, chunk=2)
 

@@ -124,7 +124,6 @@ def _plain(obj) -> dict[str, Any]:
 def _show(args: argparse.Namespace) -> int:
     from specreg.errors import SpecregError
     from specreg.entries import catalog
-    from specreg.entries.lookup import UnknownEntry
 
     cat = catalog(args.registry)
     entry = cat.get(args.id)

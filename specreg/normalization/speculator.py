@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from specreg.normalization.findings import CODES, SERVED_DIFFERENTLY, SEVERITIES, code_of
+from specreg.normalization.findings import SERVED_DIFFERENTLY, SEVERITIES, code_of
 from specreg.sources.files import Origin
 
 

@@ -75,7 +75,7 @@ def run_script(exe: str, env: dict[str, str], script: Path, marker: str, version
     wheel, root = sources(version)
     out = subprocess.run([exe, str(script), str(wheel), str(root), *flags],
                          capture_output=True, text=True, timeout=900, env=env, cwd=str(CACHE))
-    line = next((l for l in out.stdout.splitlines() if l.startswith(marker + " ")), None)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith(marker + " ")), None)
     assert line, f"vLLM {version} {' '.join(flags)}: {out.stderr[-3000:]}"
     return json.loads(line[len(marker) + 1:])
 

@@ -150,7 +150,7 @@ def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, 
            "SPECREG_VLLM_PLUGIN": "1" if switch == "on" else "0"}
     out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300,
                          env=env)
-    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, out.stderr[-3000:]
     got = json.loads(line[len("RESULT "):])
     want = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens,
@@ -277,7 +277,7 @@ def run_routes(tmp_path, argv: list[str], plugin_on: bool) -> subprocess.Complet
 
 
 def routed(out: subprocess.CompletedProcess) -> dict:
-    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, out.stderr[-3000:]
     return json.loads(line[len("RESULT "):])
 

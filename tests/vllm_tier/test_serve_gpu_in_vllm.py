@@ -49,6 +49,6 @@ def test_vllm_takes_what_serve_gpu_writes_for_the_draft(tmp_path, flags, env, wa
     argv = json.loads(served.stdout)["argv"]
     out = subprocess.run([sys.executable, "-c", ENGINE, json.dumps(argv)], capture_output=True, text=True, timeout=300,
                          env=base)
-    line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, out.stderr[-3000:]
     assert json.loads(line[len("RESULT "):]) == want
