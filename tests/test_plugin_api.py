@@ -25,9 +25,6 @@ def plugin(monkeypatch):
     """Register a plugin algorithm (as another package's module would), removed afterwards."""
     monkeypatch.setattr(algorithms, "_registered", dict(algorithms._registered))
     monkeypatch.setattr(findings, "CODES", dict(findings.CODES))
-    import specreg.normalization.speculator as speculator
-
-    monkeypatch.setattr(speculator, "CODES", findings.CODES)
 
     def register(name, body):
         body.__module__ = "my_plugin.algos"
