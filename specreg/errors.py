@@ -131,3 +131,8 @@ def printable(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def clipped(text: str, limit: int = 40) -> str:
+    """`text` as a repr to echo in an error, its first `limit` characters when it is longer."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"

@@ -8,15 +8,10 @@ import json
 import sys
 from typing import Any, Sequence
 
-from specreg.errors import printable  # the one escaper of terminal controls (re-exported here)
+from specreg.errors import clipped, printable  # the one escaper and the one shortener (re-exported here)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
-
-
-def clipped(text: str, limit: int = 40) -> str:
-    """`text` as a repr to echo in an error, its first `limit` characters when it is longer."""
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
 def _count(minimum: int, maximum: int = 10**9) -> Any:

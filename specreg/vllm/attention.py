@@ -31,6 +31,7 @@ import attrs
 from packaging.version import Version
 
 from specreg import facts
+from specreg.errors import clipped
 from specreg.vllm.fact_files import read_all
 
 #: GPUs by the name users give, and their compute capability (NVIDIA's CUDA GPU table)
@@ -94,8 +95,7 @@ def capability(gpu: str) -> tuple[int, int]:
         return int(digits[:-1]), int(digits[-1])
     if m:
         return int(m.group(1)), int(m.group(2))
-    shown = repr(gpu) if len(gpu) <= 40 else f"{gpu[:40]!r}… ({len(gpu):,} characters)"
-    raise AttentionError(f"unknown GPU {shown}: give one of {', '.join(GPUS)}, or its compute capability "
+    raise AttentionError(f"unknown GPU {clipped(gpu)}: give one of {', '.join(GPUS)}, or its compute capability "
                          "as sm_XY (sm_90) or X.Y")
 
 

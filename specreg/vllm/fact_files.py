@@ -11,31 +11,25 @@ backend's head sizes, a method's minimum capability) is one changed line in `git
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from packaging.version import Version
+
+from specreg import facts
 
 ABOUT = "_about"
 
 
-def facts_folder() -> Any:
-    """The committed facts (package data): a folder per release."""
-    return resources.files("specreg.vllm").joinpath("facts")
-
-
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
-
-
 def releases(kind: str) -> list[str]:
     """The releases whose folder holds `kind`'s facts, oldest first."""
-    found = [d.name for d in facts_folder().iterdir() if d.is_dir() and d.joinpath(f"{kind}.json").is_file()]
-    return sorted(found, key=_key)
+    found = [d.name for d in facts.FOLDER.iterdir() if d.is_dir() and (d / f"{kind}.json").is_file()]
+    return sorted(found, key=Version)
 
 
 def read_facts(version: str, kind: str) -> dict[str, Any]:
     """One release's facts of one kind, without `_about`."""
-    data = json.loads(facts_folder().joinpath(version, f"{kind}.json").read_text(encoding="utf-8"))
+    data = json.loads((facts.folder(version) / f"{kind}.json").read_text(encoding="utf-8"))
     data.pop(ABOUT, None)
     return data
 
@@ -66,5 +60,5 @@ def write_facts(path: Path, data: dict[str, Any]) -> None:
 
 def write_releases(root: Path, kind: str, about: str, versions: dict[str, dict[str, Any]]) -> None:
     """The regenerate paths' writer: each release's facts of `kind` into `root/<release>/<kind>.json`."""
-    for version, facts in versions.items():
-        write_facts(root / version / f"{kind}.json", {ABOUT: about, **facts})
+    for version, data in versions.items():
+        write_facts(root / version / f"{kind}.json", {ABOUT: about, **data})
