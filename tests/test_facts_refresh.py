@@ -229,12 +229,14 @@ def test_refresh_of_a_release_into_an_empty_folder_is_the_committed_facts(which,
     (the selector group), computed from its wheel (download, engine venv, selector and KV-cache runs),
     byte for byte what is committed."""
     release = facts.tested_by("selector")[-1 if which == "newest" else 0]
-    done = subprocess.run([sys.executable, "-m", "specreg.facts", "refresh", release, "--out", str(tmp_path)],
+    out = tmp_path / "facts"  # tmp_path also holds the test's SPECREG_CACHE
+    out.mkdir()
+    done = subprocess.run([sys.executable, "-m", "specreg.facts", "refresh", release, "--out", str(out)],
                           check=False, capture_output=True, text=True, timeout=3600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in facts.folder(release).iterdir())
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in facts.folder(release).iterdir())
     for path in facts.folder(release).iterdir():
-        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+        assert (out / path.name).read_bytes() == path.read_bytes(), path.name
 
 
 # the release watch ---------------------------------------------------------------------------------

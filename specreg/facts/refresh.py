@@ -17,9 +17,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from packaging.version import Version
+
 from specreg import facts
 from specreg.facts.diff import changes
-from specreg.vllm.fact_files import facts_text
+from specreg.vllm.fact_files import facts_text, write_facts
 
 #: the extractors' driver, in the checkout the committed facts belong to
 DRIVER = Path("tests") / "conformance" / "refresh_facts.py"
@@ -77,14 +79,12 @@ def refresh(version: str, out: Path | None = None, *, extract: Extract = run_ext
             new = json.loads(path.read_text(encoding="utf-8"))
             dest = target / path.name
             old = json.loads(dest.read_text(encoding="utf-8")) if dest.is_file() else {}
-            text = facts_text(new)
-            if dest.is_file() and dest.read_text(encoding="utf-8") == text:
+            if dest.is_file() and dest.read_text(encoding="utf-8") == facts_text(new):
                 report.append(f"{path.name}: unchanged")
                 continue
             count = len(changes(old, new))
             report.append(f"{path.name}: changed ({count} record{'s' if count != 1 else ''})")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_text(text, encoding="utf-8")
+            write_facts(dest, new)
     if out is None:
         add_release(root / "releases.json", release, wheel)
     return report
@@ -97,10 +97,10 @@ def add_release(path: Path, release: str, wheel: str) -> bool:
     records = json.loads(path.read_text(encoding="utf-8"))["releases"]
     if any(r["release"] == release for r in records):
         return False
-    newest = max(records, key=lambda r: tuple(int(x) for x in r["release"].split(".")))
+    newest = max(records, key=lambda r: Version(r["release"]))
     records.append({"plugin_tested": newest["plugin_tested"], "release": release,
                     "tested_by": list(newest["tested_by"]), "wheel": wheel})
-    records.sort(key=lambda r: tuple(int(x) for x in r["release"].split(".")))
+    records.sort(key=lambda r: Version(r["release"]))
     lines = ",\n".join("    " + json.dumps(r, sort_keys=True) for r in records)
     path.write_text('{\n  "releases": [\n' + lines + "\n  ]\n}\n", encoding="utf-8")
     facts._releases.cache_clear()

@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from specreg import facts
+from specreg import atomic, facts
 
 ABOUT = "_about"
 
@@ -53,9 +53,9 @@ def _dump(value: Any, depth: int) -> str:
 
 
 def write_facts(path: Path, data: dict[str, Any]) -> None:
-    """Write one facts file (its folder is made if missing)."""
+    """Write one facts file whole (its folder is made if missing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(facts_text(data), encoding="utf-8")
+    atomic.write_bytes(path, facts_text(data).encode("utf-8"))
 
 
 def write_releases(root: Path, kind: str, about: str, versions: dict[str, dict[str, Any]]) -> None:
