@@ -5,6 +5,9 @@ vLLM's spec-decode counters in Prometheus text (two engines' label sets, summed 
 Every completion request adds `drafts_per_request` drafts with `k` tokens each, accepted at
 position i by a `rates[i]` fraction of drafts, so the expected acceptance length is exactly
 1 + sum(rates).
+
+On its own, `python tests/openai_server.py [--port N] [--model ID] [--rates 0.8,0.6,0.4] [--fail-status 400
+--fail-message TEXT]` prints its URL on one line and serves until interrupted (`--help` lists every option).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class OpenAIServer:
     def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="org/verifier", version="0.33.0",
-                 speculative=True):
+                 speculative=True, port=0):
         self.rates = list(rates)
         self.k = len(self.rates)
         self.drafts_per_request = drafts_per_request
@@ -29,7 +32,12 @@ class OpenAIServer:
         self.engines = [{"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * self.k, "generated": 0}
                         for _ in range(2)]
         self.requests: list[tuple[str, dict]] = []
+        #: every completion request is answered with this status and an error body: vLLM's ErrorResponse
+        #: (`{"error": {"message", "type", "param", "code"}}`, vllm/entrypoints/serve/engine/protocol.py in
+        #: vLLM 0.32) saying `fail_message`, or `fail_body` as it is when that is set
         self.fail_status: int | None = None
+        self.fail_message = "injected failure"
+        self.fail_body: bytes | None = None
         self.delay = 0.0
         self.noisy = False  # counters move on their own (another client)
         #: hostile answers: /metrics padded to this many bytes, or sent one byte per `metrics_drip` s;
@@ -103,7 +111,11 @@ class OpenAIServer:
                 if server.delay:
                     time.sleep(server.delay)
                 if server.fail_status:
-                    return self._send(server.fail_status, {"error": {"message": "injected failure"}})
+                    if server.fail_body is not None:
+                        return self._send(server.fail_status, server.fail_body, "text/plain")
+                    return self._send(server.fail_status, {"error": {
+                        "message": server.fail_message, "type": "BadRequestError", "param": None,
+                        "code": server.fail_status}})
                 if self.path not in ("/v1/completions", "/v1/chat/completions"):
                     return self._send(404, {"error": "not found"})
                 server._count(len(server.requests) % 2)
@@ -114,7 +126,7 @@ class OpenAIServer:
                                         "choices": [{"index": 0, "finish_reason": "stop",
                                                      "message": {"role": "assistant", "content": "42"}}]})
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
@@ -158,3 +170,37 @@ class OpenAIServer:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def main(argv=None) -> None:
+    """Run the server on its own until interrupted, printing its URL first (one line on stdout)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="a loopback vLLM-like OpenAI server for specreg verify --server")
+    parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--model", default="org/verifier", help="the model /v1/models lists")
+    parser.add_argument("--version", default="0.33.0", help="what /version answers")
+    parser.add_argument("--rates", default="0.8,0.6,0.4",
+                        help="acceptance rate per draft position, comma-separated (k is their number)")
+    parser.add_argument("--drafts-per-request", type=int, default=100)
+    parser.add_argument("--no-speculative", dest="speculative", action="store_false",
+                        help="a server of the verifier alone (no spec-decode counters)")
+    parser.add_argument("--fail-status", type=int, help="answer every completion with this HTTP status")
+    parser.add_argument("--fail-message", default="injected failure", help="the error message of --fail-status")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before answering each completion")
+    args = parser.parse_args(argv)
+    server = OpenAIServer(rates=tuple(float(r) for r in args.rates.split(",")), model=args.model,
+                          version=args.version, drafts_per_request=args.drafts_per_request,
+                          speculative=args.speculative, port=args.port)
+    server.fail_status, server.fail_message, server.delay = args.fail_status, args.fail_message, args.delay
+    print(server.url, flush=True)
+    try:
+        server.server.serve_forever(poll_interval=0.05)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server.server_close()
+
+
+if __name__ == "__main__":
+    main()

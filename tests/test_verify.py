@@ -448,6 +448,50 @@ def test_an_engine_failure_is_exit_5_with_a_result(setup):
     assert ET.fromstring((out / "junit.xml").read_bytes()).get("errors") == "1"
 
 
+def test_the_servers_error_message_is_in_verifys_error_line(setup):
+    """vLLM answers a request it refuses with an ErrorResponse body; its message is what the user needs
+    (httpx's own text is a generic line and a link)."""
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        server.fail_status = 400
+        server.fail_message = "The decoder prompt cannot be empty"
+        r = run(*verify_args(server, reg, rows, out))
+    assert r.returncode == 5
+    error = json.loads((out / "result.json").read_text())["error"]
+    assert error == (f"{server.url}/v1/chat/completions: HTTP 400 Bad Request: the server said "
+                     "'The decoder prompt cannot be empty'")
+    assert r.stdout.splitlines()[0] == f"org/draft: error; {error}"
+
+
+def test_an_error_body_that_is_not_json_is_quoted_shortened_and_escaped(setup):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        server.fail_status = 502
+        server.fail_body = b"<html>\x1b[2J" + b"upstream down " * 100 + b"</html>"
+        r = run(*verify_args(server, reg, rows, out))
+    assert r.returncode == 5
+    error = json.loads((out / "result.json").read_text())["error"]
+    said = "'<html>\\x1b[2J" + ("upstream down " * 100)[:290] + "'… (1,417 characters)"
+    assert error == f"{server.url}/v1/chat/completions: HTTP 502 Bad Gateway: the server said {said}"
+
+
+def test_the_loopback_openai_server_runs_on_its_own():
+    """`python tests/openai_server.py` prints its URL and serves; one request is answered."""
+    import httpx
+
+    proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "tests" / "openai_server.py"), "--model", "me/mine",
+                             "--version", "0.30.0"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), url
+        assert httpx.get(f"{url}/v1/models", timeout=30).json()["data"][0]["id"] == "me/mine"
+        assert httpx.get(f"{url}/version", timeout=30).json() == {"version": "0.30.0"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
 def test_strict_harness_refuses_with_exit_2(setup):
     reg, rows, out = setup
     with OpenAIServer() as server:

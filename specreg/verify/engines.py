@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import attrs
 
-from specreg.errors import SpecregError
+from specreg.errors import SpecregError, clipped
 from specreg.verify.counters import CounterError, SpecCounters, from_prometheus, from_vllm_metrics
 from specreg.verify.urls import redact
 
@@ -43,6 +43,8 @@ SMALL_ANSWER_BYTES = 32 * 1024 * 1024
 SMALL_ANSWER_SECONDS = 30.0
 #: a completion's own answer (we read nothing from it but must not hold an endless stream)
 COMPLETION_BYTES = 64 * 1024 * 1024
+#: what is read of an error answer, for its message
+ERROR_BODY_BYTES = 64 * 1024
 
 
 def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
@@ -139,7 +141,9 @@ class ServerEngine:
         end = time.monotonic() + limit
         try:
             with self.client.stream(method, self.url + path, json=body, timeout=limit) as r:
-                r.raise_for_status()
+                if not r.is_success:
+                    raise EngineError(f"{self.shown}{path}: HTTP {r.status_code} {r.reason_phrase}"
+                                      + self._said(r, end))
                 data = bytearray()
                 for chunk in r.iter_bytes():
                     data += chunk
@@ -154,6 +158,34 @@ class ServerEngine:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise RunTimeout(f"the run passed its --timeout ({self.shown}{path})") from None
             raise EngineError(f"{self.shown}{path}: {type(exc).__name__}: {self._clean(exc)}") from None
+
+    def _said(self, r: Any, end: float) -> str:
+        """What an error answer says, for the error line: the message of vLLM's (OpenAI's) error body
+        `{"error": {"message": ...}}`, else the body's text; shortened and escaped. Read within the
+        request's time and at most ERROR_BODY_BYTES."""
+        import json
+
+        import httpx
+
+        data = bytearray()
+        try:
+            for chunk in r.iter_bytes():
+                data += chunk
+                if len(data) >= ERROR_BODY_BYTES or time.monotonic() > end:
+                    break
+        except httpx.HTTPError:
+            pass  # what came before the failure is what it said
+        text = bytes(data[:ERROR_BODY_BYTES]).decode("utf-8", errors="replace")
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = None
+        error = doc.get("error") if isinstance(doc, dict) else None
+        message = (error.get("message") if isinstance(error, dict) else error if isinstance(error, str)
+                   else doc.get("message") if isinstance(doc, dict) else None)
+        said = message if isinstance(message, str) else " ".join(text.split())
+        said = self._clean(said)
+        return f": the server said {clipped(said, 300)}" if said else ""
 
     def _json(self, path: str) -> Any:
         import json
