@@ -88,3 +88,41 @@ def test_the_architecture_diagram_is_the_import_graph():
     drawn = set(re.findall(r"^\s*(\w+) --> (\w+)\s*$", block, re.M))
     made = {(s, ts) for _m, s, _t, ts in edges() if s != ts and "facade" not in (s,)}
     assert drawn == made, f"draw: {sorted(made - drawn)}; remove: {sorted(drawn - made)}"
+
+
+def private_imports(path: Path, module: str) -> list[str]:
+    """`from <specreg module> import _name` in a file, where the module is not the file itself
+    (dunders such as __version__ are public)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        source = node.module or ""
+        if node.level:  # a relative import, resolved against the file's package
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            source = ".".join([*base, *([source] if source else [])])
+        if source.split(".")[0] != "specreg" or source == module:
+            continue
+        for alias in node.names:
+            name = alias.name
+            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                found.append(f"{where}:{node.lineno}: from {source} import {name}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    found = [line for m, path in modules().items() for line in private_imports(path, m)]
+    assert found == []
+
+
+def test_the_private_import_check_sees_absolute_and_relative_imports(tmp_path):
+    pkg = tmp_path / "specreg" / "cli"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    path = pkg / "thing.py"
+    path.write_text("from specreg.cli.common import _load, ok\nfrom .common import _fmt\nfrom specreg import __version__\n")
+    got = [line.split(": ", 1)[1] for line in private_imports(path, "specreg.cli.thing")]
+    assert got == ["from specreg.cli.common import _load", "from specreg.cli.common import _fmt"]

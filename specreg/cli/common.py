@@ -14,7 +14,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
 
-def _count(minimum: int, maximum: int = 10**9) -> Any:
+def int_range(minimum: int, maximum: int = 10**9) -> Any:
     """An argparse type: an integer from minimum to maximum (a clear usage error, exit 2, otherwise)."""
     def parse(text: str) -> int:
         try:
@@ -34,16 +34,16 @@ def harness_int(field: str) -> Any:
     have (entries/limits.py INTEGERS: the lowest and highest value of each)."""
     from specreg.entries.limits import INTEGERS
 
-    return _count(*INTEGERS[field])
+    return int_range(*INTEGERS[field])
 
 
 def harness_number(field: str) -> Any:
     from specreg.entries.limits import NUMBERS
 
-    return _number(*NUMBERS[field])
+    return number_range(*NUMBERS[field])
 
 
-def _number(low: float, high: float) -> Any:
+def number_range(low: float, high: float) -> Any:
     """An argparse type: a finite number in [low, high] (nan and inf refused)."""
     def parse(text: str) -> float:
         import math
@@ -101,21 +101,21 @@ class SpecregErrorLine(Exception):
     """Bad command-line usage: one line, exit 2."""
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """The draft has error findings: the message is printed and the exit status is 1."""
 
 
-def _progress(message: str) -> None:
+def progress_line(message: str) -> None:
     print(f"# {message}", file=sys.stderr)
 
 
-def _load(args: argparse.Namespace):
+def load_draft(args: argparse.Namespace):
     from specreg.api import load
 
     return load(args.source, revision=args.revision, vllm=args.vllm, verifier=args.verifier)
 
 
-def _fmt(value: Any) -> str:
+def json_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -16,7 +16,7 @@ from typing import Any, NoReturn, Sequence
 from specreg.cli import catalog, serve, show, verify
 from specreg.errors import ConfigError, SpecregError
 from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,
-                                SpecregErrorLine, _Refused,
+                                SpecregErrorLine, Refused,
                                 print_lines, printable)
 
 #: the commands, in the order `specreg --help` lists them, and the group that holds each
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress_bars(not args.quiet and sys.stderr.isatty())
     try:
         return handler(args)
-    except _Refused as exc:
+    except Refused as exc:
         print_lines(str(exc).split("\n"), file=sys.stderr)
         return EXIT_FINDINGS
     except SpecregErrorLine as exc:

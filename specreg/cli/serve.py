@@ -10,7 +10,7 @@ import sys
 from typing import Any, Sequence
 
 from specreg import facts
-from specreg.cli.common import (EXIT_OK, SpecregErrorLine, _load, _progress, _Refused, directory_args, gpu_name,
+from specreg.cli.common import (EXIT_OK, SpecregErrorLine, load_draft, progress_line, Refused, directory_args, gpu_name,
                                 print_lines, source_args)
 
 
@@ -97,7 +97,7 @@ def _servable(spec, args: argparse.Namespace) -> str:
         if f.severity != "info":
             print_lines([f"# {f.severity}: {f.code}: {f.message}"], file=sys.stderr)
     if not spec.servable:
-        raise _Refused(f"error: {args.source}: not servable as trained by vLLM {spec.vllm_version} (see the errors above)")
+        raise Refused(f"error: {args.source}: not servable as trained by vLLM {spec.vllm_version} (see the errors above)")
     local_verifier = any(f.code == "verifier-local-path" for f in spec.findings)
     verifier = args.verifier or (None if local_verifier else spec.verifier)
     if not verifier:
@@ -113,7 +113,7 @@ def _serve(args: argparse.Namespace) -> int:
     from specreg.vllm.materialize import default_directory, same_draft
 
     given = _given_flags(list(args.vllm_args))  # bad flags are refused before anything is read
-    spec = _load(args)
+    spec = load_draft(args)
     verifier = _servable(spec, args)
     flags = _vllm_flags(spec, list(args.vllm_args), given)
     reason = spec.materialize_reason
@@ -124,7 +124,7 @@ def _serve(args: argparse.Namespace) -> int:
         # specreg's own cache directory is replaced freely; a --dir too when it holds this same draft
         force = not args.dir or args.force or same_draft(directory, spec)
         weights = "none" if args.config_only else "link"
-        done = spec.materialize(directory, weights=weights, force=force, progress=_progress)
+        done = spec.materialize(directory, weights=weights, force=force, progress=progress_line)
         if reason:
             print_lines([f"# {reason}: serving the materialized directory {done.directory}"], file=sys.stderr)
         kwargs = done.llm_kwargs(verifier=verifier)
@@ -156,7 +156,7 @@ def _fit_gpu(spec, args: argparse.Namespace, kwargs: dict[str, Any], given: dict
     for f in errors:
         print_lines([f"# error: {f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "")], file=sys.stderr)
     if errors:
-        raise _Refused(f"error: {args.source}: no attention backend serves the draft on {args.gpu} (see above)")
+        raise Refused(f"error: {args.source}: no attention backend serves the draft on {args.gpu} (see above)")
     for note in notes:
         print_lines([f"# gpu: {note}"], file=sys.stderr)
     return {**kwargs, "speculative_config": {**kwargs["speculative_config"], **written}}
@@ -207,10 +207,10 @@ def serve_line(env: dict[str, str], argv: list[str]) -> str:
 
 
 def _materialize(args: argparse.Namespace) -> int:
-    spec = _load(args)
+    spec = load_draft(args)
     verifier = _servable(spec, args)
     weights = "none" if args.config_only else "copy" if args.copy else "link"
-    done = spec.materialize(args.dir, weights=weights, force=args.force, progress=_progress)
+    done = spec.materialize(args.dir, weights=weights, force=args.force, progress=progress_line)
     kwargs = done.llm_kwargs(verifier=verifier)
     if args.json:
         print(json.dumps({"env": kwargs.env, "llm_kwargs": kwargs}, indent=2))
@@ -231,7 +231,7 @@ def _convert(args: argparse.Namespace) -> int:
 
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     done = convert(args.source, args.dir, verifier=args.verifier, revision=args.revision, weights=weights,
-                   force=args.force, progress=_progress)
+                   force=args.force, progress=progress_line)
     n = len(done.files) - 2
     print(f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
           f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})")

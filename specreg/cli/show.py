@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, _fmt, _load, gpu_name, harness_int, print_lines,
+from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, json_value, load_draft, gpu_name, harness_int, print_lines,
                                 source_args)
 
 
@@ -52,7 +52,7 @@ def add_algorithms(sub: Any) -> None:
 def _show(args: argparse.Namespace) -> int:
     from specreg.normalization.speculator import thaw
 
-    spec = _load(args)
+    spec = load_draft(args)
     if args.json:
         print(spec.to_json())
         return EXIT_FINDINGS if spec.errors else EXIT_OK
@@ -81,7 +81,7 @@ def _show(args: argparse.Namespace) -> int:
             out.append(f"  {a.layer:<7}{a.kind:<9}{a.window or '-':<8}{'yes' if a.causal else 'no'}")
     if spec.method:
         out.append("")
-        out.append(f"speculative_config  {_fmt(spec.speculative_config_dict())}")
+        out.append(f"speculative_config  {json_value(spec.speculative_config_dict())}")
         out.append("")
         out.append("draft_config: what specreg sets beyond transformer_layer_config")
         copied = 0
@@ -94,7 +94,7 @@ def _show(args: argparse.Namespace) -> int:
             value = spec.draft_config
             for part in field.split(".")[1:]:
                 value = value[part]
-            out.append(f"  {field[len('draft_config.'):]} = {_fmt(thaw(value))}")
+            out.append(f"  {field[len('draft_config.'):]} = {json_value(thaw(value))}")
             out.append(f"      {prov.describe()}")
         out.append(f"  (+ {copied} fields copied from transformer_layer_config)")
     out.append("")
@@ -112,7 +112,7 @@ def _show(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from specreg.vllm.preflight import preflight
 
-    spec = _load(args)
+    spec = load_draft(args)
     spec = preflight(
         spec,
         verifier=args.verifier,

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, _count, _number, _progress, harness_int,
+from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, int_range, number_range, progress_line, harness_int,
                                 harness_number)
 
 
@@ -22,7 +22,7 @@ def add_verify(sub: Any) -> None:
                     "130 interrupted; 3 only for a specreg bug (docs/verify.md).")
     ver.add_argument("model", nargs="?", metavar="MODEL", help="a catalog id / Hub id / local draft (omit with --all)")
     h = ver.add_argument_group("harness (default: the entry's baseline, else the value shown)")
-    h.add_argument("--baseline", type=_count(0, 10_000), metavar="N",
+    h.add_argument("--baseline", type=int_range(0, 10_000), metavar="N",
                    help="reproduce the entry's baseline N (0-based, as `catalog show` numbers them; default: its "
                         "primary baseline)")
     h.add_argument("--dataset", help=" | ".join(sorted(DATASETS)) + " | speed-bench:CATEGORY | FILE.jsonl "
@@ -76,7 +76,7 @@ def add_verify(sub: Any) -> None:
                        help="(default: vLLM's)")
     cache.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false")
     e.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
-    e.add_argument("--timeout", type=_number(1.0, 7 * 24 * 3600.0), default=3600, metavar="S",
+    e.add_argument("--timeout", type=number_range(1.0, 7 * 24 * 3600.0), default=3600, metavar="S",
                    help="seconds a run may take (with --all: per entry; past it the result is timeout; default 3600)")
     o = ver.add_argument_group("judging and outputs")
     o.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
@@ -193,7 +193,7 @@ def _verify(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise SpecregErrorLine(str(exc)) from None
         verdicts = nightly.run_all(Path(args.out), shard_spec=args.shard, resume=args.resume, timeout=args.timeout,
-                                   extra=passthrough, dataset_files=named, registry=args.registry, progress=_progress)
+                                   extra=passthrough, dataset_files=named, registry=args.registry, progress=progress_line)
         bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error", "invalid")}
         print(f"{len(verdicts)} entries: " + ", ".join(f"{v} {list(verdicts.values()).count(v)}"
                                                         for v in sorted(set(verdicts.values()))))
@@ -209,7 +209,7 @@ def _verify(args: argparse.Namespace) -> int:
     if args.k is not None and len(args.k) > 1:
         index = (opts.harness_from or {}).get("baseline_index")
         return _sweep(args, opts, out, history, entry.baselines[index].harness.k if index is not None else None)
-    result = verify(args.model, opts, out=out, history=history, progress=_progress)
+    result = verify(args.model, opts, out=out, history=history, progress=progress_line)
     s = result.get("statistics")
     line = f"{args.model}: {result['verdict']}"
     if s:
@@ -262,7 +262,7 @@ def _sweep(args: argparse.Namespace, opts: Any, out: Any, history: Any, baseline
     rows, codes = [], {}
     for k in args.k:
         run_opts = attrs.evolve(opts, k=k)
-        result = verify(args.model, run_opts, out=out / f"k-{k}" if out else None, history=history, progress=_progress)
+        result = verify(args.model, run_opts, out=out / f"k-{k}" if out else None, history=history, progress=progress_line)
         s = result.get("statistics") or {}
         rows.append({"k": k, "verdict": result["verdict"], "acceptance_length": s.get("acceptance_length"),
                      "per_position": s.get("per_position"), "output_tokens_per_s": s.get("output_tokens_per_s"),

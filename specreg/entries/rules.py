@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from specreg.entries import limits
-from specreg.entries.schema import Baseline, Entry, _cattrs_problems, _converter
+from specreg.entries.schema import Baseline, Entry, cattrs_problems, converter
 from specreg.errors import Problem, SpecregError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
@@ -33,13 +33,13 @@ def parse_entry(text: str, *, file: str) -> tuple[Entry | None, list[Problem]]:
     except RecursionError:
         return None, [Problem("$", "invalid TOML: nested too deeply")]
     try:
-        entry = _converter().structure(doc, Entry)
+        entry = converter().structure(doc, Entry)
     except Exception as exc:  # cattrs' validation errors (grouped); turned into paths below
         import cattrs
 
         if not isinstance(exc, (cattrs.BaseValidationError, ValueError, TypeError)):
             raise
-        return None, _cattrs_problems(exc)
+        return None, cattrs_problems(exc)
     entry = attrs.evolve(entry, path=file)
     return entry, problems(entry, file=file)
 

@@ -157,7 +157,7 @@ class Entry:
         return p.with_name(p.name[: -len(".toml")] + SNAPSHOT_SUFFIX)
 
     def to_dict(self) -> dict[str, Any]:
-        d = _converter().unstructure(self)
+        d = converter().unstructure(self)
         d.pop("path", None)
         return _drop_none(d)
 
@@ -221,7 +221,7 @@ def _register_scalar_hooks(conv: Any) -> None:
     conv.register_structure_hook_func(lambda t: t == tuple[float, ...], numbers)
 
 
-def _converter():
+def converter():
     global _CONVERTER
     if _CONVERTER is None:
         import cattrs
@@ -249,7 +249,7 @@ class CatalogError(SpecregError):
         super().__init__(f"{len(problems)} problem{'s' * (len(problems) > 1)} in the catalog:\n" + "\n".join(lines))
 
 
-def _cattrs_problems(exc: BaseException) -> list[Problem]:
+def cattrs_problems(exc: BaseException) -> list[Problem]:
     import cattrs
 
     from typing import Literal, get_args, get_origin

@@ -9,7 +9,7 @@ from packaging.version import InvalidVersion, Version
 from specreg.normalization import algorithms
 from specreg.normalization.capabilities import NEWEST_KNOWN, short, target_version
 from specreg.errors import ConfigError, Problem
-from specreg.normalization.fields import COUNT, STR, Fields, _type_name
+from specreg.normalization.fields import COUNT, STR, Fields, type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
 from specreg.normalization.plan import Context, Envelope, Plan
 from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator, thaw
@@ -133,7 +133,7 @@ def normalize(
     if readback.is_manifest(manifest) and isinstance(config, Mapping) and "speculators_config" not in config:
         converted = readback.to_speculators(config, manifest, source=source)  # type: ignore[arg-type]
         vllm = vllm if vllm is not None else manifest.get("vllm_version")  # type: ignore[union-attr]
-        served = native._arch(config)  # the class specreg wrote; vLLM loads it by that registry name
+        served = native.architecture_of(config)  # the class specreg wrote; vLLM loads it by that registry name
     else:
         found = native.recognize(config, source=source)
         if found is None:
@@ -245,7 +245,7 @@ def _normalize_speculators(
 ) -> Speculator:
     try:
         if not isinstance(config, Mapping):
-            raise ConfigError(f"the top level must be a JSON object, got {_type_name(config)}", "$")
+            raise ConfigError(f"the top level must be a JSON object, got {type_name(config)}", "$")
         version = target_version(vllm)
         root = Fields(config)
         name = root.get("speculators_model_type", STR, required=True)

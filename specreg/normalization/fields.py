@@ -33,7 +33,7 @@ def child_path(parent: str, key: str | int) -> str:
     return f"{parent}[{json.dumps(key, ensure_ascii=False)}]"
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -65,7 +65,7 @@ class Kind:
 def _int_in(lo: int, hi: int) -> Callable[[Any], str | None]:
     def test(v: Any) -> str | None:
         if isinstance(v, bool) or not isinstance(v, int):
-            return f"expected an integer, got {_type_name(v)} {show_value(v)}"
+            return f"expected an integer, got {type_name(v)} {show_value(v)}"
         if v < lo:
             return f"expected an integer >= {lo}, got {v}"
         if v > hi:
@@ -77,7 +77,7 @@ def _int_in(lo: int, hi: int) -> Callable[[Any], str | None]:
 
 def _bool(v: Any) -> str | None:
     if not isinstance(v, bool):
-        return f"expected true or false, got {_type_name(v)} {show_value(v)}"
+        return f"expected true or false, got {type_name(v)} {show_value(v)}"
     return None
 
 
@@ -85,7 +85,7 @@ def _number(v: Any) -> str | None:
     import math
 
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return f"expected a number, got {_type_name(v)} {show_value(v)}"
+        return f"expected a number, got {type_name(v)} {show_value(v)}"
     if not math.isfinite(v):
         return f"expected a finite number, got {show_value(v)}"
     return None
@@ -93,7 +93,7 @@ def _number(v: Any) -> str | None:
 
 def _str(v: Any) -> str | None:
     if not isinstance(v, str):
-        return f"expected a string, got {_type_name(v)} {show_value(v)}"
+        return f"expected a string, got {type_name(v)} {show_value(v)}"
     if not v.strip():
         return "expected a non-empty string, got an empty one"
     return None
@@ -102,7 +102,7 @@ def _str(v: Any) -> str | None:
 def _list_of(item: Kind, *, min_len: int = 1, max_len: int = MAX_COUNT) -> Callable[[Any], str | None]:
     def test(v: Any) -> str | None:
         if not isinstance(v, list):
-            return f"expected a list of {item.name}, got {_type_name(v)} {show_value(v)}"
+            return f"expected a list of {item.name}, got {type_name(v)} {show_value(v)}"
         if len(v) < min_len:
             return f"expected at least {min_len} item{'s' * (min_len > 1)}, got an empty list"
         if len(v) > max_len:
@@ -205,7 +205,7 @@ class Fields:
                 self.problem(self.at(key), f"required field {what}; expected an object")
             return None
         if not isinstance(value, dict):
-            self.problem(self.at(key), f"expected an object, got {_type_name(value)} {show_value(value)}")
+            self.problem(self.at(key), f"expected an object, got {type_name(value)} {show_value(value)}")
             return None
         return Fields(value, self.at(key), problems=self.problems, reads=self.reads)
 
@@ -219,14 +219,14 @@ class Fields:
                 self.problem(self.at(key), f"required field {what}; expected a list of objects")
             return None
         if not isinstance(value, list) or not value:
-            got = "an empty list" if value == [] else f"{_type_name(value)} {show_value(value)}"
+            got = "an empty list" if value == [] else f"{type_name(value)} {show_value(value)}"
             self.problem(self.at(key), f"expected a non-empty list of objects, got {got}")
             return None
         out = []
         for i, item in enumerate(value):
             path = child_path(self.at(key), i)
             if not isinstance(item, dict):
-                self.problem(path, f"expected an object, got {_type_name(item)} {show_value(item)}")
+                self.problem(path, f"expected an object, got {type_name(item)} {show_value(item)}")
                 return None
             out.append(Fields(item, path, problems=self.problems, reads=self.reads))
         return out

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from specreg.verify import outputs
-from specreg.verify.run import _now, failed_result
+from specreg.verify.run import utc_now, failed_result
 from specreg.verify import harness
 from specreg.entries import Baseline, Entry, read_catalog
 
@@ -62,7 +62,7 @@ def _done(out: Path) -> bool:
 
 
 def _failure(entry: Entry, out: Path, history: Path, verdict: str, message: str) -> None:
-    outputs.write_all(out, failed_result(entry.id, _now(), "subprocess", verdict, message), history)
+    outputs.write_all(out, failed_result(entry.id, utc_now(), "subprocess", verdict, message), history)
 
 
 def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> list[str]:
@@ -103,7 +103,7 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
     for entry_id in shard(list(invalid), index, count):
         out = out_dir / directory_name(entry_id)
         if not (resume and _done(out)):
-            outputs.write_all(out, failed_result(entry_id, _now(), "none", "invalid", "; ".join(invalid[entry_id])),
+            outputs.write_all(out, failed_result(entry_id, utc_now(), "none", "invalid", "; ".join(invalid[entry_id])),
                               history)
         verdicts[entry_id] = json.loads((out / outputs.RESULT).read_text())["verdict"]
         progress(f"{entry_id}: {verdicts[entry_id]}: " + "; ".join(invalid[entry_id]))
@@ -120,7 +120,7 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
             why = harness.why_not_runnable(entry) if baseline is None else (
                 f"its baseline's dataset is {dataset} and --dataset-file gives rows for "
                 f"{', '.join(sorted(dataset_files or ()))} only")
-            outputs.write_all(out, failed_result(entry.id, _now(), "none", "not-runnable", "",
+            outputs.write_all(out, failed_result(entry.id, utc_now(), "none", "not-runnable", "",
                                                  judgement={"reason": why}), history)
             verdicts[entry.id] = "not-runnable"
             progress(f"    not-runnable: {why}")

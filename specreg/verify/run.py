@@ -82,7 +82,7 @@ def _k_from_counters(stats: Any) -> int | None:
     return round(k) if abs(k - round(k)) < 1e-9 else None
 
 
-def _now() -> str:
+def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -114,7 +114,7 @@ def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
     """Run one verification and write its outputs; returns the result (see outputs.RESULT).
     Bad input (an unloadable or unservable model, a missing dataset) is a result too, with verdict
     "invalid", so that a nightly run records it like any other outcome."""
-    started = _now()
+    started = utc_now()
     try:
         return _verify(model, opts, out=out, history=history, progress=progress, started=started)
     except SpecregError as exc:
@@ -374,7 +374,7 @@ def judge_harness(model: str, harness: Harness, entry: Any, opts: Options) -> di
     diffs = [d for d in differences(harness, picked[1].harness) if d.field not in ("vllm_version",)]
     if not diffs:
         return None
-    return failed_result(model, _now(), _engine_name(opts), "refused",
+    return failed_result(model, utc_now(), _engine_name(opts), "refused",
                          "--strict-harness: the harness differs from baseline "
                          f"{picked[0]}'s, nothing was measured: " + "; ".join(d.text() for d in diffs),
                          harness=_plain(harness), harness_from=opts.harness_from,

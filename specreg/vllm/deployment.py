@@ -106,13 +106,13 @@ EAGLE_METHODS = (
 )
 
 
-def _minor(version: str) -> str:
+def minor_release(version: str) -> str:
     """0.32.1 -> "0.32": the release the rules are kept per."""
     return ".".join(str(version).split(".")[:2])
 
 
 def _at(version: str, rows: tuple) -> Any:
-    v = Version(_minor(version))
+    v = Version(minor_release(version))
     return [row for row in rows if v >= row[0]][-1][1]
 
 
@@ -232,7 +232,7 @@ def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gp
     wheel by the conformance tier)."""
     from specreg.normalization.speculator import Finding
 
-    version = _minor(spec.vllm_version)
+    version = minor_release(spec.vllm_version)
     table = _quantization_methods().get(version)
     if table is None:
         return []
@@ -276,7 +276,7 @@ def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:
 
 
 def _raises(version: str, method: str | None) -> tuple[bool, frozenset | None]:
-    v = Version(_minor(version))
+    v = Version(minor_release(version))
     methods, ropes = frozenset(), None
     for since, m, r in RAISES_MAX_POSITIONS:
         if v >= since:

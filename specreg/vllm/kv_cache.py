@@ -44,7 +44,7 @@ from packaging.version import Version
 
 from specreg import facts
 from specreg.vllm.attention import head_size
-from specreg.vllm.deployment import _minor
+from specreg.vllm.deployment import minor_release
 from specreg.vllm.fact_files import read_all
 
 #: the versions whose grouping is modelled and held to the wheel (facts/<X.Y>/kv_cache.json)
@@ -91,13 +91,13 @@ def facts() -> dict[str, Any]:
 
 
 def covered(version: str) -> bool:
-    v = Version(_minor(version))
+    v = Version(minor_release(version))
     return Version(FIRST) <= v <= Version(LAST)
 
 
 def block_first(version: str) -> bool | None:
     """Whether every CUDA backend of `version` lays KV pages out block-first (None: they differ)."""
-    answers = {a for a in facts()[_minor(version)]["block_first"].values() if isinstance(a, bool)}
+    answers = {a for a in facts()[minor_release(version)]["block_first"].values() if isinstance(a, bool)}
     return answers.pop() if len(answers) == 1 else None
 
 
@@ -106,7 +106,7 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
     """What vLLM `version`'s get_kv_cache_groups does with `layers` (the verifier's first, as the model
     registers them): `hybrid`, whether the hybrid KV-cache manager is on; `first`, whether the layers'
     backends lay pages out block-first (default: facts/<X.Y>/kv_cache.json's answer for the version)."""
-    v = Version(_minor(version))
+    v = Version(minor_release(version))
     layers = list(layers)
     if not layers:
         return Grouping(True)

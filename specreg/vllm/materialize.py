@@ -109,18 +109,18 @@ def _local_weights(directory: Path) -> dict[str, Path]:
     """Weight files beside a local config.json (name -> path): regular files, or links that stay
     inside the draft directory (anything else is refused by name, never read or linked)."""
     for candidate in WEIGHT_CANDIDATES:
-        path = _weight_file(directory, candidate)
+        path = weight_file(directory, candidate)
         if path is None:
             continue
         if candidate.endswith(".index.json"):
-            return {candidate: path, **_index_shards(directory, path)}
+            return {candidate: path, **index_shards(directory, path)}
         if candidate == "model.safetensors":
             return safetensors_files(directory)  # sharded files without an index are served too
         return {candidate: path}
     return {}
 
 
-def _weight_file(directory: Path, name: str) -> Path | None:
+def weight_file(directory: Path, name: str) -> Path | None:
     """directory/name if it is a regular file there, or a link resolving to a regular file inside
     `directory`; None if there is nothing by that name; a SpecregError for anything else (a link out
     of the draft directory, a FIFO, a device, a directory)."""
@@ -142,11 +142,11 @@ def _weight_file(directory: Path, name: str) -> Path | None:
     return path
 
 
-def _index_shards(directory: Path, index: Path) -> dict[str, Path]:
-    """The weight files a weight index names, each by the rule of _weight_file (all must be there)."""
+def index_shards(directory: Path, index: Path) -> dict[str, Path]:
+    """The weight files a weight index names, each by the rule of weight_file (all must be there)."""
     found = {}
     for name in shards_of(index, where=str(index)):
-        shard = _weight_file(directory, name)
+        shard = weight_file(directory, name)
         if shard is None:
             raise ConfigError(f"names {name}, which is not in {directory}", "$.weight_map", source=str(index))
         found[name] = shard
@@ -154,10 +154,10 @@ def _index_shards(directory: Path, index: Path) -> dict[str, Path]:
 
 
 def safetensors_files(directory: Path) -> dict[str, Path]:
-    """Every *.safetensors with a plain name beside a config, by the rule of _weight_file (vLLM globs
+    """Every *.safetensors with a plain name beside a config, by the rule of weight_file (vLLM globs
     them when there is no index)."""
     names = sorted(p.name for p in directory.glob("*.safetensors") if _PLAIN_NAME.match(p.name))
-    return {name: shard for name in names if (shard := _weight_file(directory, name)) is not None}
+    return {name: shard for name in names if (shard := weight_file(directory, name)) is not None}
 
 
 def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[str, Path]:

@@ -199,12 +199,12 @@ def _local_header(path: Path) -> tuple[dict[str, Tensor], int]:
 
 def local_weights(directory: Path) -> tuple[dict[str, Tensor], tuple[str, ...], int] | None:
     """Tensor headers of the safetensors beside a local config (None: there are none)."""
-    from specreg.vllm.materialize import SAFETENSORS_INDEX, _index_shards, _weight_file, safetensors_files
+    from specreg.vllm.materialize import SAFETENSORS_INDEX, index_shards, weight_file, safetensors_files
 
     # the same rule as materialize: regular files, or links that stay inside the draft directory
     # (a FIFO here once made check wait for ever; a link could point anywhere)
-    index = _weight_file(directory, SAFETENSORS_INDEX)
-    paths = _index_shards(directory, index) if index is not None else safetensors_files(directory)
+    index = weight_file(directory, SAFETENSORS_INDEX)
+    paths = index_shards(directory, index) if index is not None else safetensors_files(directory)
     if not paths:
         return None
     files = tuple(paths)

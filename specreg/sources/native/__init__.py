@@ -22,11 +22,11 @@ from typing import Any, Mapping
 
 from specreg import facts
 from specreg.errors import ConfigError
-from specreg.sources.native.common import Converted, _arch, speculators_envelope
+from specreg.sources.native.common import Converted, architecture_of, speculators_envelope
 from specreg.sources.native.layout import Layout, Serves, check_structure
 
 __all__ = ["Converted", "Layout", "Serves", "detect", "layouts", "not_a_draft", "recognize",
-           "speculators_envelope", "to_speculators", "_arch"]
+           "speculators_envelope", "to_speculators", "architecture_of"]
 
 _SUPPORT = {"common", "layout", "structure", "keys", "dflash_common"}
 

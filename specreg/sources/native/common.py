@@ -53,7 +53,7 @@ class Converted:
         return path
 
 
-def _get(config: Mapping[str, Any], name: str) -> tuple[Any, str | None]:
+def dflash_field(config: Mapping[str, Any], name: str) -> tuple[Any, str | None]:
     """A field from dflash_config, else the top level: (value, native path)."""
     dflash = config.get("dflash_config")
     if isinstance(dflash, Mapping) and name in dflash:
@@ -63,7 +63,7 @@ def _get(config: Mapping[str, Any], name: str) -> tuple[Any, str | None]:
     return None, None
 
 
-def _layer_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def layer_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: copy.deepcopy(v) for k, v in config.items() if k not in NOT_LAYER_CONFIG}
 
 
@@ -79,17 +79,17 @@ def speculators_envelope(algorithm: str, tokens: int | None, verifier: str | Non
     return spec
 
 
-def _note(code: str, message: str, path: str | None) -> tuple[str, str, str | None]:
+def note(code: str, message: str, path: str | None) -> tuple[str, str, str | None]:
     """A finding the conversion reports (made into a `Finding` once the Speculator exists)."""
     return code, message, path
 
 
-def _require(problems: list[Problem], value: Any, path: str, what: str) -> None:
+def require(problems: list[Problem], value: Any, path: str, what: str) -> None:
     if value is None:
         problems.append(Problem(path, f"missing: {what}"))
 
 
-def _arch(config: Mapping[str, Any]) -> str | None:
+def architecture_of(config: Mapping[str, Any]) -> str | None:
     archs = config.get("architectures")
     return next((a for a in archs if isinstance(a, str)), None) if isinstance(archs, list) else None
 

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from specreg.errors import ConfigError, Problem, show_value
 from specreg.sources.native import keys
-from specreg.sources.native.common import (DFLASH2_FIELDS, DSPARK_FIELDS as _DSPARK_FIELDS, Converted, _get, _layer_config,
-                                           _note, _require, speculators_envelope)
+from specreg.sources.native.common import (DFLASH2_FIELDS, DSPARK_FIELDS as _DSPARK_FIELDS, Converted, dflash_field, layer_config,
+                                           note, require, speculators_envelope)
 
 #: the most layers a config may declare (normalization.fields.MAX_COUNT, which reports a larger
 #: value; this stage comes before it and must not build a layer list from such a value first)
@@ -21,12 +21,12 @@ _MAX_LAYERS = 4096
 
 def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: str | None) -> Converted:
     problems: list[Problem] = []
-    ids, ids_path = _get(config, "target_layer_ids")
-    block, block_path = _get(config, "block_size")
-    mask, mask_path = _get(config, "mask_token_id")
-    _require(problems, ids, "$.dflash_config.target_layer_ids", "the target layer ids (never guessed)")
-    _require(problems, block, "$.dflash_config.block_size", "block_size (in dflash_config or at the top level)")
-    _require(problems, mask, "$.dflash_config.mask_token_id", "mask_token_id")
+    ids, ids_path = dflash_field(config, "target_layer_ids")
+    block, block_path = dflash_field(config, "block_size")
+    mask, mask_path = dflash_field(config, "mask_token_id")
+    require(problems, ids, "$.dflash_config.target_layer_ids", "the target layer ids (never guessed)")
+    require(problems, block, "$.dflash_config.block_size", "block_size (in dflash_config or at the top level)")
+    require(problems, mask, "$.dflash_config.mask_token_id", "mask_token_id")
     if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                                                  for i in ids)):
         problems.append(Problem(ids_path, f"must be a list of layer indices, got {ids!r}"))
@@ -35,20 +35,20 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
     if problems:
         raise ConfigError(problems, source=source)
 
-    layer = _layer_config(config)
+    layer = layer_config(config)
     n = layer.get("num_hidden_layers")
     if isinstance(n, int) and not (0 < n <= _MAX_LAYERS):
         n = None  # out of range: the layer list is not built from it (the normalizer reports the value)
     types = layer.get("layer_types")
-    use_swa, _ = _get(config, "use_swa")
+    use_swa, _ = dflash_field(config, "use_swa")
     # causality: a top-level is_causal, else dflash_config.causal, else sliding layers only
-    causal, causal_path = (config["is_causal"], "$.is_causal") if "is_causal" in config else _get(config, "causal")
+    causal, causal_path = (config["is_causal"], "$.is_causal") if "is_causal" in config else dflash_field(config, "causal")
     if types is None and isinstance(n, int) and not use_swa:
         layer["layer_types"] = ["full_attention"] * n  # what a missing layer_types means (transformers' default)
     if use_swa and isinstance(n, int):
         if types is None or "sliding_attention" not in types:
             layer["layer_types"] = ["sliding_attention"] * n
-        window, _ = _get(config, "swa_window_size")
+        window, _ = dflash_field(config, "swa_window_size")
         if window is not None:
             layer["sliding_window"] = window
     types = layer.get("layer_types")
@@ -81,7 +81,7 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
     algorithm = {"deepspec": "dspark", "zlab-dflash2": "dflash2"}.get(fmt, "dflash")
     anchor = algorithm == "dspark"
     tokens = block if anchor else block - 1
-    dv, dv_path = _get(config, "draft_vocab_size")
+    dv, dv_path = dflash_field(config, "draft_vocab_size")
     out: dict[str, Any] = {
         "speculators_model_type": algorithm,
         "architectures": [{"dspark": "DSparkSpeculator", "dflash2": "DFlash2Speculator"}.get(algorithm,
@@ -109,18 +109,18 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
     }
     if algorithm == "dflash2":
         for name in DFLASH2_FIELDS:
-            value, path = _get(config, name)
+            value, path = dflash_field(config, name)
             if value is not None:
                 out[name] = value
                 paths[f"$.{name}"] = path
     for name in keys.CARRIED.get(algorithm, {}):
-        value, path = _get(config, name)
+        value, path = dflash_field(config, name)
         if value is not None and name not in out:
             out[name] = value
             paths[f"$.{name}"] = path
     if anchor:
         for name in _DSPARK_FIELDS:
-            value, path = _get(config, name)
+            value, path = dflash_field(config, name)
             if value is not None:
                 out[name] = value
                 paths[f"$.{name}"] = path
@@ -144,14 +144,14 @@ def _unserved(config: Mapping[str, Any], algorithm: str) -> list[tuple[str, str,
     for name, value in dflash.items():
         path = f"$.dflash_config.{name}"
         if name in keys.NOT_SERVED:
-            notes.append(_note("trained-key-not-served",
+            notes.append(note("trained-key-not-served",
                           f"dflash_config.{name} = {show_value(value, 60)}: {keys.NOT_SERVED[name]}, so the served draft "
                           "is not the trained one", path))
         elif name == "attention_mode" and value not in ("gqa", "mha", None):
-            notes.append(_note("trained-key-not-served", f"dflash_config.attention_mode = {show_value(value, 40)}: "
+            notes.append(note("trained-key-not-served", f"dflash_config.attention_mode = {show_value(value, 40)}: "
                           "vLLM's DFlash-family classes build GQA attention", path))
         elif name not in known:
-            notes.append(_note("unknown-trained-key",
+            notes.append(note("unknown-trained-key",
                           f"dflash_config.{name} = {show_value(value, 60)} is a key no vLLM draft class reads and "
                           "specreg has no entry for: if it changed how the draft was trained, the served draft "
                           "differs", path))

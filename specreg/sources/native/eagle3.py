@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import attrs
 
 from specreg.errors import ConfigError
-from specreg.sources.native.common import EAGLE3_DEFAULT_TOKENS, Converted, _layer_config, _note, speculators_envelope
+from specreg.sources.native.common import EAGLE3_DEFAULT_TOKENS, Converted, layer_config, note, speculators_envelope
 from specreg.sources.native.layout import Layout, Serves
 
 _LLAMA = Serves("Eagle3LlamaForCausalLM", module="llama_eagle3")
@@ -49,7 +49,7 @@ LAYOUT = Layout(
 
 
 def convert(config: Mapping[str, Any], verifier: str | None, source: str | None) -> Converted:
-    layer = _layer_config(config)
+    layer = layer_config(config)
     notes: list[tuple[str, str, str | None]] = []
     paths: dict[str, str] = {"$.speculators_config.verifier.name_or_path": "verifier",
                              "$.speculators_model_type": "$.architectures"}
@@ -63,7 +63,7 @@ def convert(config: Mapping[str, Any], verifier: str | None, source: str | None)
         if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
             raise ConfigError(f"must be a list of layer indices, got {raw!r}", ids_path, source=source)
         ids = [t + 1 for t in sorted(set(raw))]
-        notes.append(_note(
+        notes.append(note(
             "served-layer-ids-mismatch",
             f"eagle_config.eagle_aux_hidden_state_layer_ids {raw} count the output of layer t (ModelOpt "
             f"hooks the layer's output); vLLM reads them as the hidden state entering layer i, one layer "
@@ -93,7 +93,7 @@ def convert(config: Mapping[str, Any], verifier: str | None, source: str | None)
     if eagle.get("norm_before_fc") is not None and "norm_before_fc" not in config:
         out["norm_before_fc"] = eagle["norm_before_fc"]
         paths["$.norm_before_fc"] = "$.eagle_config.norm_before_fc"
-    notes.append(_note(
+    notes.append(note(
         "native-draft-length-default",
         f"the native config has no draft length: {EAGLE3_DEFAULT_TOKENS} tokens assumed (the k vLLM's "
         "Eagle-3 CI measures); set num_speculative_tokens to what you serve",
