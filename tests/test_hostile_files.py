@@ -13,6 +13,7 @@ import pytest
 
 import specreg
 from conftest import DATA, fixture_config, run_in_process, run_specreg
+from interrupt import as_from_a_terminal
 from weights import write_draft
 
 DATA_NATIVE = DATA / "native"
@@ -261,7 +262,8 @@ def test_ctrl_c_is_one_line_and_exit_130(hub):
     hub.add("org/slow", {"config.json": json.dumps(fixture_config("dflash")).encode()})
     hub.fault("config.json", "forever:slow:30")
     proc = subprocess.Popen([sys.executable, "-m", "specreg", "show", "org/slow"], stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "SPECREG_HUB_DEADLINE": "60"})
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "SPECREG_HUB_DEADLINE": "60"},
+                            preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 30
     while hub.count() == 0 and time.monotonic() < deadline:  # until the request is in flight
         time.sleep(0.05)

@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 from conftest import run_in_process
+from interrupt import as_from_a_terminal
 from openai_server import OpenAIServer
 from specreg import entries
 from specreg.verify import counters as C
@@ -997,7 +998,7 @@ def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
         server.delay = 0.2
         proc = subprocess.Popen([sys.executable, "-m", "specreg", "verify", "org/draft", "--server", server.url,
                                  "--dataset-file", str(rows), "--registry", str(reg), "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len([p for p, _ in server.requests if p.startswith("/v1/chat")]) < 6:
             time.sleep(0.05)
