@@ -20,7 +20,7 @@ TABLE = "the attention backend each vLLM release picks"
 
 
 def test_the_semantics_table_is_generated_from_the_facts_between_its_markers():
-    from specreg.vllm.attention import table_markdown
+    from specreg.vllm.backend_table import table_markdown
 
     text = (ROOT / "docs" / "semantics.md").read_text()
     inside = text.split(f"`python -m specreg.docs`: {TABLE}; do not edit by hand -->\n", 1)[1]

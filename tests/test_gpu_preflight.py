@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specreg.vllm import attention
+from specreg.vllm import attention, backend_table, gpu_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,7 +108,7 @@ def test_the_versions_differ_where_the_wheels_code_does():
 
 def test_the_table_in_the_semantics_doc_is_the_models():
     text = (ROOT / "docs" / "semantics.md").read_text()
-    assert attention.table_markdown() in text
+    assert backend_table.table_markdown() in text
 
 
 def serve(tmp_path, draft: Path, *flags, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -239,7 +239,7 @@ def test_a_dflash_with_attention_sinks_asks_the_selector_for_sinks(tmp_path, gpu
         assert "where FlashInfer's TRTLLM cubins are found (flashinfer-cubin installed" in text
     else:
         assert group["other"] is None
-    assert attention.draft_sinks("0.24", {"architectures": ["DFlashDraftModel"], "dflash_config":
+    assert gpu_plan.draft_sinks("0.24", {"architectures": ["DFlashDraftModel"], "dflash_config":
                                           {"attention_sink_bias": True}}) is False  # 0.24 reads no sinks
 
 
@@ -448,11 +448,11 @@ def test_the_method_vllm_loads_a_quantization_config_with(config, method):
 
 
 def test_a_hybrid_verifiers_linear_attention_layers_are_not_asked():
-    groups = attention.verifier_groups(
+    groups = gpu_plan.verifier_groups(
         {"num_hidden_layers": 4, "layer_types": ["linear_attention", "linear_attention", "linear_attention",
                                                  "full_attention"]}, ("Qwen3NextForCausalLM",))
     assert [(g.layers, g.sliding, g.source) for g in groups] == [((3,), False, "layer_types; 3 other layers not attention")]
-    assert attention.verifier_groups({"num_hidden_layers": True}, ()) == ()
+    assert gpu_plan.verifier_groups({"num_hidden_layers": True}, ()) == ()
 
 
 def test_a_verifiers_quantization_is_looked_up_by_the_name_vllm_loads_it_with(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 import specreg
 from specreg.vllm import kv_cache
-from specreg.vllm.attention import verifier_groups
+from specreg.vllm.gpu_plan import verifier_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMMA = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 4096,

@@ -141,10 +141,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _fit_gpu(spec, args: argparse.Namespace, kwargs: dict[str, Any], given: dict[str, str | None]) -> dict[str, Any]:
-    """`--gpu`: the draft's attention on that GPU (specreg.vllm.attention.serve_fit), with the flags given."""
+    """`--gpu`: the draft's attention on that GPU (specreg.vllm.gpu_plan.serve_fit), with the flags given."""
     import os
 
-    from specreg.vllm.attention import AttentionError, serve_fit
+    from specreg.vllm.attention import AttentionError
+    from specreg.vllm.gpu_plan import serve_fit
 
     v2 = "VLLM_USE_V2_MODEL_RUNNER" in spec.serve_env or os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "") in ("1", "true")
     try:

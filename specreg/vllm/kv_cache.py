@@ -43,7 +43,7 @@ import attrs
 from packaging.version import Version
 
 from specreg import facts
-from specreg.vllm.attention import head_size
+from specreg.vllm.gpu_plan import head_size
 from specreg.vllm.deployment import minor_release
 from specreg.vllm.fact_files import read_all
 
@@ -226,7 +226,7 @@ def verifier_kv_layers(groups: Iterable[Any], *, kv_heads: int | None, head_size
                        latent: int | None, tp: int, dtype_bytes: int, states: Iterable[int] = ()) -> list[KvLayer]:
     """The verifier's attention layers as its vLLM class registers them: MLA (one latent per token,
     `latent` wide) where the config has kv_lora_rank, else num_key_value_heads split over the tensor
-    parallel ranks (at least one each); sliding where `groups` (attention.verifier_groups) says.
+    parallel ranks (at least one each); sliding where `groups` (gpu_plan.verifier_groups) says.
     `states`: its Mamba-type layers, whose page vLLM pads to its attention layers' page."""
     out = []
     if kv_heads and head_size and not latent:

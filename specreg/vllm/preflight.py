@@ -26,8 +26,8 @@ from specreg.normalization.capabilities import (AUX_CAPTURE_ARCHITECTURES, AUX_C
                                                 short, since)
 from specreg.errors import ConfigError, Problem, SpecregError, show_value
 from specreg.normalization.speculator import Finding, thaw
-from specreg.vllm.attention import (AttentionError, GpuReport, VerifierGroup, config_dtype, gpu_check, gpu_label,
-                                    head_size, verifier_groups)
+from specreg.vllm.attention import AttentionError, gpu_label
+from specreg.vllm.gpu_plan import GpuReport, VerifierGroup, config_dtype, gpu_check, head_size, verifier_groups
 from specreg.vllm.deployment import (deployment_findings, hybrid_kv_findings, quant_method, quant_name_findings,
                                      quantization_gpu_findings)
 from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, state_layers, verifier_kv_layers
@@ -56,7 +56,7 @@ class VerifierFacts:
     max_position_embeddings: int | None = None
     quantization: str | None = None  # quantization_config's quant_method
     attention_chunk_size: int | None = None  # chunked local attention (Llama 4)
-    layers: tuple[VerifierGroup, ...] = ()  # its layers by sliding window and sinks (attention.verifier_groups)
+    layers: tuple[VerifierGroup, ...] = ()  # its layers by sliding window and sinks (gpu_plan.verifier_groups)
     kv_heads: int | None = None  # num_key_value_heads, else num_attention_heads
     sliding_window: int | None = None
     mla_latent: int | None = None  # kv_lora_rank + qk_rope_head_dim (MLA); None: not MLA
@@ -519,7 +519,7 @@ def preflight(
     attention_backend: str | None = None,
 ) -> "Speculator":
     """`spec` with the pre-flight findings added and `checks` set (verifier facts, weights summary, and
-    with `gpu` the attention backends vLLM picks there: specreg.vllm.attention.gpu_check)."""
+    with `gpu` the attention backends vLLM picks there: specreg.vllm.gpu_plan.gpu_check)."""
     source = spec.origin.source if spec.origin else None
     facts = None
     found: list[Finding] = []
