@@ -712,7 +712,7 @@ def readers():
     from specreg.entries.lookup import read_catalog
     from specreg.sources.files import read_source
     from specreg.verify.report import _results
-    from specreg.vllm.materialize import _local_weights
+    from specreg.vllm.draft_weights import _local_weights
     from weights import safetensors_bytes, tensors
 
     config = json.dumps(fixture_config("dflash")).encode()

@@ -295,7 +295,7 @@ def _one_whole_draft(directory):
     written = json.loads((directory / "config.json").read_text())
     assert written["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
     # config.json and specreg.json from one writer: the config is the one the manifest's source plans
-    from specreg.vllm.materialize import plain_path_config
+    from specreg.vllm.vllm_config import plain_path_config
 
     assert written == json.loads(json.dumps(plain_path_config(specreg.load(manifest["source"]["path"]))[0]))
     assert manifest["speculative_config"]["num_speculative_tokens"] == source_config["block_size"] - 1

@@ -110,7 +110,7 @@ def _servable(spec, args: argparse.Namespace) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from specreg.vllm.materialize import default_directory, same_draft
+    from specreg.vllm.manifest import default_directory, same_draft
 
     given = _given_flags(list(args.vllm_args))  # bad flags are refused before anything is read
     spec = load_draft(args)

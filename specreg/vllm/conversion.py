@@ -18,7 +18,8 @@ import attrs
 from specreg.sources import native
 from specreg.errors import SpecregError
 from specreg.sources.files import MANIFEST
-from specreg.vllm.materialize import check_weight_mode, refuse_source_as_target, weight_sources, write_locked
+from specreg.vllm.draft_weights import check_weight_mode, weight_sources
+from specreg.vllm.materialize import refuse_source_as_target, write_locked
 from specreg.normalization.speculator import Speculator, thaw
 
 
@@ -62,7 +63,7 @@ def write_twin(
                            source=str(source))
     name = converted.config["speculators_config"]["verifier"]["name_or_path"]
     if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
-        from specreg.vllm.preflight import verifier_facts
+        from specreg.vllm.verifier_check import verifier_facts
 
         converted.config["speculators_config"]["verifier"]["architectures"] = list(
             verifier_facts(name, source=name).architectures)

@@ -165,7 +165,7 @@ def test_plain_path_class_names_are_the_same_vllm_class(version):
     import zipfile
 
     from conformance.vllm_mapping import wheel
-    from specreg.vllm.materialize import PLAIN_PATH_ARCHITECTURES
+    from specreg.vllm.vllm_config import PLAIN_PATH_ARCHITECTURES
 
     with zipfile.ZipFile(wheel(version)) as z:
         text = z.read("vllm/model_executor/models/registry.py").decode()

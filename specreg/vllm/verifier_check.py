@@ -1,0 +1,219 @@
+"""The draft against its verifier: the verifier's config.json read into `VerifierFacts` (its
+`text_config` for multimodal verifiers; never its weights), and the findings it gives: layers,
+hidden size, vocabulary, mask token, aux-layer capture, tensor parallelism, and the KV cache of the
+two as served."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import attrs
+
+from specreg.errors import ConfigError
+from specreg.normalization.capabilities import (AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, RULES, parse_version,
+                                                short, since)
+from specreg.normalization.speculator import Finding
+from specreg.sources import hub
+from specreg.vllm.deployment import quant_method
+from specreg.vllm.gpu_plan import VerifierGroup, config_dtype, head_size, verifier_groups
+from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, state_layers, verifier_kv_layers
+from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
+
+if TYPE_CHECKING:
+    from specreg.normalization.speculator import Speculator
+
+@attrs.frozen
+class VerifierFacts:
+    id: str
+    architectures: tuple[str, ...]
+    num_hidden_layers: int | None
+    hidden_size: int | None
+    vocab_size: int | None
+    text_config: bool
+    head_size: int | None = None  # head_dim, else hidden_size // num_attention_heads (vLLM's rule)
+    dtype: str | None = None
+    max_position_embeddings: int | None = None
+    quantization: str | None = None  # quantization_config's quant_method
+    attention_chunk_size: int | None = None  # chunked local attention (Llama 4)
+    layers: tuple[VerifierGroup, ...] = ()  # its layers by sliding window and sinks (gpu_plan.verifier_groups)
+    kv_heads: int | None = None  # num_key_value_heads, else num_attention_heads
+    sliding_window: int | None = None
+    mla_latent: int | None = None  # kv_lora_rank + qk_rope_head_dim (MLA); None: not MLA
+    state_layers: tuple[int, ...] = ()  # Mamba-type layers (kv_cache.STATE_LAYER_TYPES in layer_types)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def int_value(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def positive_int(value: Any) -> int | None:
+    return value if int_value(value) is not None and value > 0 else None
+
+
+def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> VerifierFacts:
+    """The verifier's config.json (a Hub id, a local directory or a config file): what the checks need.
+
+    hub_only: the name came from a Hub config (someone else's file), so it may only name a Hub repo:
+    a remote config never makes specreg read a local path (`/dev/stdin`, `/etc/...`)."""
+    from specreg.sources.files import read_config
+
+    from specreg.sources.files import is_repo_id
+
+    if hub_only and not is_repo_id(verifier):
+        raise ConfigError(f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "
+                          "reads no local path a remote file names. Pass the verifier yourself (--verifier)",
+                          "$.speculators_config.verifier.name_or_path", source=source)
+    local = Path(verifier).expanduser()
+    if not hub_only and not local.exists() and verifier.startswith((".", "/", "~")):
+        raise ConfigError("no such file or directory", "verifier", source=verifier)
+    if not hub_only and local.exists():
+        path = local / hub.CONFIG_NAME if local.is_dir() else local
+        config, _ = read_config(path, source=str(path))
+    else:
+        fetched = hub.fetch_config(verifier, None, source=verifier)
+        config, _ = read_config(fetched.path, source=f"{verifier}/{hub.CONFIG_NAME}")
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
+    body = text or config
+    archs = config.get("architectures")
+    names = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
+    return VerifierFacts(
+        id=verifier,
+        architectures=names,
+        num_hidden_layers=int_value(body.get("num_hidden_layers")),
+        hidden_size=int_value(body.get("hidden_size")),
+        vocab_size=int_value(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
+        text_config=text is not None,
+        head_size=head_size(body),
+        dtype=config_dtype(body, config),
+        max_position_embeddings=int_value(body.get("max_position_embeddings")),
+        quantization=quant_method(config) or quant_method(body),
+        attention_chunk_size=int_value(body.get("attention_chunk_size")),
+        layers=verifier_groups(body, names),
+        kv_heads=int_value(body.get("num_key_value_heads")) or int_value(body.get("num_attention_heads")),
+        sliding_window=int_value(body.get("sliding_window")),
+        mla_latent=mla_latent(body),
+        state_layers=state_layers(body),
+    )
+
+
+def aux_ids(draft: Mapping[str, Any]) -> list[int] | None:
+    """Aux layer ids in the speculators convention (the hidden state entering layer i)."""
+    ids = draft.get("eagle_aux_hidden_state_layer_ids")
+    if ids is None and draft.get("target_layer_ids") is not None:
+        ids = [t + 1 for t in draft["target_layer_ids"]]
+    return list(ids) if ids is not None else None
+
+
+def _mask_token(spec: "Speculator") -> tuple[int | None, str]:
+    d = spec.draft_config
+    if isinstance(d.get("dflash_config"), Mapping) and d["dflash_config"].get("mask_token_id") is not None:
+        return d["dflash_config"]["mask_token_id"], "draft_config.dflash_config.mask_token_id"
+    for key in ("mask_token_id", "pard_token"):
+        if d.get(key) is not None:
+            return d[key], f"draft_config.{key}"
+    return None, ""
+
+
+def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parallel_size: int | None = None,
+                   draft_tensor_parallel_size: int | None = None) -> list[Finding]:
+    """The draft against its verifier's config: layers, hidden size, vocabulary, mask token,
+    aux capture support, draft tensor parallelism."""
+    d, out = spec.draft_config, []
+    version = parse_version(spec.vllm_version)
+    L, H, V = facts.num_hidden_layers, facts.hidden_size, facts.vocab_size
+    ids = aux_ids(d)
+    if ids is not None and L is not None:
+        through_last = since("aux_capture_through_last_layer", version)
+        top = L if through_last else L - 1
+        bad = [i for i in ids if not 0 <= i <= top]
+        if bad:
+            rule = ("ids count the hidden state entering layer i; vLLM >= "
+                    f"{short(RULES['aux_capture_through_last_layer'])} also captures the last layer's output as id L"
+                    if through_last else
+                    f"ids count the hidden state entering layer i, and vLLM {short(version)} captures "
+                    "only before each layer")
+            out.append(Finding.of(
+                "verifier-layer-out-of-range",
+                f"aux layer ids {bad} are outside {facts.id}'s {L} layers (valid 0..{top}: {rule})",
+                "draft_config.eagle_aux_hidden_state_layer_ids",
+                fix="train against (or name) the verifier this draft was trained with; the ids must come from it",
+            ))
+    target_hidden = d.get("target_hidden_size") or d.get("hidden_size")
+    if H is not None and target_hidden is not None and target_hidden != H:
+        out.append(Finding.of(
+            "verifier-hidden-size-mismatch",
+            f"the draft expects target hidden size {target_hidden}; {facts.id} has {H}",
+            "draft_config.target_hidden_size",
+            fix="pair the draft with the verifier it was trained on (or set target_hidden_size if the config omits it)",
+        ))
+    dv = d.get("draft_vocab_size")
+    if V is not None and isinstance(dv, int):
+        if dv > V:
+            out.append(Finding.of(
+                "verifier-vocab-too-small",
+                f"draft_vocab_size {dv} is larger than {facts.id}'s vocabulary ({V})",
+                "draft_config.draft_vocab_size",
+                fix="the draft was trained for another tokenizer: use its own verifier",
+            ))
+        elif dv < V:
+            out.append(Finding.of(
+                "draft-vocab-reduced",
+                f"draft_vocab_size {dv} < the verifier's {V}: the weights must carry d2t (and t2d)",
+                "draft_config.draft_vocab_size",
+            ))
+    ev = d.get("vocab_size")
+    if V is not None and isinstance(ev, int) and ev != V:
+        out.append(Finding.of(
+            "verifier-vocab-mismatch",
+            f"the draft's embedding vocabulary is {ev}; {facts.id}'s is {V}",
+            "draft_config.vocab_size",
+            fix="the draft embeds the verifier's tokens: check that this is the verifier it was trained with",
+        ))
+    mask, mask_at = _mask_token(spec)
+    if V is not None and isinstance(mask, int) and not 0 <= mask < V:
+        out.append(Finding.of(
+            "mask-token-out-of-vocab",
+            f"mask token id {mask} is outside {facts.id}'s vocabulary (0..{V - 1})",
+            mask_at,
+            fix="use the mask token id the draft was trained with, from the verifier's tokenizer",
+        ))
+    if facts.architectures and short(version) == short(AUX_CAPTURE_VERSION):
+        if not any(a in AUX_CAPTURE_ARCHITECTURES for a in facts.architectures):
+            out.append(Finding.of(
+                "verifier-no-aux-capture",
+                f"vLLM {short(AUX_CAPTURE_VERSION)} cannot capture aux hidden states from "
+                f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
+                None,
+                fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
+            ))
+    if draft_tensor_parallel_size is not None:
+        tp = tensor_parallel_size or 1
+        if draft_tensor_parallel_size not in (1, tp):
+            out.append(Finding.of(
+                "draft-tp-invalid",
+                f"draft tensor parallel size {draft_tensor_parallel_size} is neither 1 nor the target's ({tp})",
+                None,
+                fix=f"use draft_tensor_parallel_size 1 or {tp}",
+            ))
+    return out
+
+
+def kv_cache_check(spec: "Speculator", facts: VerifierFacts, tp: int | None, draft_tp: int | None,
+                       kv_cache_dtype: str, dtype: str | None, hybrid: bool) -> list[Finding]:
+    """kv_cache.kv_cache_findings for the verifier and the draft as served: their layers over the
+    ranks, the KV-cache dtype's width, the hybrid KV-cache manager on or off; a Mamba-hybrid
+    verifier's state layers with them. A verifier with chunked local attention is left out: which of its layers are chunked is its class's, not modelled (with
+    the manager off, which an Eagle drafter turns off for it, its chunked and full layers are all
+    allocated as full attention)."""
+    if facts.attention_chunk_size is not None:
+        return []
+    width = kv_dtype_bytes(kv_cache_dtype, dtype or facts.dtype)
+    verifier = verifier_kv_layers(facts.layers, kv_heads=facts.kv_heads, head_size=facts.head_size,
+                                  window=facts.sliding_window, latent=facts.mla_latent, tp=tp or 1, dtype_bytes=width,
+                                  states=facts.state_layers)
+    draft = draft_kv_layers(spec, tp=draft_tp or tp or 1, dtype_bytes=width)
+    return kv_cache_findings(spec, verifier, draft, hybrid=hybrid)
