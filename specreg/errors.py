@@ -80,7 +80,12 @@ class RegistryError(SpecregError):
 
 
 class HubError(SpecregError):
-    """The Hugging Face Hub (or the endpoint named by HF_ENDPOINT) could not give us the file.
+    """The Hugging Face Hub (or the endpoint named by HF_ENDPOINT) did not give us the file.
+
+    Every Hub failure is one: its kinds say which. Raised as itself, the Hub answered and failed
+    (HTTP 429/5xx, after retries) or answered something refused (a file over the size cap, an ETag
+    that is a path); RepoNotFoundError, GatedRepoError, RevisionNotFoundError and
+    FileNotFoundOnHubError are its refusals; OfflineError is every case where no answer came.
 
     ``transient``: a failure worth retrying (HTTP 408/429/5xx, a dropped connection, a timeout).
     """
@@ -110,7 +115,10 @@ class FileNotFoundOnHubError(HubError):
 
 
 class OfflineError(HubError):
-    """Offline mode (HF_HUB_OFFLINE) or no connection, and the file is not in the cache."""
+    """The Hub could not be reached, and no cached copy could stand in: offline mode (HF_HUB_OFFLINE)
+    with the file not in the cache, or no connection after specreg's retries: refused, reset or cut
+    mid-answer, a name that does not resolve, a timeout, no complete answer within
+    SPECREG_HUB_DEADLINE."""
 
 
 #: the bidirectional overrides, which reorder what a terminal shows

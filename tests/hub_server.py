@@ -80,7 +80,9 @@ class FakeHub:
         ("cut", n): announce the whole body, send n bytes, drop the connection; ("slow", s): wait s
         seconds, then answer normally; ("drip", s): send the body one byte every s seconds;
         ("flood", n): answer a GET with an n-byte body whatever the file is (a HEAD stays truthful);
-        "forever:<status>" or "forever:cut:<n>": that, for every such request until `faults` is cleared."""
+        "hangup": send the status line and one header, then close the connection (HEAD or GET);
+        "forever:<status>", "forever:cut:<n>" or "forever:hangup": that, for every such request until
+        `faults` is cleared."""
         with self._lock:
             for action in actions:
                 self.faults.append([suffix, method, action])
@@ -130,8 +132,18 @@ class FakeHub:
             fault = ("cut", int(fault.rsplit(":", 1)[1]))
         elif isinstance(fault, str) and fault.startswith("forever:slow:"):
             fault = ("slow", float(fault.rsplit(":", 1)[1]))
+        elif fault == "forever:hangup":
+            fault = "hangup"
         elif isinstance(fault, str) and fault.startswith("forever:"):
             fault = int(fault.split(":", 1)[1])
+        if fault == "hangup":
+            import socket
+
+            h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n")
+            h.wfile.flush()
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+            return
         if isinstance(fault, int):
             return self._error(h, fault, "Fault", body)
         if isinstance(fault, tuple) and fault[0] == "slow":

@@ -4,6 +4,11 @@
 draft directory with its weights. huggingface_hub's cache, revisions and tokens are used as they are; the environment (HF_ENDPOINT, HF_HUB_OFFLINE, HF_HUB_CACHE, HF_HOME,
 HF_TOKEN) is read at call time, so a process may change it between calls. A commit-hash revision
 already in the cache is answered from disk without any request.
+
+Errors (specreg/errors.py): OfflineError when no answer came (offline mode, a refused, reset or cut
+connection, a timeout), after specreg's retries; HubError itself when the Hub answered and failed or
+answered something refused; its other kinds for the Hub's refusals (no repository, gated, no
+revision, no file).
 """
 
 from __future__ import annotations
@@ -120,8 +125,8 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
                 raise errors.HubError(f"{what} streamed {grown} bytes, over the {max_bytes}-byte limit for a config "
                                       "file (whatever its headers said): stopped", source=source)
         if worker.is_alive() and time.monotonic() > end:
-            raise errors.HubError(f"{what}: no complete answer within {limit:g} s (SPECREG_HUB_DEADLINE): gave up",
-                                  source=source, transient=True, cache_fallback=True)
+            raise errors.OfflineError(f"{what}: no complete answer within {limit:g} s (SPECREG_HUB_DEADLINE): gave up",
+                                      source=source, transient=True, cache_fallback=True)
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]
@@ -206,7 +211,7 @@ def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: in
             if attempt < retries:
                 time.sleep(backoff * 2**attempt)
     tries = f"tried {attempt + 1} time{'s' * (attempt > 0)}" + (", each retried by huggingface_hub" if not failure.transient else "")
-    raise errors.HubError(f"{failure.message} ({tries})", source=source, transient=True)
+    raise type(failure)(f"{failure.message} ({tries})", source=source, transient=True)
 
 
 def _cached(repo_id: str, filename: str, revision: str | None) -> Path | None:
@@ -359,8 +364,8 @@ def fetch_file(
     return _inside_cache(Path(path), repo_id, filename, source)
 
 
-def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.HubError | None":
-    """A transient HubError (a cached copy may stand in) for a connection failure (they come from the
+def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.OfflineError | None":
+    """A transient OfflineError (a cached copy may stand in) for a connection failure (they come from the
     HTTP client, httpx, or the OS), or None when `exc` is something else."""
     if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
         return None
@@ -368,7 +373,7 @@ def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.H
            else f"the connection failed ({type(exc).__name__})")
     if source and what.endswith(f" of {source}"):  # the line starts with the source: name it once
         what = what[: -len(f" of {source}")]
-    return errors.HubError(f"could not fetch {what}: {how}", source=source, transient=True)
+    return errors.OfflineError(f"could not fetch {what}: {how}", source=source, transient=True)
 
 
 def probe(what: str, *, source: str) -> None:
@@ -397,4 +402,5 @@ def probe(what: str, *, source: str) -> None:
             time.sleep(backoff * 2**attempt)
     said = _connection_failure(failure, what, source) if failure is not None else None
     message = said.message if said is not None else f"could not fetch {what}: timed out"
-    raise errors.HubError(f"{message} (tried {attempt + 1} time{'s' * (attempt > 0)})", source=source, transient=True)
+    raise errors.OfflineError(f"{message} (tried {attempt + 1} time{'s' * (attempt > 0)})", source=source,
+                              transient=True)

@@ -1,0 +1,73 @@
+"""Which Hub error a user meets (specreg/errors.py), against the loopback Hub: `OfflineError` for every
+case where no answer came from the Hub (offline mode, a refused connection, a server that hangs up
+or cuts the body, no complete answer in time), `HubError` itself when the Hub answered and failed."""
+
+import huggingface_hub.constants  # noqa: F401 - imported at collection: it reads HF_HUB_OFFLINE once, then
+import pytest
+
+import specreg
+from conftest import DATA
+from test_reliability import no_resume_pause  # noqa: F401 - a fixture: huggingface_hub's resume pauses skipped
+
+REPO = "org/draft"
+CONFIG = (DATA / "speculators" / "dflash.json").read_bytes()
+
+
+def test_offline_mode_with_nothing_cached_is_an_offline_error(hub, monkeypatch):
+    hub.add(REPO, {"config.json": CONFIG})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError) as info:
+        specreg.load(REPO)
+    assert str(info.value).startswith(f"{REPO}: config.json is not in the Hugging Face cache and offline mode is on")
+    assert hub.count() == 0
+
+
+def test_a_refused_connection_is_an_offline_error(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens on loopback
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(specreg.OfflineError) as info:
+        specreg.load(REPO)
+    assert str(info.value) == f"{REPO}: could not fetch config.json: the connection failed (ConnectError) (tried 3 times)"
+
+
+def test_a_server_that_hangs_up_mid_answer_is_an_offline_error(hub):
+    hub.add(REPO, {"config.json": CONFIG})
+    hub.fault("config.json", "forever:hangup")
+    with pytest.raises(specreg.OfflineError) as info:
+        specreg.load(REPO)
+    assert str(info.value) == (f"{REPO}: could not fetch config.json: the connection failed (RemoteProtocolError) "
+                               "(tried 3 times)")
+    assert hub.count() == 3  # specreg's three tries, each one request
+
+
+def test_a_body_cut_every_time_is_an_offline_error(hub, monkeypatch, no_resume_pause):  # noqa: F811
+    monkeypatch.setenv("SPECREG_HUB_RETRIES", "0")
+    hub.add(REPO, {"config.json": CONFIG})
+    hub.fault("config.json", "forever:cut:100", method="GET")
+    with pytest.raises(specreg.OfflineError, match="could not fetch config.json: the connection failed"):
+        specreg.load(REPO)
+
+
+def test_no_complete_answer_within_the_deadline_is_an_offline_error(hub, monkeypatch):
+    monkeypatch.setenv("SPECREG_HUB_DEADLINE", "0.5")
+    hub.add(REPO, {"config.json": CONFIG})
+    hub.fault("config.json", "forever:slow:5")
+    with pytest.raises(specreg.OfflineError) as info:
+        specreg.load(REPO)
+    assert str(info.value) == (f"{REPO}: config.json of {REPO}: no complete answer within 0.5 s "
+                               "(SPECREG_HUB_DEADLINE): gave up")
+
+
+@pytest.mark.parametrize("files, fault, kind, says", [
+    ({"config.json": CONFIG}, "forever:503", specreg.HubError,
+     "the Hub answered HTTP 503 for config.json of org/draft (tried 3 times)"),
+    ({"README.md": b"# no config"}, None, specreg.FileNotFoundOnHubError, "the repository org/draft has no config.json"),
+])
+def test_an_answer_from_the_hub_is_never_an_offline_error(hub, files, fault, kind, says):
+    hub.add(REPO, files)
+    if fault:
+        hub.fault("config.json", fault)
+    with pytest.raises(kind) as info:
+        specreg.load(REPO)
+    assert not isinstance(info.value, specreg.OfflineError)
+    assert str(info.value) == f"{REPO}: {says}"
