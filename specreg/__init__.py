@@ -41,6 +41,7 @@ _LAZY = {
     "algorithms": "specreg.normalization.algorithms",
     "catalog": "specreg.entries",
     "convert": "specreg.api",
+    "sglang_plan": "specreg.sglang.plan",
     "Speculator": "specreg.normalization.speculator",
     "Finding": "specreg.normalization.speculator",
     "Provenance": "specreg.normalization.speculator",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the stages, earliest first; a module may import its own stage and earlier ones
-STAGES = ("base", "sources", "normalization", "entries", "vllm", "api", "verify", "cli", "facade")
+STAGES = ("base", "sources", "normalization", "entries", "vllm", "api", "sglang", "verify", "cli", "facade")
 BASE = {"specreg.errors", "specreg.atomic", "specreg.dirwrite", "specreg.version", "specreg.facts"}
 FACADE = {"specreg", "specreg.__main__", "specreg.docs", "specreg.facts.__main__", "specreg.facts.diff",
           "specreg.facts.refresh"}

@@ -537,6 +537,24 @@ CODES: dict[str, Code] = {
             "a trainer default was applied",
             "A missing field was filled with the trainer's default; the provenance says which.",
         ),
+        # -- SGLang, the second engine (specreg.sglang) ------------------------------------------
+        Code(
+            "sglang-unservable",
+            "error",
+            "SGLang cannot serve the draft as trained",
+            "The SGLang release specreg targets has no way to serve this draft as it was trained (no class "
+            "for the algorithm, a training setting its draft class never reads, a mask its config cannot "
+            "express, a head it replaces with the target's); the message says which, in SGLang's terms.",
+        ),
+        Code(
+            "sglang-served-differently",
+            "warning",
+            "SGLang would serve the unmodified file differently",
+            "Given the unmodified config.json, SGLang would refuse it or serve it with other capture layers, "
+            "masks, block or draft length than the draft was trained with. The directory `specreg materialize "
+            "DRAFT DIR --engine sglang` writes, with the flags `specreg serve DRAFT --engine sglang` prints, "
+            "serves it as trained.",
+        ),
     ]
 }
 

@@ -1,0 +1,80 @@
+"""The SGLang-ready draft directory: the exported config.json, the draft's weights (linked, copied or
+left out) and a signed specreg.json, written as one write as the vLLM directory is
+(`specreg.vllm.materialize.write_locked`, through specreg/dirwrite.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import attrs
+
+from specreg.errors import SpecregError
+from specreg.sources.files import MANIFEST
+from specreg.vllm import materialize as vllm_dir
+
+if TYPE_CHECKING:
+    from specreg.sglang.export import SGLangPlan
+
+
+@attrs.frozen
+class Written:
+    """An SGLang-ready directory and what it holds."""
+
+    directory: Path
+    plan: "SGLangPlan"
+    files: tuple[str, ...]
+    weights: str
+
+    def argv(self, *, verifier: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
+        return self.plan.argv(str(self.directory), verifier=verifier, extra=extra)
+
+
+def materialize(plan: "SGLangPlan", directory: str | os.PathLike[str], *, weights: str = "link", force: bool = False,
+                progress: Callable[[str], None] | None = None) -> Written:
+    """Write `plan` as an SGLang-ready directory; refused (nothing written) when SGLang cannot serve it as trained."""
+    spec = plan.speculator
+    vllm_dir.check_weight_mode(weights)
+    source = spec.origin.source if spec.origin else None
+    if not plan.servable:
+        raise SpecregError(f"not servable as trained by SGLang {plan.sglang_version} "
+                           f"({', '.join(sorted({f.code for f in plan.errors}))}); nothing was written", source=source)
+    say = progress or (lambda _msg: None)
+    target = Path(directory).expanduser().absolute()
+    vllm_dir.refuse_source_as_target(spec, target)
+    sources = vllm_dir.weight_sources(spec, weights, say)
+    manifest = {
+        "written_by": "specreg",
+        "engine": "sglang",
+        "sglang_version": plan.sglang_version,
+        "source": spec.origin.to_dict() if spec.origin else None,
+        "algorithm": plan.algorithm,
+        "verifier": plan.verifier,
+        "flags": list(plan.flags),
+        "weights": weights,
+        "files": ["config.json", *sources, MANIFEST],
+        "findings": [f.to_dict() for f in plan.findings],
+    }
+    vllm_dir.write_locked(target, force, plan.config_dict(), sources, weights, manifest, say)
+    return Written(directory=target, plan=plan, files=tuple(manifest["files"]), weights=weights)
+
+
+def default_directory(plan: "SGLangPlan") -> Path:
+    """Where `specreg serve --engine sglang` writes a draft: one directory per source, content and SGLang release."""
+    origin = plan.speculator.origin
+    name = (origin.repo_id or Path(origin.path).parent.name or "draft") if origin else "draft"
+    digest = (origin.sha256 or "")[:16] if origin else ""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "--", name)
+    return vllm_dir.cache_root() / "drafts" / f"{safe}-{digest}-sglang{plan.sglang_version}"
+
+
+def same_draft(directory: str | os.PathLike[str], plan: "SGLangPlan") -> bool:
+    """Whether `directory` holds what specreg wrote for SGLang from this same source content and release."""
+    manifest = vllm_dir.trusted_manifest(Path(directory).expanduser()) or {}
+    source = manifest.get("source")
+    origin = plan.speculator.origin
+    return (isinstance(source, dict) and origin is not None and bool(origin.sha256)
+            and source.get("sha256") == origin.sha256 and manifest.get("engine") == "sglang"
+            and manifest.get("sglang_version") == plan.sglang_version and manifest.get("written_by") == "specreg")
