@@ -54,12 +54,12 @@ def test_offline_without_cache_is_a_clear_error(hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(specreg.OfflineError) as info:
         specreg.load(REPO)
-    # the id once; and, as it is a catalog id, what the catalog knows and how to go on without the Hub
+    # it may be a local directory too; as it is a catalog id, what the catalog knows and how to go on without the Hub
     assert str(info.value).startswith(
-        f"{REPO}: config.json is not in the Hugging Face cache and offline mode is on (HF_HUB_OFFLINE). "
-        f"{REPO} is in specreg's catalog: a dflash draft for Qwen/Qwen3-8B")
+        f"{REPO}: no local directory {REPO}; as a Hub repository: config.json is not in the Hugging Face cache and "
+        f"offline mode is on (HF_HUB_OFFLINE). {REPO} is in specreg's catalog: a dflash draft for Qwen/Qwen3-8B")
     assert f"`specreg catalog show {REPO}` works offline" in str(info.value) and "specreg show DIR" in str(info.value)
-    assert str(info.value).count(REPO) == 4  # the source, the entry, the two commands
+    assert str(info.value).count(REPO) == 5  # the source, no such directory, the entry, the two commands
     assert hub.count() == 0
 
 
@@ -86,6 +86,42 @@ def test_an_unreachable_hub_for_a_catalog_id_says_what_the_catalog_knows(tmp_pat
 def test_a_missing_repo_is_a_clear_error(hub):
     with pytest.raises(specreg.RepoNotFoundError, match="no repository nobody/nothing on the Hub"):
         specreg.load("nobody/nothing")
+
+
+def test_a_mistyped_local_directory_says_it_is_neither_here_nor_on_the_hub(hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "drafts" / "q8").mkdir(parents=True)
+    with pytest.raises(specreg.RepoNotFoundError) as info:
+        specreg.load("drafts/q9")
+    assert str(info.value) == ("drafts/q9: no local directory drafts/q9, and no repository drafts/q9 on the Hub "
+                               "(or it is private and no valid token was sent)")
+
+
+def test_a_mistyped_local_directory_offline_says_it_is_not_here(hub, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError) as info:
+        specreg.load("drafts/q9")
+    assert str(info.value) == ("drafts/q9: no local directory drafts/q9; as a Hub repository: config.json is not in "
+                               "the Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)")
+    assert hub.count() == 0
+
+
+def test_a_mistyped_local_directory_with_no_hub_server_is_one_line_saying_it_is_not_here(tmp_path):
+    from conftest import run_specreg
+
+    done = run_specreg("show", "drafts/q9", cwd=tmp_path,
+                       env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: drafts/q9: no local directory drafts/q9; as a Hub repository: could "
+                                        "not fetch config.json: the connection failed (ConnectError) (tried 3 times)"]
+
+
+def test_a_source_with_a_revision_names_a_hub_repository_only(hub):
+    with pytest.raises(specreg.RepoNotFoundError) as info:
+        specreg.load("drafts/q9@main")
+    assert str(info.value) == ("drafts/q9@main: no repository drafts/q9 on the Hub (or it is private and no valid "
+                               "token was sent)")
 
 
 def test_a_gated_repo_is_a_clear_error(hub):

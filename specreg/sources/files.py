@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from specreg.errors import ConfigError
+from specreg.errors import ConfigError, HubError, OfflineError, RepoNotFoundError
 from specreg.sources import hub
 
 #: config.json files are a few KiB; anything this large is not one (and is not read whole).
@@ -182,6 +182,15 @@ def _has_bom(path: Path) -> bool:
         return False
 
 
+def _nowhere(text: str, exc: HubError) -> HubError:
+    """A name that is no local path and that the Hub did not find (or could not be asked about): a
+    mistyped local directory (`drafts/q9`) is also a valid repo id, so both answers are given."""
+    said = exc.message if isinstance(exc, RepoNotFoundError) else f"as a Hub repository: {exc.message}"
+    joint = ", and " if isinstance(exc, RepoNotFoundError) else "; "
+    return type(exc)(f"no local directory {text}{joint}{said}", source=exc.source, transient=exc.transient,
+                     cache_fallback=exc.cache_fallback)
+
+
 def read_source(text: str, revision: str | None = None) -> Read:
     """A local directory or config file, or a Hub "org/name[@revision]" (config.json only is fetched)."""
     if not isinstance(text, str) or not text.strip():
@@ -199,7 +208,12 @@ def read_source(text: str, revision: str | None = None) -> Read:
     if text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
         raise ConfigError("no such file or directory", "source", source=text)
     repo_id, rev = split_source(text, revision)
-    fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
+    try:
+        fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
+    except (RepoNotFoundError, OfflineError) as exc:
+        if rev is not None:  # org/name@revision names a Hub repository, never a local path
+            raise
+        raise _nowhere(text, exc) from None
     config, digest = read_config(fetched.path, source=text)
     origin = Origin(source=text, path=str(fetched.path), repo_id=repo_id, revision=rev, commit=fetched.commit,
                     sha256=digest, bom=_has_bom(fetched.path))
