@@ -476,6 +476,45 @@ def test_an_error_body_that_is_not_json_is_quoted_shortened_and_escaped(setup):
     assert error == f"{server.url}/v1/chat/completions: HTTP 502 Bad Gateway: the server said {said}"
 
 
+def test_verify_json_prints_the_result_it_wrote_and_keeps_the_exit_status(setup):
+    reg, rows, out = setup
+    with OpenAIServer(rates=(0.3, 0.1, 0.0)) as server:
+        r = run(*verify_args(server, reg, rows, out, "--json"))
+    assert r.returncode == 1  # regressed, as without --json
+    printed = json.loads(r.stdout)
+    assert printed == json.loads((out / "result.json").read_text())
+    assert printed["verdict"] == "regressed" and printed["statistics"]["acceptance_length"] == pytest.approx(1.4)
+
+
+def test_verify_json_without_out_prints_a_failed_run_too(setup):
+    reg, rows, _out = setup
+    with OpenAIServer() as server:
+        server.fail_status = 400
+        server.fail_message = "The decoder prompt cannot be empty"
+        r = run("verify", "org/draft", "--server", server.url, "--dataset", "gsm8k", "--dataset-file", str(rows),
+                "--num-prompts", "20", "--k", "3", "--registry", str(reg), "--json")
+    assert r.returncode == 5
+    printed = json.loads(r.stdout)
+    assert printed["verdict"] == "error" and printed["statistics"] is None
+    assert printed["error"].endswith("HTTP 400 Bad Request: the server said 'The decoder prompt cannot be empty'")
+
+
+def test_report_json_says_what_it_wrote(setup, tmp_path):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        run(*verify_args(server, reg, rows, out))
+    (out.parent / "broken").mkdir()
+    (out.parent / "broken" / "result.json").write_text("{not json")
+    site, merged = tmp_path / "site", tmp_path / "merged.sqlite"
+    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg), "--history-out", str(merged),
+            "--json")
+    assert r.returncode == 0, r.stderr
+    printed = json.loads(r.stdout)
+    assert printed["index"] == str(site / "index.html") and printed["history_out"] == str(merged)
+    assert len(printed["warnings"]) == 1 and "broken" in printed["warnings"][0]
+    assert r.stderr == ""
+
+
 def test_the_loopback_openai_server_runs_on_its_own():
     """`python tests/openai_server.py` prints its URL and serves; one request is answered."""
     import httpx

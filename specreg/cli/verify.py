@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -87,6 +88,9 @@ def add_verify(sub: Any) -> None:
                    help="add a measured baseline (a passing run, same harness) to the entry in --registry DIR, "
                         "printing the change")
     o.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the shipped one)")
+    o.add_argument("--json", action="store_true",
+                   help="print the result (what result.json holds; with --all, the verdict per entry; with several "
+                        "--k, the sweep) as one JSON object on stdout instead of the text lines")
     n = ver.add_argument_group("nightly")
     n.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
     n.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N (default 1/1)")
@@ -109,6 +113,8 @@ def add_report(sub: Any) -> None:
     rep.add_argument("--out", required=True, metavar="SITE")
     rep.add_argument("--history-out", metavar="DB", help="write the merged history of every history.sqlite under DIR here")
     rep.add_argument("--registry", metavar="DIR")
+    rep.add_argument("--json", action="store_true",
+                     help="print what was written (the index page, the merged history, the warnings) as JSON")
 
 
 def dataset_files(values: list[str] | None) -> tuple[str | None, dict[str, str]]:
@@ -169,7 +175,7 @@ def _verify(args: argparse.Namespace) -> int:
     if missing:
         raise SpecregErrorLine(f"verify needs {', '.join(missing)}: pip install 'specreg[verify]'")
     from specreg.verify.outputs import HISTORY
-    from specreg.verify.run import EXIT, verify
+    from specreg.verify.run import verify
 
     if args.all:
         from specreg.verify import nightly
@@ -195,6 +201,9 @@ def _verify(args: argparse.Namespace) -> int:
         verdicts = nightly.run_all(Path(args.out), shard_spec=args.shard, resume=args.resume, timeout=args.timeout,
                                    extra=passthrough, dataset_files=named, registry=args.registry, progress=progress_line)
         bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error", "invalid")}
+        if args.json:
+            print(json.dumps({"out": args.out, "verdicts": verdicts}, indent=2))
+            return EXIT_FINDINGS if bad else EXIT_OK
         print(f"{len(verdicts)} entries: " + ", ".join(f"{v} {list(verdicts.values()).count(v)}"
                                                         for v in sorted(set(verdicts.values()))))
         return EXIT_FINDINGS if bad else EXIT_OK
@@ -210,6 +219,11 @@ def _verify(args: argparse.Namespace) -> int:
         index = (opts.harness_from or {}).get("baseline_index")
         return _sweep(args, opts, out, history, entry.baselines[index].harness.k if index is not None else None)
     result = verify(args.model, opts, out=out, history=history, progress=progress_line)
+    if args.json:
+        from specreg.verify.outputs import result_text
+
+        print(result_text(result), end="")
+        return _exit_status(result)
     s = result.get("statistics")
     line = f"{args.model}: {result['verdict']}"
     if s:
@@ -232,7 +246,6 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"  not recorded by the baseline (not compared): {', '.join(judgement['not_recorded_by_baseline'])}")
     for other in judgement.get("others", []):
         print(f"  baseline {other['baseline_index']} (same harness): {other['verdict']}")
-    code = EXIT[result["verdict"]]
     update = result.get("baseline_update")
     if update is not None:
         if update.get("written"):
@@ -240,9 +253,19 @@ def _verify(args: argparse.Namespace) -> int:
             print(update["diff"], end="")
         else:
             print(f"  --update-baseline: nothing written: {update['reason']}", file=sys.stderr)
-            code = code or EXIT_BAD_INPUT
     if out:
         print(f"  outputs in {out}")
+    return _exit_status(result)
+
+
+def _exit_status(result: dict[str, Any]) -> int:
+    """The verdict's exit status; a refused --update-baseline makes a passing run exit 2."""
+    from specreg.verify.run import EXIT
+
+    code = EXIT[result["verdict"]]
+    update = result.get("baseline_update")
+    if update is not None and not update.get("written"):
+        return code or EXIT_BAD_INPUT
     return code
 
 
@@ -251,7 +274,6 @@ def _sweep(args: argparse.Namespace, opts: Any, out: Any, history: Any, baseline
     OUT/k-K, and a table of AL, per-position rates and output tokens/s per k. The exit status is the
     run's whose k is the baseline's (the only one its gate applies to), else 0 when every run measured."""
     import attrs
-    import json as _json
 
     from specreg import atomic
     from specreg.verify.run import EXIT, verify
@@ -268,6 +290,16 @@ def _sweep(args: argparse.Namespace, opts: Any, out: Any, history: Any, baseline
                      "per_position": s.get("per_position"), "output_tokens_per_s": s.get("output_tokens_per_s"),
                      "error": result.get("error")})
         codes[k] = EXIT[result["verdict"]]
+    best = max((r for r in rows if r["output_tokens_per_s"]), key=lambda r: r["output_tokens_per_s"], default=None)
+    sweep = json.dumps({"model": args.model, "runs": rows, "best_k": best["k"] if best else None}, indent=2) + "\n"
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.write_bytes(out / "sweep.json", sweep.encode())
+    code = codes[baseline_k] if baseline_k in codes else (
+        max(codes.values()) if any(c >= 2 for c in codes.values()) else EXIT_OK)
+    if args.json:
+        print(sweep, end="")
+        return code
     print(f"{args.model}: k sweep ({', '.join(map(str, args.k))}); a property of this engine, GPU and batch")
     print("  k  AL      tokens/s  per-position")
     for r in rows:
@@ -275,17 +307,9 @@ def _sweep(args: argparse.Namespace, opts: Any, out: Any, history: Any, baseline
         tps = f"{r['output_tokens_per_s']:.1f}" if r["output_tokens_per_s"] is not None else "-"
         pp = " / ".join(f"{p:.3f}" for p in r["per_position"] or []) or (r["error"] or r["verdict"])
         print(f"  {r['k']:<2} {al:<7} {tps:<9} {pp}")
-    best = max((r for r in rows if r["output_tokens_per_s"]), key=lambda r: r["output_tokens_per_s"], default=None)
     if best is not None:
         print(f"  most output tokens/s: k = {best['k']}")
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic.write_bytes(out / "sweep.json", (_json.dumps({"model": args.model, "runs": rows,
-                                                              "best_k": best["k"] if best else None}, indent=2)
-                                                 + "\n").encode())
-    if baseline_k in codes:
-        return codes[baseline_k]
-    return max(codes.values()) if any(c >= 2 for c in codes.values()) else EXIT_OK
+    return code
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -302,6 +326,10 @@ def _report(args: argparse.Namespace) -> int:
     warnings: list[str] = []
     index = build(Path(args.dir), Path(args.out), registry=args.registry,
                   history_out=Path(args.history_out) if args.history_out else None, warnings=warnings)
+    if args.json:
+        print(json.dumps({"index": str(index), "history_out": args.history_out, "warnings": warnings}, indent=2,
+                         ensure_ascii=False))
+        return EXIT_OK
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {index}")

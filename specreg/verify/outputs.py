@@ -21,9 +21,14 @@ HISTORY = "history.sqlite"
 MAX_RESULT_BYTES = 8 * 2**20
 
 
+def result_text(result: dict[str, Any]) -> str:
+    """A result as result.json holds it (and `verify --json` prints it)."""
+    return json.dumps(result, indent=2, default=str) + "\n"
+
+
 def write_result(out: Path, result: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    atomic.write_bytes(out / RESULT, (json.dumps(result, indent=2, default=str) + "\n").encode())
+    atomic.write_bytes(out / RESULT, result_text(result).encode())
 
 
 def metric_rows(s: dict[str, Any]) -> list[tuple[str, str, float]]:
