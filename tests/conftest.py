@@ -38,7 +38,8 @@ def hub(tmp_path, monkeypatch):
 #: native files with no speculators-format twin: causal everywhere, layouts vLLM cannot serve, Eagle-3
 #: layers vLLM's speculators mapping refuses (convert refuses each; tests/test_native.py)
 NO_TWIN = frozenset({"deepspec_dspark_qwen3_8b_causal.json", "specforge_qwen3_8b_domino.json",
-                     "specforge_qwen3_8b_peagle.json", "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json"})
+                     "specforge_qwen3_8b_peagle.json", "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json",
+                     "nemo_jetspec_qwen3_8b.json"})
 
 
 def run_specreg(*args: str, env: dict | None = None, cwd=None, timeout: float = 120):

@@ -40,7 +40,7 @@ def refused(config, **kw):
 
 @pytest.mark.parametrize("name, field", [
     ("MyDSparkDraft", {"dflash_config": {"markov_rank": 8, "mask_token_id": 1, "target_layer_ids": [1]}}),
-    ("OtherDFlashDraftModel", {"dflash_config": {"mask_token_id": 1, "target_layer_ids": [1]}}),
+    ("OtherDFlash2DraftModel", {"dflash_config": {"conv_kernel_size": 2, "mask_token_id": 1, "target_layer_ids": [1]}}),
     ("QwenDraftEagle3", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}}),
 ])
 def test_a_name_that_only_contains_a_layout_name_is_not_that_layout(name, field):
@@ -49,10 +49,90 @@ def test_a_name_that_only_contains_a_layout_name_is_not_that_layout(name, field)
     assert err.path == "$.architectures" and name in err.message and "name no layout" in err.message
 
 
-def test_a_dflash_config_under_another_architecture_is_not_zlab_dflash():
-    # another trainer's draft with its own K/V projections and fusion weights, no fc
-    config = {**zlab(), "architectures": ["KVFusionDraftModel"]}
-    assert "dflash_config is not taken" in refused(config).message
+# -- recognized by structure (issue 40) -------------------------------------------------------------
+
+def test_angelslims_dflash_is_read_by_its_fields_as_zlab_dflash():
+    config = cfg("real/angelslim/qwen3_dflash.json")  # architectures: QwenDFlashDraftModel
+    spec = specreg.normalize(config, vllm="0.33", verifier="Qwen/Qwen3-4B")
+    assert spec.format == "zlab" and spec.servable
+    assert spec.draft_config_dict()["architectures"] == ["DFlashDraftModel"]
+    assert spec.num_speculative_tokens == 15  # block_size - 1, z-lab's anchor rule
+    assert spec.draft_config_dict()["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
+    found = [f for f in spec.findings if f.code == "recognized-by-structure"]
+    assert [(f.severity, f.path) for f in found] == [("warning", "$.architectures")]
+    assert "QwenDFlashDraftModel" in found[0].message
+
+
+def test_a_file_naming_a_listed_class_gets_no_structure_warning():
+    spec = specreg.normalize(zlab(), vllm="0.33", verifier=VERIFIER)
+    assert "recognized-by-structure" not in {f.code for f in spec.findings}
+
+
+def test_angelslims_dflare_look_alike_is_refused_by_name():
+    err = refused(cfg("real/angelslim/qwen3_dflare.json"))
+    assert err.path == "$.architectures" and "k_proj_target" in err.message
+
+
+def test_a_name_no_layout_lists_with_another_layouts_fields_is_still_refused():
+    config = {**zlab(), "architectures": ["KVFusionDraftModel"], "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1]}}
+    assert "name no layout" in refused(config).message
+
+
+def test_recognized_by_structure_still_checks_the_layers():
+    config = {**cfg("real/angelslim/qwen3_dflash.json"), "num_experts": 8}
+    assert "mixture-of-experts" in refused(config).message
+
+
+# -- how a draft was trained, read from the file (issue 40) -------------------------------------------
+
+def test_a_specforge_vp_drafter_is_refused_with_the_reason():
+    spec = specreg.normalize(cfg("real/specforge-history/qwen3-8b-dta.json"), vllm="0.33", verifier="Qwen/Qwen3-8B")
+    found = [f for f in spec.findings if f.code == "trained-key-not-served"]
+    assert [(f.severity, f.path) for f in found] == [("error", "$.dflash_config.training_mode")]
+    assert "_sample_prefix_lengths" in found[0].message and "anchor alone" in found[0].message
+    assert not spec.servable
+    assert "unknown-trained-key" not in {f.code for f in spec.findings}  # prefix_weight_base is known
+
+
+@pytest.mark.parametrize("key", ["training_mode", "loss_type"])
+def test_specforges_other_objectives_are_served(key):
+    config = zlab()
+    config["dflash_config"][key] = "dpace"  # a reweighted loss over the same block
+    spec = specreg.normalize(config, vllm="0.33", verifier=VERIFIER)
+    assert spec.servable and not [f for f in spec.findings if f.code.endswith("trained-key")]
+
+
+def test_loss_type_vp_drafter_is_refused_too():
+    config = zlab()
+    config["dflash_config"]["loss_type"] = "vp_drafter"
+    spec = specreg.normalize(config, vllm="0.33", verifier=VERIFIER)
+    assert [f.path for f in spec.errors] == ["$.dflash_config.loss_type"]
+
+
+def jetspec():
+    return cfg("native/nemo_jetspec_qwen3_8b.json")
+
+
+def test_a_jetspec_draft_is_trained_causal_in_the_block():
+    # the file says is_causal: false (NeMo's DFlash recipe) and dflash_config.causal: true (its JetSpec stamp)
+    spec = specreg.normalize(jetspec(), vllm="0.33", verifier="Qwen/Qwen3-8B")
+    assert [a.causal for a in spec.attention] == [True] * 5
+    assert spec.provenance["attention[0]"].sources == ("$.dflash_config.causal",)
+    assert spec.draft_config_dict()["is_causal"] is True  # vLLM >= 0.28 reads it first
+    assert spec.servable and spec.draft_config_dict()["architectures"] == ["DFlashDraftModel"]
+
+
+def test_a_jetspec_draft_cannot_be_served_causal_by_a_vllm_without_causal_layers():
+    spec = specreg.normalize(jetspec(), vllm="0.22", verifier="Qwen/Qwen3-8B")
+    assert "vllm-unsupported-feature" in {f.code for f in spec.errors}
+
+
+def test_an_older_jetspec_file_without_the_stamp_reads_as_dflash():
+    # JetSpec files written before NeMo stamped dflash_config.causal (71e2dd459) cannot be told apart
+    config = jetspec()
+    del config["dflash_config"]["causal"]
+    spec = specreg.normalize(config, vllm="0.33", verifier="Qwen/Qwen3-8B")
+    assert [a.causal for a in spec.attention] == [False] * 5
 
 
 def test_every_layout_name_is_matched_exactly():
@@ -60,8 +140,9 @@ def test_every_layout_name_is_matched_exactly():
         for name in layout.names:
             assert name.isidentifier()
     assert native.detect({**zlab(), "architectures": ["DFlashDraftModel"]}) == "zlab"
-    with pytest.raises(specreg.ConfigError):
-        native.detect({**zlab(), "architectures": ["dflashdraftmodel"]})
+    # another spelling is no name match: only the fields can make it z-lab DFlash, and the finding says so
+    spec = specreg.normalize({**zlab(), "architectures": ["dflashdraftmodel"]}, vllm="0.33", verifier=VERIFIER)
+    assert "recognized-by-structure" in {f.code for f in spec.findings}
 
 
 # -- structure the vLLM class does not build --------------------------------------------------------
@@ -300,7 +381,10 @@ OUTCOMES = {
     "eagle/vicuna_13B_config.json": "refused not a draft config",
     "eagle/vicuna_33B_config.json": "refused not a draft config",
     "eagle/vicuna_7B_config.json": "refused not a draft config",
+    "angelslim/qwen3_dflare.json": "refused AngelSlim's DFlare draft",
+    "angelslim/qwen3_dflash.json": "served DFlashDraftModel",
     "mvideet-dflash/gto_mtbench_export_step3900.json": "served DFlashDraftModel",
+    "specforge-history/qwen3-8b-dta.json": "error trained-key-not-served",
     "torchspec/ci-qwen3_8_27b_dspark_draft.json": "refused missing: block_size",
     "torchspec/ci-qwen3_8_27b_eagle3_draft.json": "served Eagle3LlamaForCausalLM",
     "torchspec/dflash_draft_config.json": "refused missing: block_size",

@@ -9,7 +9,7 @@ from packaging.version import InvalidVersion, Version
 from specreg.normalization import algorithms
 from specreg.normalization.capabilities import NEWEST_KNOWN, short, target_version
 from specreg.errors import ConfigError, Problem
-from specreg.normalization.fields import COUNT, STR, Fields, type_name
+from specreg.normalization.fields import COUNT, STR, Fields, near_misses, type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
 from specreg.normalization.plan import Context, Envelope, Plan
 from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator, thaw
@@ -273,6 +273,7 @@ def _normalize_speculators(
             plan = _run_algorithm(algo, fields, ctx, source)
             root.done()
             _carry_quantization(config, plan)
+            plan.findings.extend(_unread_fields(config, root.reads | fields.reads, algo.name))
         findings = _envelope_findings(root, algo, ctx) + findings + plan.findings
         if version > NEWEST_KNOWN:
             findings.append(Finding.of(
@@ -324,6 +325,15 @@ def _normalize_speculators(
         )
     except RecursionError:
         raise ConfigError("the config is nested too deeply", "$", source=source) from None
+
+
+def _unread_fields(config: Mapping[str, Any], reads: set[str], algorithm: str) -> list[Finding]:
+    """An info finding for each key no reader read that is a near miss of a missing field (a typo that
+    would otherwise leave the field at its default without a word)."""
+    return [Finding.of("unread-field", f"{key} is not a field {algorithm} reads, and {field} is missing: did you "
+                       f"mean {field}? As written, {field} takes its default and {key} is kept unread", path,
+                       fix=f"rename {key} to {field}")
+            for path, key, field in near_misses(config, reads)]
 
 
 def _carry_quantization(config: Mapping[str, Any], plan: Plan) -> None:

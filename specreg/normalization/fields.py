@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Mapping
 import attrs
 
 from specreg.errors import ConfigError, Problem, show_value
+from specreg.sources.native.keys import NEAR_MISS_CUTOFF
 
 MAX_COUNT = 4096  # draft lengths, block sizes, layer counts: far above any real draft
 MAX_ID = 2**31 - 1  # token ids, vocab sizes, widths: int32, as the kernels index them
@@ -237,6 +238,98 @@ class Fields:
     def copy_data(self) -> dict[str, Any]:
         """A deep copy of this object, for pass-through (the source is never mutated)."""
         return json.loads(json.dumps(self._data))
+
+
+
+#: keys a transformers config holds (PretrainedConfig's, and those of the decoder configs draft layers are
+#: built from: llama, qwen2, qwen3, qwen3_moe, qwen3_next, mistral, mixtral, phi3, gemma2, gemma3_text,
+#: deepseek_v2, deepseek_v3, gpt_oss, glm4_moe, qwen2_moe, minimax, kimi_linear, llama4_text, qwen3_5_text,
+#: qwen3_5_moe_text, lfm2, longcat_flash: their default to_dict() in transformers 5.19.0), and the names
+#: transformers 4 wrote for some of them. A key among them is never taken for a misspelt field.
+HF_CONFIG_KEYS = frozenset({
+    "_name_or_path", "_sliding_window_pattern", "architectures", "attention_bias",
+    "attention_chunk_size", "attention_dropout", "attn_logit_softcapping", "attn_scale",
+    "attn_temperature_tuning", "block_auto_adjust_ff_dim", "block_ffn_dim_multiplier",
+    "block_multiple_of", "block_size", "bos_token_id", "chunk_size_feed_forward", "conv_L_cache",
+    "conv_bias", "decoder_sparse_step", "dtype", "embd_pdrop", "eos_token_id",
+    "expert_ffn_hidden_size", "ffn_hidden_size", "final_logit_softcapping", "first_k_dense_replace",
+    "floor_scale", "full_attn_alpha_factor", "full_attn_beta_factor", "full_attn_idxs", "head_dim",
+    "hidden_act", "hidden_activation", "hidden_size", "id2label", "initializer_range",
+    "interleave_moe_layer_step", "intermediate_size", "intermediate_size_mlp", "is_encoder_decoder",
+    "kv_lora_rank", "label2id", "layer_types", "linear_attn_alpha_factor", "linear_attn_beta_factor",
+    "linear_conv_kernel_dim", "linear_head_dim", "linear_key_head_dim", "linear_num_heads",
+    "linear_num_key_heads", "linear_num_value_heads", "linear_value_head_dim",
+    "max_position_embeddings", "max_window_layers", "mlp_alpha_factor", "mlp_beta_factor", "mlp_bias",
+    "mlp_layer_types", "mlp_only_layers", "model_max_length", "model_type", "moe_intermediate_size",
+    "moe_layers", "moe_renormalize", "moe_topk", "n_group", "n_routed_experts", "n_shared_experts",
+    "no_rope_layer_interval", "no_rope_layers", "norm_eps", "norm_topk_prob", "num_attention_heads",
+    "num_expert_group", "num_experts", "num_experts_per_tok", "num_experts_per_token",
+    "num_hidden_layers", "num_key_value_heads", "num_layers", "num_local_experts",
+    "num_nextn_predict_layers", "num_shared_experts", "original_max_position_embeddings",
+    "output_attentions", "output_hidden_states", "output_router_logits", "pad_token_id",
+    "partial_rotary_factor", "pretraining_tp", "problem_type", "q_lora_rank", "qk_head_dim",
+    "qk_nope_head_dim", "qk_rope_head_dim", "qkv_bias", "query_pre_attn_scalar", "resid_pdrop",
+    "return_dict", "rms_norm_eps", "rope_interleave", "rope_parameters", "routed_scaling_factor",
+    "router_aux_loss_coef", "router_jitter_noise", "shared_expert_intermediate_size", "sliding_window",
+    "swiglu_alpha", "swiglu_limit", "tie_word_embeddings", "topk_group", "topk_method",
+    "transformers_version", "use_bidirectional_attention", "use_cache", "use_qk_norm",
+    "use_sliding_window", "v_head_dim", "vocab_size", "zero_expert_num",
+    "rope_theta", "rope_scaling", "torch_dtype", "quantization_config", "auto_map", "tokenizer_class",
+})
+
+
+def _split(path: str) -> tuple[str, str | int]:
+    """A JSON path's parent and last key ("$.a.b[0]" -> ("$.a.b", 0))."""
+    if path.endswith("]"):
+        parent, _, inner = path[:-1].rpartition("[")
+        return parent, int(inner) if inner.isdigit() else json.loads(inner)
+    parent, _, key = path.rpartition(".")
+    return parent, key
+
+
+def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, str, str]]:
+    """(JSON path, key, field) for each key of `config` that no reader read and that is a near miss of a
+    field read in the same object but missing from it ("sample_from_anchr" for "sample_from_anchor").
+
+    `reads` are `Fields.reads` paths. A key that is a field read anywhere else, or a transformers config
+    key, is never reported; objects nothing read inside are not looked into."""
+    import difflib
+
+    full = {"$" + r if r.startswith("[") else "$." + r for r in reads}
+    inside: set[str] = set()  # every path some read goes through
+    wanted: dict[str, set[str]] = {}  # object path -> the field names read in it
+    for r in full:
+        parent, key = _split(r)
+        if isinstance(key, str):
+            wanted.setdefault(parent, set()).add(key)
+        while parent and parent != "$":
+            inside.add(parent)
+            parent = _split(parent)[0]
+    known = HF_CONFIG_KEYS | {k for names in wanted.values() for k in names}
+    found: list[tuple[str, str, str]] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, child_path(path, i))
+            return
+        if not isinstance(value, Mapping) or (path != "$" and path not in inside):
+            return
+        missing = sorted(wanted.get(path, set()) - set(value))
+        for key, item in value.items():
+            here = child_path(path, key) if isinstance(key, str) else None
+            if here is None or here in full or here in inside:
+                if here is not None:
+                    walk(item, here)
+                continue
+            if key in known:
+                continue
+            match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
+            if match:
+                found.append((here, key, match[0]))
+
+    walk(config, "$")
+    return found
 
 
 

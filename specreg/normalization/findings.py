@@ -40,6 +40,14 @@ class Code:
     severity: str
     title: str
     explains: str
+    #: what to do, carried by every finding of this code whose emitter gives no more specific fix
+    fix: str | None = None
+
+
+#: the one fix for every SERVED_DIFFERENTLY code: give vLLM specreg's draft_config instead of the file
+SERVE_AS_TRAINED = ("serve specreg's draft_config, not the unmodified file: `specreg serve DRAFT`, or "
+                    "`specreg materialize DRAFT DIR` and serve DIR, or install specreg beside vLLM (its "
+                    "plugin gives vLLM the draft_config when it loads the draft)")
 
 
 CODES: dict[str, Code] = {
@@ -56,6 +64,7 @@ CODES: dict[str, Code] = {
             "`dflash_config.causal = not sliding_window_non_causal`, making full-attention DFlash "
             "layers causal; vLLM's DSpark path ignores `sliding_window_non_causal`). specreg's "
             "`draft_config` states the trained mask; serve that, not the unmodified file.",
+            fix=SERVE_AS_TRAINED,
         ),
         Code(
             "served-length-mismatch",
@@ -66,6 +75,7 @@ CODES: dict[str, Code] = {
             f"algorithm, and vLLM {_since('algorithm_dspark')}-{_until('sample_from_anchor_mapped')} always serve DSpark "
             "with a bonus anchor), so the draft "
             "block would be misaligned.",
+            fix=SERVE_AS_TRAINED,
         ),
         Code(
             "served-default-mismatch",
@@ -73,6 +83,7 @@ CODES: dict[str, Code] = {
             "trainer and vLLM defaults differ for a missing field",
             "A field is missing and speculators (the trainer) and vLLM assume different defaults. "
             "specreg applies the trainer's default and writes it explicitly.",
+            fix=SERVE_AS_TRAINED,
         ),
         Code(
             "served-layer-ids-mismatch",
@@ -81,6 +92,7 @@ CODES: dict[str, Code] = {
             "A ModelOpt-style `eagle_config.eagle_aux_hidden_state_layer_ids` counts the output of layer t; "
             "vLLM reads those ids as the hidden state entering layer i, one layer early. specreg's "
             "`draft_config` writes the trained ids (t + 1) at the top level, where vLLM reads them first.",
+            fix=SERVE_AS_TRAINED,
         ),
         Code(
             "top-level-model-type",
@@ -89,6 +101,7 @@ CODES: dict[str, Code] = {
             "vLLM picks its config class from a top-level `model_type` before it looks for "
             "`speculators_config`, so the file is loaded as a plain model and none of the mapping "
             "applies. Remove the key, or serve specreg's `draft_config`.",
+            fix=SERVE_AS_TRAINED,
         ),
         # -- envelope ----------------------------------------------------------------------------
         Code(
@@ -97,6 +110,7 @@ CODES: dict[str, Code] = {
             "no verifier named",
             "`speculators_config.verifier.name_or_path` is missing or null; vLLM's automatic path "
             "needs it. Pass the verifier explicitly (`vllm serve VERIFIER --speculative-config ...`).",
+            fix="name the verifier: `--verifier ORG/NAME` (or `vllm serve VERIFIER --speculative-config ...`)",
         ),
         Code(
             "config-byte-order-mark",
@@ -112,6 +126,7 @@ CODES: dict[str, Code] = {
             "the verifier is a local path",
             "`speculators_config.verifier.name_or_path` is a training-machine path, not a Hub repo id; "
             f"vLLM {_NEWEST} refuses it on its automatic path. Pass the verifier explicitly.",
+            fix="name the verifier: `--verifier ORG/NAME` (or `vllm serve VERIFIER --speculative-config ...`)",
         ),
         Code(
             "proposal-method-not-first",
@@ -119,6 +134,7 @@ CODES: dict[str, Code] = {
             "the default proposal method is not the first one",
             "vLLM takes the first entry of `proposal_methods`; speculators uses the one named by "
             "`default_proposal_method`. specreg uses the default one and says so.",
+            fix=SERVE_AS_TRAINED,
         ),
         Code(
             "auto-map-ignored",
@@ -133,6 +149,7 @@ CODES: dict[str, Code] = {
             "the targeted vLLM version cannot serve this algorithm",
             "The algorithm was added to vLLM's speculators path in a later version than the one "
             "targeted (`--vllm`, or the installed vLLM).",
+            fix="target a vLLM release that serves the algorithm (the message names the first)",
         ),
         Code(
             "composite-model-type",
@@ -194,6 +211,7 @@ CODES: dict[str, Code] = {
             "vLLM serves DFlash-family drafts with both sliding and full-attention layers, and DFlash2's "
             "candidate head, only on its V2 model runner. `specreg serve` sets the variable; "
             "`spec.serve_env`, `llm_kwargs().env` and `materialize --json` carry it.",
+            fix="start vLLM with VLLM_USE_V2_MODEL_RUNNER=1 in its environment (`specreg serve` sets it)",
         ),
         Code(
             "unservable-algorithm",
@@ -469,6 +487,7 @@ CODES: dict[str, Code] = {
             "than the one loaded: the file changed since it was pinned (or the pin is wrong). Its "
             "baselines may not describe this draft. Load the pinned revision, or re-pin the entry "
             "(`specreg catalog pin ID --revision R`) after checking the change.",
+            fix="load the pinned revision (ORG/NAME@REVISION), or re-pin the entry after checking the change: `specreg catalog pin ID --revision R`",
         ),
         Code(
             "catalog-other-revision",
@@ -483,6 +502,7 @@ CODES: dict[str, Code] = {
             "the catalog entry for this repository is malformed",
             "The catalog has a file for this repository that does not pass `specreg catalog check`; it "
             "was not attached. The message lists its problems.",
+            fix="mend the entry until `specreg catalog check` passes",
         ),
         # -- the Hub ------------------------------------------------------------------------------
         Code(
@@ -501,6 +521,17 @@ CODES: dict[str, Code] = {
             "The config was written by another trainer (z-lab DFlash, DeepSpec DSpark, SpecForge / SGLang "
             "/ the EAGLE-3 release) and read through its speculators-format equivalent "
             "(`specreg convert` writes it). Provenance and paths name the native file's fields.",
+        ),
+        Code(
+            "recognized-by-structure",
+            "warning",
+            "a native config read by its fields, not its class name",
+            "The file's `architectures` name a class no layout lists, and its fields are exactly one "
+            "layout's (z-lab DFlash: `dflash_config.target_layer_ids`, `mask_token_id`, `block_size`, no other "
+            "trainer's fields), as trainers that save z-lab's layout under their own class name write it "
+            "(Tencent AngelSlim's `QwenDFlashDraftModel`, NeMo Automodel's `Qwen3DFlashDraftModel`). specreg "
+            "reads it as that layout; the config cannot show the class's modules, and a class that builds "
+            "others under the same fields is another draft (look-alikes specreg knows are refused by name).",
         ),
         Code(
             "native-draft-length-default",
@@ -523,6 +554,7 @@ CODES: dict[str, Code] = {
             "the target vLLM is newer than specreg's rules",
             "The target vLLM version is newer than the newest one specreg's rules were checked against; "
             "the plan uses that newest version's rules, which a newer vLLM may have changed.",
+            fix="upgrade specreg (`pip install -U specreg`) to rules checked against that vLLM",
         ),
         Code(
             "markov-head-off",
@@ -530,6 +562,16 @@ CODES: dict[str, Code] = {
             "a DSpark draft without a Markov head",
             "`markov_rank: 0` means the draft has no Markov logit-bias head (speculators and DeepSpec build "
             "none). vLLM builds a zero-width Markov head for it, which adds nothing to the logits.",
+        ),
+        Code(
+            "unread-field",
+            "info",
+            "a key no reader read is a near miss of a missing field",
+            "specreg records every field it reads. A key of the config that nothing read, and that is a near miss "
+            "(difflib's ratio >= 0.8) of a field the algorithm or the envelope reads in the same object and "
+            "that is missing, is probably that field misspelt: as written, the field takes its default. "
+            "Unknown keys stay allowed; keys read anywhere else in the config, and transformers config keys, "
+            "are never reported.",
         ),
         Code(
             "trainer-default-applied",
@@ -558,6 +600,35 @@ CODES: dict[str, Code] = {
     ]
 }
 
+
+#: the built-in codes that carry no fix, and why none is given (tests/test_findings.py holds every
+#: other code to a fix: its Code's, or the one each emitter passes)
+NO_FIX: dict[str, str] = {
+    "auto-map-ignored": "nothing to change: specreg and vLLM's draft classes never run that code",
+    "trained-key-not-served": "the draft was trained with something no vLLM draft class serves; only retraining changes that",
+    "unknown-trained-key": "specreg cannot tell what the key changed in training, so it cannot say what to do",
+    "vllm-unsupported-feature": "depends on the feature: the message names the vLLM release that serves it, when one does",
+    "unservable-algorithm": "the way out differs per algorithm, and the message gives it",
+    "draft-length-mismatch": "the file contradicts itself; which of the two values is wrong only the trainer knows",
+    "aux-layers-missing": "the ids are the trainer's to give; specreg never guesses them",
+    "draft-vocab-reduced": "nothing to change: a reduced vocabulary is served through the weights' mapping tables",
+    "weights-vocab-map-shape": "the checkpoint's tables are broken; only the trainer's export can write them again",
+    "draft-attention-backend": "nothing to change: which backend vLLM picks for the draft",
+    "attention-backend": "nothing to change: which backend vLLM picks for the draft",
+    "draft-quantization": "nothing to change: how vLLM quantizes the draft",
+    "draft-disables-hybrid-kv": "nothing in the draft to change: vLLM's own rule for such a verifier with any Eagle-family drafter",
+    "kv-cache-pages-padded": "nothing to change: vLLM pads the pages and serves",
+    "draft-dtype-differs": "nothing to change: vLLM casts the draft to the verifier's dtype",
+    "draft-positions-raised": "nothing to change: vLLM raises the draft's positions itself",
+    "catalog-other-revision": "nothing to change: a note that the content may differ from the pinned one",
+    "hub-cached-copy": "nothing in the draft to change: the Hub failed, and a later run reads its current revision",
+    "native-format": "nothing to change: how the file was read",
+    "recognized-by-structure": "the config cannot show the class's modules; the message says what would make it another draft",
+    "native-draft-length-default": "the draft length is a serving choice the file never made",
+    "invalid-draft-shape": "the file describes layers no class builds; only the trainer's real values mend it",
+    "markov-head-off": "nothing to change: a draft trained without a Markov head",
+    "trainer-default-applied": "nothing to change: the provenance names the default applied",
+}
 
 
 #: a plugin's own finding code: "<plugin>/<name>" (built-in codes have no "/")

@@ -3,8 +3,11 @@
 Each module here is one trainer's layout (`layout.Layout`): the architecture names it answers to
 (matched exactly, as vLLM's model registry matches them), the vLLM class each name is served with
 and what that class builds, and the converter to the speculators format. Recognition never matches
-a substring: an unknown name is not a native draft, and a known name whose fields describe layers
-its vLLM class does not build (MLA, MoE, linear attention) is refused naming the field.
+a substring, and a known name whose fields describe layers its vLLM class does not build (MLA, MoE,
+linear attention) is refused naming the field. A file whose names no layout lists is recognized by
+its structure when its fields are one layout's own (`Layout.unnamed`: z-lab DFlash, as AngelSlim and
+NeMo Automodel save it under their own class names), with a `recognized-by-structure` warning;
+otherwise it is not a native draft.
 
 Layouts: z-lab DFlash / DFlash2 (`zlab`), DeepSpec DSpark (`deepspec`), EAGLE-3 as SpecForge,
 SGLang, TorchSpec, the EAGLE-3 release and ModelOpt write it (`eagle3`); refused with the reason:
@@ -77,7 +80,10 @@ def recognize(config: Mapping[str, Any], *, source: str | None = None) -> tuple[
                     raise ConfigError(f"{name}: {layout.refusal(name)}", "$.architectures", source=source)
                 check_structure(layout, name, config, source)
                 return layout, name
-    if not archs:
+    # No layout lists a name: a file whose fields are one layout's own (z-lab's first releases, which
+    # name nothing, and trainers that save z-lab's layout under their own class name) is that layout.
+    # A known look-alike with other modules is refused by name above (refused.py).
+    if not isinstance(config.get("eagle_config"), Mapping):
         for layout in _all():
             if layout.convert is not None and layout.unnamed is not None and layout.unnamed(config):
                 check_structure(layout, None, config, source)

@@ -7,6 +7,7 @@ layer t; ``mask_token_id``; ``block_size`` here or at the top level; optional ``
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Mapping
 
 from specreg.errors import ConfigError, Problem, show_value
@@ -41,8 +42,18 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
         n = None  # out of range: the layer list is not built from it (the normalizer reports the value)
     types = layer.get("layer_types")
     use_swa, _ = dflash_field(config, "use_swa")
-    # causality: a top-level is_causal, else dflash_config.causal, else sliding layers only
-    causal, causal_path = (config["is_causal"], "$.is_causal") if "is_causal" in config else dflash_field(config, "causal")
+    # causality: dflash_config.causal = true, else a top-level is_causal, else dflash_config.causal, else
+    # sliding layers only. NeMo Automodel stamps dflash_config.causal = true on a JetSpec draft, trained
+    # causal in the block, and writes is_causal = false on every DFlash-family draft, JetSpec's too
+    # (nemo_automodel/recipes/llm/train_jetspec.py and train_dflash.py at 36044ad): the stamp is the one
+    # that says how it was trained. A JetSpec file from before the stamp (before 71e2dd459) reads as DFlash.
+    dflash = config.get("dflash_config")
+    if isinstance(dflash, Mapping) and dflash.get("causal") is True:
+        causal, causal_path = True, "$.dflash_config.causal"
+    elif "is_causal" in config:
+        causal, causal_path = config["is_causal"], "$.is_causal"
+    else:
+        causal, causal_path = dflash_field(config, "causal")
     if types is None and isinstance(n, int) and not use_swa:
         layer["layer_types"] = ["full_attention"] * n  # what a missing layer_types means (transformers' default)
     if use_swa and isinstance(n, int):
@@ -147,9 +158,17 @@ def _unserved(config: Mapping[str, Any], algorithm: str) -> list[tuple[str, str,
             notes.append(note("trained-key-not-served",
                           f"dflash_config.{name} = {show_value(value, 60)}: {keys.NOT_SERVED[name]}, so the served draft "
                           "is not the trained one", path))
+        elif name in ("training_mode", "loss_type") and isinstance(value, str) and value in keys.OBJECTIVES:
+            notes.append(note("trained-key-not-served", f"dflash_config.{name} = {show_value(value, 40)}: "
+                              f"{keys.OBJECTIVES[value]}", path))
         elif name == "attention_mode" and value not in ("gqa", "mha", None):
             notes.append(note("trained-key-not-served", f"dflash_config.attention_mode = {show_value(value, 40)}: "
                           "vLLM's DFlash-family classes build GQA attention", path))
+        elif name not in known and difflib.get_close_matches(name, known, n=1, cutoff=keys.NEAR_MISS_CUTOFF):
+            field = difflib.get_close_matches(name, known, n=1, cutoff=keys.NEAR_MISS_CUTOFF)[0]
+            notes.append(note("unread-field", f"dflash_config.{name} is not a key specreg or vLLM reads, and it is a "
+                              f"near miss of {field}: did you mean {field}? As written, {field} takes its default "
+                              f"and {name} is kept unread", path))
         elif name not in known:
             notes.append(note("unknown-trained-key",
                           f"dflash_config.{name} = {show_value(value, 60)} is a key no vLLM draft class reads and "

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from specreg import facts
 
+#: how like a known key an unread one must be (difflib's ratio) to be reported as its near miss
+#: (`unread-field`: "sample_from_anchr" for sample_from_anchor, 0.97; "casual" for causal, 0.83)
+NEAR_MISS_CUTOFF = 0.8
+
 #: dflash_config keys vLLM's DFlash-family classes read that specreg carries unchanged:
 #: family -> key -> what it does in vLLM (vllm/model_executor/models/qwen3_dflash*.py, 0.33)
 CARRIED: dict[str, dict[str, str]] = {
@@ -69,6 +73,21 @@ TRAINED_SIDE: dict[str, str] = {
     "_torchspec_version": "the TorchSpec that wrote the file",
     "num_anchors": "anchors sampled per sequence in training (training only)",
     "num_draft_layers": "the draft's layer count, as num_hidden_layers",
+    "training_mode": "SpecForge's DFlash objective: dflash, or a reweighted loss over the same block "
+                     "('vp_drafter' trains another block and is refused: OBJECTIVES)",
+    "loss_type": "as training_mode (SpecForge reads it when training_mode is unset)",
+    "prefix_weight_base": "the VP-drafter's prefix-length prior (training only)",
+}
+
+#: dflash_config objective values that train a block vLLM's drafter never builds. SpecForge's DFlash
+#: trainer took its objective from --loss-type, else dflash_config.training_mode, else
+#: dflash_config.loss_type (scripts/train_dflash.py, 0b948e70 to e1cb99dc, 2026-06-24); its
+#: 832263fe (2026-07-13) stopped reading the keys and trains plain DFlash whatever they say.
+OBJECTIVES: dict[str, str] = {
+    "vp_drafter": "SpecForge trained it as a VP-drafter: each block showed the draft a visible prefix of 2 to "
+                  "block_size - 1 real tokens and masked the rest (specforge/core/dflash.py "
+                  "`_sample_prefix_lengths` at e1cb99dc, \"avoiding the degenerate fixed-anchor DFlash case\"), while "
+                  "vLLM's DFlash drafter shows the anchor alone, a block the draft never trained on",
 }
 
 #: trained-side keys that change what was trained and that no vLLM draft class reads

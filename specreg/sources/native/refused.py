@@ -2,6 +2,8 @@
 
 - SpecForge Domino (``DominoDraftModel``): no vLLM release has a Domino class.
 - SpecForge P-EAGLE (``PEagleDraftModel``): its config holds no mask token.
+- AngelSlim DFlare (``QwenDFlareDraftModel``): z-lab DFlash's fields over layers with their own
+  target k/v projections, which no vLLM class builds.
 - Drafts vllm/model_executor/models/registry.py (0.33) serves with classes specreg has no rules for
   (MLA DSpark for Kimi K3, DeepSeek-V4 DSpark, Gemma 4 DSpark, Laguna DFlash, ...): specreg cannot say they are served as
   trained, so it says which class vLLM would use and does not write a directory for them.
@@ -18,6 +20,12 @@ _DOMINO = (
     "a SpecForge Domino draft (a GRU projector over the DFlash block, dflash_config.projector_type "
     f"'domino'); no vLLM release has a Domino class (vLLM {facts.known()[-1]}'s model registry has none), "
     "and serving it as DFlash would be a different model"
+)
+_DFLARE = (
+    "Tencent AngelSlim's DFlare draft: z-lab DFlash's config fields, but its layers project the target "
+    "context with their own k_proj_target/v_proj_target (angelslim/compressor/speculative/train/models/"
+    f"draft/qwen_dflare.py at 67394ce); vLLM {facts.known()[-1]}'s DFlash class builds one k/v projection "
+    "for context and block, so no vLLM class serves it"
 )
 _PEAGLE = (
     "a SpecForge P-EAGLE draft; its config holds no mask_token_id (SpecForge keeps the parallel-drafting "
@@ -59,6 +67,8 @@ _NONE = Serves("")
 LAYOUTS = (
     Layout(format="domino", label="SpecForge Domino", names={"DominoDraftModel": _NONE},
            refusal=lambda name: _DOMINO, unnamed=_is_domino),
+    Layout(format="dflare", label="AngelSlim DFlare", names={"QwenDFlareDraftModel": _NONE},
+           refusal=lambda name: _DFLARE),
     Layout(format="peagle-native", label="SpecForge P-EAGLE", names={"PEagleDraftModel": _NONE},
            refusal=lambda name: _PEAGLE),
     Layout(format="vllm-only", label="a draft class specreg has no rules for",
