@@ -34,7 +34,7 @@ def dflash(cfg, ctx):
     | `mask_token_id` | int >= 0 | required | the token that fills the draft block |
     | `block_size` | int in 1..4096 | optional | the trained block: checks the draft length |
     | `sample_from_anchor` | bool | derived from length vs block, else false | false: the anchor is the bonus token, block_size - 1 drafts (speculators' default) |
-    | `sliding_window_non_causal` | bool | default true | a missing field predates causal sliding layers; vLLM >= 0.26 reads missing as non-causal too |
+    | `sliding_window_non_causal` | bool | default true | a missing field predates causal sliding layers; vLLM >= 0.26 reads missing as non-causal too. A native file's `dflash_config.causal` = true (NeMo Automodel's JetSpec stamp) makes every layer causal, even beside `is_causal` = false; JetSpec files from before the stamp cannot be told from DFlash and read bidirectional |
     | `attention_sink_bias` | bool | optional, passed through | into dflash_config: attention sinks in every layer (vLLM >= 0.26) |
     | `attention_value_scale` | number | optional, passed through | into dflash_config: vLLM >= 0.31 scales attention values |
     {VOCAB_ROWS}
