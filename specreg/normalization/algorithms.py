@@ -93,14 +93,9 @@ class Algorithm:
         return parse_fields_table(self.function.__doc__ or "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "method": self.method,
-            "vllm_min": str(self.vllm_min) if self.vllm_min else None,
-            "summary": self.summary,
-            "unservable": self.unservable,
-            "module": self.module,
-        }
+        fields = attrs.asdict(self, filter=attrs.filters.exclude("function", "origin"),
+                              value_serializer=lambda _, __, v: str(v) if isinstance(v, Version) else v)
+        return {**fields, "module": self.module}
 
 
 @attrs.frozen

@@ -57,15 +57,11 @@ class Finding:
 
     @classmethod
     def of(cls, code: str, message: str, path: str | None = None, fix: str | None = None) -> "Finding":
-        """A finding with the severity its code is documented with, and the code's own fix when the
-        emitter gives none."""
-        registered = code_of(code)
-        return cls(code=code, severity=registered.severity, message=message, path=path,
-                   fix=fix if fix is not None else registered.fix)
+        """A finding with the severity its code is documented with."""
+        return cls(code=code, severity=code_of(code).severity, message=message, path=path, fix=fix)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "path": self.path,
-                "fix": self.fix}
+        return attrs.asdict(self)
 
 
 @attrs.frozen
@@ -85,7 +81,7 @@ class Provenance:
     why: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "sources": list(self.sources), "why": self.why}
+        return attrs.asdict(self)
 
     def describe(self) -> str:
         if self.kind == "source":
@@ -106,7 +102,17 @@ class LayerAttention:
     causal: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layer": self.layer, "kind": self.kind, "window": self.window, "causal": self.causal}
+        return attrs.asdict(self)
+
+
+def _json_value(_: Any, field: attrs.Attribute, value: Any) -> Any:
+    """One Speculator field in its JSON form: parts through their own to_dict (the catalog entry and the
+    checks are typed Any here, as their modules import this one), provenance by key."""
+    if field.name == "provenance":
+        return {k: v.to_dict() for k, v in sorted(value.items())}
+    if isinstance(value, tuple):
+        return [v.to_dict() for v in value]
+    return value.to_dict() if hasattr(value, "to_dict") else thaw(value)
 
 
 #: what later stages let a Speculator do (name -> function(spec, ...)); filled when they are imported
@@ -117,22 +123,23 @@ WRITERS: dict[str, Callable[..., Any]] = {}
 class Speculator:
     """A draft model's configuration, normalized for one vLLM version as it was trained."""
 
+    # in the order of `specreg show --json`'s keys (to_dict)
     algorithm: str
+    #: "speculators", or the native format the config was read in (`specreg.sources.native`)
+    format: str = attrs.field(default="speculators", kw_only=True)
     method: str | None
     verifier: str | None
     num_speculative_tokens: int | None
+    vllm_version: str
     draft_config: Mapping[str, Any] = attrs.field(converter=_freeze)
     speculative_config: Mapping[str, Any] = attrs.field(converter=_freeze)
     attention: tuple[LayerAttention, ...] = attrs.field(converter=tuple)
     findings: tuple[Finding, ...] = attrs.field(converter=tuple)
     provenance: Mapping[str, Provenance] = attrs.field(converter=lambda d: MappingProxyType(dict(d)))
-    vllm_version: str
     source_config: Mapping[str, Any] = attrs.field(converter=_freeze, repr=False)
     origin: Origin | None = None
     #: the catalog entry (`specreg.catalog.Entry`) when the source is a Hub repo the catalog knows
     catalog: Any = None
-    #: "speculators", or the native format the config was read in (`specreg.sources.native`)
-    format: str = "speculators"
     #: pre-flight results (`specreg.vllm.preflight.Checks`) when load() ran the checks
     checks: Any = None
 
@@ -243,22 +250,8 @@ class Speculator:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``specreg show SOURCE --json``."""
-        return {
-            "algorithm": self.algorithm,
-            "format": self.format,
-            "method": self.method,
-            "verifier": self.verifier,
-            "num_speculative_tokens": self.num_speculative_tokens,
-            "vllm_version": self.vllm_version,
-            "draft_config": thaw(self.draft_config),
-            "speculative_config": thaw(self.speculative_config),
-            "attention": [a.to_dict() for a in self.attention],
-            "findings": [f.to_dict() for f in self.findings],
-            "provenance": {k: v.to_dict() for k, v in sorted(self.provenance.items())},
-            "origin": self.origin.to_dict() if self.origin else None,
-            "catalog": self.catalog.to_dict() if self.catalog is not None else None,
-            "checks": self.checks.to_dict() if self.checks is not None else None,
-        }
+        return attrs.asdict(self, recurse=False, filter=lambda field, _: field.name != "source_config",
+                            value_serializer=_json_value)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)

@@ -62,13 +62,13 @@ class SpecCounters:
         return bool(self.drafts or self.draft_tokens or self.accepted or any(self.per_pos) or self.generated)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"drafts": self.drafts, "draft_tokens": self.draft_tokens, "accepted": self.accepted,
-                "per_pos": list(self.per_pos)}
+        """The four counters."""
+        return attrs.asdict(self, filter=COUNTS)
 
     def chunk_dict(self) -> dict[str, Any]:
         """A chunk's delta as result.json keeps it (with its output tokens and seconds: a resumed run
         rebuilds its chunks from these, `from_chunk_dict`)."""
-        return {**self.to_dict(), "generated": self.generated, "seconds": self.seconds}
+        return attrs.asdict(self)
 
     @classmethod
     def from_chunk_dict(cls, d: Any) -> "SpecCounters":
@@ -88,6 +88,11 @@ class SpecCounters:
         return cls(count(d.get("drafts")), count(d.get("draft_tokens")), count(d.get("accepted")),
                    tuple(count(v) for v in d["per_pos"]), None if generated is None else count(generated),
                    None if seconds is None else float(seconds))
+
+
+#: the four spec-decode counters of a SpecCounters (an attrs.asdict filter): without the chunk's
+#: output tokens and seconds
+COUNTS = attrs.filters.exclude("generated", "seconds")
 
 
 def _pairwise(a: Iterable[int], b: Iterable[int], op: Callable[[int, int], int]) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from specreg.verify.counters import SpecCounters
+from specreg.verify.counters import COUNTS, SpecCounters
 
 #: two-sided 95% Student t quantiles t(0.975, df) for df = 1..30; above 30 the normal 1.96
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
@@ -33,14 +33,15 @@ def t975(df: int) -> float:
 
 @attrs.frozen
 class Statistics:
+    # in the order of to_dict's keys
     counters: SpecCounters
     chunks: int
+    statistic: str = attrs.field(default="pooled", kw_only=True)
     acceptance_length: float
     per_position: tuple[float, ...]
     draft_acceptance_rate: float
     #: 95% interval of the acceptance length over chunks; None with fewer than 2 usable chunks
     al_interval: tuple[float, float] | None
-    statistic: str = "pooled"
 
     @property
     def output_tokens_per_s(self) -> float | None:
@@ -62,11 +63,9 @@ class Statistics:
         return None if self.al_interval is None else (self.al_interval[1] - self.al_interval[0]) / 2
 
     def to_dict(self) -> dict[str, Any]:
-        return {"counters": self.counters.to_dict(), "chunks": self.chunks, "statistic": self.statistic,
-                "acceptance_length": self.acceptance_length, "per_position": list(self.per_position),
-                "draft_acceptance_rate": self.draft_acceptance_rate,
-                "al_interval": list(self.al_interval) if self.al_interval else None,
-                "detectable_change": self.detectable_change,
+        """The fields (the counters without the run's output tokens and seconds, which follow with the
+        derived figures)."""
+        return {**attrs.asdict(self, filter=COUNTS), "detectable_change": self.detectable_change,
                 "output_tokens": self.counters.generated, "seconds": self.counters.seconds,
                 "output_tokens_per_s": self.output_tokens_per_s, "ms_per_output_token": self.ms_per_output_token}
 
