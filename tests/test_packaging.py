@@ -43,6 +43,8 @@ def test_the_wheel_holds_every_module_and_the_catalog(built):
         assert f"specreg/{path.relative_to(ROOT / 'specreg').as_posix()}" in names, path
     for path in ROOT.joinpath("algos").glob("*.py"):
         assert f"specreg/algos/{path.name}" in names
+    for path in ROOT.joinpath("specreg", "verify", "templates").iterdir():  # report's pages
+        assert f"specreg/verify/templates/{path.name}" in names, path
     tomls = list(ROOT.joinpath("registry").rglob("*.toml"))
     assert tomls and all(f"specreg/catalog_data/{p.relative_to(ROOT / 'registry').as_posix()}" in names for p in tomls)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -10,7 +10,7 @@ through a link planted there."""
 
 from __future__ import annotations
 
-import html
+import functools
 import json
 import sqlite3
 from pathlib import Path
@@ -23,12 +23,6 @@ from specreg.sources.files import FileTooLarge, read_regular
 from specreg.verify.judge import show
 from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, MAX_RESULT_BYTES, PLOT,
                                     RESULT, bounds_text, harness_text, metric_rows, throughput_text)
-
-STYLE = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}.pass,.improved{background:#dfd}.out-of-band{background:#fdd}
-.regressed,.crash,.timeout,.error{background:#fdd}.no-baseline,.refused,.invalid,.none,.secondary,.not-runnable,.unmatched,.interrupted{background:#eee}.warning{color:#a60}"""
-
-
 
 #: what report reads from a results directory (untrusted: artifacts of other machines)
 MAX_PLOT_BYTES = 16 * 2**20
@@ -285,11 +279,22 @@ def _verdict_before(runs: list[dict[str, Any]], day: str) -> str | None:
     return _worst([s["runs"][-1]["verdict"] for s in _series(earlier).values()])
 
 
-def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body>{body}"
-            "<script>for(const i of document.images){const m=()=>{i.dataset.loaded=i.naturalWidth>0?'yes':'no'};"
-            "i.complete?m():(i.onload=m,i.onerror=m)}</script></body></html>")
+@functools.cache
+def templates() -> Any:
+    """The pages' jinja2 templates (templates/, package data), every value escaped."""
+    try:
+        import jinja2
+    except ImportError:
+        raise SpecregError("report needs jinja2: pip install 'specreg[verify]'") from None
+    from importlib.resources import files
+
+    folder = files(__package__) / "templates"
+    return jinja2.Environment(loader=jinja2.FunctionLoader(lambda name: (folder / name).read_text(encoding="utf-8")),
+                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def _render(template: str, **values: Any) -> str:
+    return templates().get_template(template).render(**values)
 
 
 def _directory(path: Path, *, named_by_user: bool = False) -> None:
@@ -346,36 +351,22 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
         entry = next((e for e in entries if e.id == model), None)
         al = (r.get("statistics") or {}).get("acceptance_length") if r else None
         base = ((r or {}).get("baseline") or {}).get("acceptance_length") or {}
-        link = _url(f"models/{directory_name(model)}.html")
-        v = html.escape(str(verdict))  # from a result file: untrusted
-        change = "" if before is None else ("" if before == verdict else f"was {html.escape(before)}")
-        rows.append(
-            f"<tr class='{v}' data-model='{html.escape(model)}'><td><a href='{link}'>{html.escape(model)}</a></td>"
-            f"<td>{html.escape(entry.algorithm if entry else '-')}</td>"
-            f"<td>{html.escape(entry.verifier.id if entry else '-')}</td>"
-            f"<td class='verdict'>{v}</td><td class='change'>{change}</td>"
-            f"<td>{'' if al is None else f'{al:.3f}'}</td>"
-            f"<td>{html.escape(_number(base.get('value'))) if base else ''}</td>"
-            f"<td>{html.escape((r or {}).get('started') or '')}</td></tr>")
+        rows.append({"model": model, "verdict": verdict, "link": _url(f"models/{directory_name(model)}.html"),
+                     "algorithm": entry.algorithm if entry else "-", "verifier": entry.verifier.id if entry else "-",
+                     "change": "" if before is None or before == verdict else f"was {before}",
+                     "al": "" if al is None else f"{al:.3f}", "baseline": _number(base.get("value")) if base else "",
+                     "started": (r or {}).get("started") or ""})
     counts: dict[str, int] = {}
     for _, verdict, _, _ in summary:
         counts[verdict] = counts.get(verdict, 0) + 1
-    changed = sum(1 for _, verdict, before, _ in summary if before is not None and before != verdict)
-    count_line = ", ".join(f"<span class='count {html.escape(v)}'>{html.escape(v)} {n}</span>"
-                           for v, n in sorted(counts.items(), key=lambda kv: _rank(kv[0])))
-    table = ("<table id='catalog'><thead><tr><th>model</th><th>algorithm</th><th>verifier</th><th>verdict</th>"
-             "<th>since the previous night</th><th>AL measured</th><th>AL baseline</th><th>when</th></tr></thead>"
-             "<tbody>" + "".join(rows) + "</tbody></table>")
-    index = site / "index.html"
-    notes = "".join(f"<p class='warning'>{html.escape(w)}</p>" for w in warnings)
-    measured = sum(1 for _, v, _, _ in summary if v != "none")
     versions = sorted({str(v) for r in latest.values() for v in [(r.get("environment") or {}).get("vllm_version")]
                        if isinstance(v, str)})
-    engine_line = (f"<p id='vllm'>vLLM of the newest runs: {html.escape(', '.join(versions))}</p>" if versions
-                   else "")
-    _write(index, _page("specreg: speculator verification", f"<h1>Speculator verification</h1>"
-                        f"<p>{measured} models measured, {len(entries)} in the catalog; {changed} changed since the "
-                        f"previous night.</p>{engine_line}<p id='counts'>{count_line}</p>{notes}{table}"))
+    index = site / "index.html"
+    _write(index, _render(
+        "index.html", title="specreg: speculator verification", rows=rows, warnings=warnings, versions=versions,
+        measured=sum(1 for _, v, _, _ in summary if v != "none"), catalog_size=len(entries),
+        changed=sum(1 for _, verdict, before, _ in summary if before is not None and before != verdict),
+        counts=sorted(counts.items(), key=lambda kv: _rank(kv[0]))))
     return index
 
 
@@ -390,65 +381,41 @@ def _number(value: Any) -> str:
     return f"{value:g}" if _real(value) else ""
 
 
-def _run_html(r: dict[str, Any]) -> str:
-    """One run: its checks as a table, its harness, and what differs from the baseline."""
-    esc = html.escape
-    out = []
-    if r.get("error"):
-        out.append(f"<p class='error'>{esc(r['error'])}</p>")
+def _latest_run(r: dict[str, Any]) -> dict[str, Any]:
+    """What run.html shows of one run: its checks, what differs from the baseline, its harness."""
     s, j = r.get("statistics") or {}, r.get("judgement") or {}
+    metrics = None
     if s:
         ci = s.get("al_interval")
         ci_text = f" (95% CI {ci[0]:.3f}-{ci[1]:.3f})" if ci else ""
         checks = {c["metric"]: c for c in j.get("checks") or []}
-        table = []
+        metrics = []
         for name, label, value in metric_rows(s):
-            row = f"<tr><td>{label}</td><td>{value:.3f}{ci_text if name == 'acceptance_length' else ''}</td>"
             c = checks.get(name)
-            if c:
-                table.append(f"{row}<td>{esc(str(c.get('baseline_text', c['baseline'])))}</td><td>{esc(bounds_text(c))}</td>"
-                             f"<td class='{esc(str(c['verdict']))}'>{esc(str(c['verdict']))}</td></tr>")
-            else:
-                table.append(f"{row}<td>-</td><td>-</td><td>-</td></tr>")
-        out.append("<table class='checks'><thead><tr><th>metric</th><th>measured</th><th>baseline</th><th>bounds</th>"
-                   "<th>verdict</th></tr></thead><tbody>" + "".join(table) + "</tbody></table>")
-    if j.get("reason"):
-        out.append(f"<p>{esc(j['reason'])}</p>")
-    if j.get("differences"):
-        out.append("<p>Harness differences from the baseline:</p><ul>"
-                   + "".join(f"<li>{esc(d)}</li>" for d in j["differences"]) + "</ul>")
-    if j.get("not_recorded_by_baseline"):
-        out.append(f"<p>Not recorded by the baseline: {esc(', '.join(j['not_recorded_by_baseline']))}</p>")
-    speed = throughput_text(r)
-    if speed:
-        out.append(f"<p class='throughput'>{esc(speed)}</p>")
-    harness = r.get("harness") or {}
+            metrics.append({"label": label, "measured": f"{value:.3f}{ci_text if name == 'acceptance_length' else ''}",
+                            "check": {"baseline": str(c.get("baseline_text", c["baseline"])),
+                                      "bounds": bounds_text(c), "verdict": str(c["verdict"])} if c else None})
     env = r.get("environment") if isinstance(r.get("environment"), dict) else {}
-    out.append("<p>Harness: " + esc(harness_text(harness))
-               + f"</p><p>Engine: {esc(show(r.get('engine')))}; vLLM {esc(show(env.get('vllm_version')))}"
-               f"; GPU {esc(show(env.get('gpu')))}</p>")
-    return "".join(out)
+    return {"started": str(r.get("started") or ""), "error": r.get("error"), "metrics": metrics,
+            "reason": j.get("reason"), "differences": j.get("differences"),
+            "not_recorded": j.get("not_recorded_by_baseline"), "speed": throughput_text(r),
+            "harness": harness_text(r.get("harness") or {}), "engine": show(r.get("engine")),
+            "vllm": show(env.get("vllm_version")), "gpu": show(env.get("gpu")), "plot": None}
 
 
 def _url(path: str) -> str:
-    """A relative link, percent-encoded and then escaped for an attribute."""
+    """A relative link, percent-encoded (the template escapes it for the attribute)."""
     from urllib.parse import quote
 
-    return html.escape(quote(path, safe="/."))
+    return quote(path, safe="/.")
 
 
 def _model_page(site: Path, model: str, verdict: str, r: dict[str, Any] | None,
                 series: dict[str, dict[str, Any]]) -> None:
-    esc = html.escape
     name = directory_name(model)
-    parts = [f"<h1>{esc(model)}</h1><p><a href='../index.html'>all models</a></p>"]
-    v = esc(str(verdict))
-    parts.append(f"<p>Verdict: <b class='{v}'>{v}</b> (the worst of its baselines' latest verdicts)</p>")
-    if r is None and not series:
-        parts.append("<p>Not measured yet.</p>")
+    latest = None
     if r is not None:
-        parts.append(f"<h2>Latest run ({esc(str(r.get('started') or ''))})</h2>")
-        parts.append(_run_html(r))
+        latest = _latest_run(r)
         plot = Path(r["_dir"]) / PLOT
         try:
             image = _bounded_read(plot, MAX_PLOT_BYTES)
@@ -456,16 +423,12 @@ def _model_page(site: Path, model: str, verdict: str, r: dict[str, Any] | None,
             image = None
         if image is not None and image.startswith(_PNG):
             _write(site / "models" / f"{name}-per-position.png", image)
-            parts.append(f"<img alt='per-position acceptance' src='{_url(name + '-per-position.png')}'>")
+            latest["plot"] = _url(name + "-per-position.png")
+    shown = []
     for n, (title, s) in enumerate(series.items()):
         runs = s["runs"]
         last = runs[-1]
-        lv = esc(str(last["verdict"]))
-        parts.append(f"<section class='series' data-series='{esc(title)}'><h2>{esc(title)}: <span class='{lv}'>{lv}"
-                     f"</span></h2>")
         reason = (last.get("judgement") or {}).get("reason")
-        if reason and last["verdict"] != "pass":
-            parts.append(f"<p class='why'>{esc(str(reason))}</p>")
         table = []
         points = []
         for run in runs:
@@ -475,19 +438,18 @@ def _model_page(site: Path, model: str, verdict: str, r: dict[str, Any] | None,
                           if c.get("metric") == "acceptance_length"), None)
             env = run.get("environment") or {}
             date = str(run.get("started") or "")[:10]
-            rv = esc(str(run["verdict"]))
-            table.append(f"<tr class='{rv}'><td>{esc(date)}</td><td>{esc(str(env.get('vllm_version') or '-'))}</td>"
-                         f"<td>{'' if al is None else f'{al:.3f}'}</td>"
-                         f"<td>{f'{ci[0]:.3f}-{ci[1]:.3f}' if ci else ''}</td>"
-                         f"<td>{esc(_bounds(check))}</td><td>{rv}</td></tr>")
+            table.append({"verdict": str(run["verdict"]), "date": date, "vllm": str(env.get("vllm_version") or "-"),
+                          "al": "" if al is None else f"{al:.3f}", "ci": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
+                          "bounds": _bounds(check)})
             if _real(al):
                 points.append({"al": al, "ci": ci, "verdict": run["verdict"], "vllm": env.get("vllm_version"),
                                "date": date, "check": check})
-        parts.append("<table class='runs'><thead><tr><th>date</th><th>vLLM</th><th>AL</th><th>95% CI</th>"
-                     "<th>baseline bounds</th><th>verdict</th></tr></thead><tbody>" + "".join(table) + "</tbody></table>")
+        trend = None
         if len(points) >= 2:  # one point is not a trend
             image = f"{name}-trend.png" if n == 0 else f"{name}-trend-{n + 1}.png"
             _trend_png(site / "models" / image, f"{model}: {title}", points)
-            parts.append(f"<img alt='acceptance length over runs: {esc(title)}' src='{_url(image)}'>")
-        parts.append("</section>")
-    _write(site / "models" / f"{name}.html", _page(model, "".join(parts)))
+            trend = _url(image)
+        shown.append({"title": title, "verdict": str(last["verdict"]), "runs": table, "trend": trend,
+                      "why": str(reason) if reason and last["verdict"] != "pass" else None})
+    _write(site / "models" / f"{name}.html",
+           _render("model.html", title=model, verdict=str(verdict), latest=latest, series=shown))
