@@ -6,6 +6,8 @@ vLLM needs to serve the draft as it was trained, and says where every value came
     import specreg
     spec = specreg.load("RedHatAI/Qwen3-8B-speculator.dflash")
     spec.speculative_config, spec.draft_config, spec.attention, spec.findings
+    specreg.serve_plan("RedHatAI/Qwen3-8B-speculator.dflash").argv      # what `specreg serve` prints
+    specreg.check("RedHatAI/Qwen3-8B-speculator.dflash", gpu="H100").findings
     specreg.catalog()["RedHatAI/Qwen3-8B-speculator.eagle3"].baselines
 
 Public names are imported lazily, so `import specreg` stays light (no torch, transformers,
@@ -41,6 +43,18 @@ _LAZY = {
     "algorithms": "specreg.normalization.algorithms",
     "catalog": "specreg.entries",
     "convert": "specreg.api",
+    # what the commands print, as frozen values with to_dict() (docs/api.md)
+    "serve_plan": "specreg.api.serve",
+    "materialize": "specreg.api.serve",
+    "ServePlan": "specreg.api.serve",
+    "Materialization": "specreg.api.serve",
+    "NotServable": "specreg.api.serve",
+    "check": "specreg.api.check",
+    "CheckReport": "specreg.api.check",
+    "catalog_list": "specreg.api.catalog",
+    "catalog_entry": "specreg.api.catalog",
+    "catalog_check": "specreg.api.catalog",
+    "catalog_pin": "specreg.api.catalog",
     "sglang_plan": "specreg.sglang.plan",
     "Speculator": "specreg.normalization.speculator",
     "Finding": "specreg.normalization.speculator",

@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from conftest import fixture_config, run_specreg
-from specreg.cli import vllm_flags
+from specreg.vllm import flags as vllm_flags
 from specreg.cli.main import main
 from weights import write_draft
 

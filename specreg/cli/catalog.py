@@ -23,7 +23,8 @@ def add_catalog(sub: Any) -> None:
     ls.add_argument("pattern", nargs="?", metavar="PATTERN",
                     help="only ids matching this shell-style pattern, case-insensitively ('RedHatAI/*dflash*')")
     ls.add_argument("--algorithm", help="only this algorithm (e.g. dflash)")
-    ls.add_argument("--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B)")
+    ls.add_argument("--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B), best published "
+                    "acceptance first")
     ls.add_argument("--tag", help="only entries with this tag")
     ls.add_argument("--json", action="store_true", help="a JSON list of entries with their baselines")
     registry_arg(ls)
@@ -36,11 +37,13 @@ def add_catalog(sub: Any) -> None:
     registry_arg(show)
 
     chk = csub.add_parser("check", help="validate every entry offline (exit 1 listing every problem)")
+    chk.add_argument("--json", action="store_true", help="the entry count, problems and warnings as JSON")
     registry_arg(chk)
 
     pin = csub.add_parser("pin", help="fetch config.json and write its commit and sha256 into the entry")
     pin.add_argument("id", metavar="ID")
     pin.add_argument("--revision", help="the branch, tag or commit to pin (default: the pinned one, else main)")
+    pin.add_argument("--json", action="store_true", help="what was pinned (entry, file, revision, sha256) as JSON")
     registry_arg(pin)
 
 
@@ -56,37 +59,20 @@ def _al(entry) -> str:
     return f"{min(values):g}" if len(values) == 1 else f"{min(values):g}-{max(values):g}"
 
 
-def _check_filters(cat, args: argparse.Namespace) -> None:
-    """An algorithm, tag or verifier that no entry has is a typo, not an empty answer: exit 2 naming
-    what exists."""
-    from specreg.cli.common import SpecregErrorLine
-
-    for name, value, known in (("--algorithm", args.algorithm, {e.algorithm for e in cat.values()}),
-                               ("--tag", args.tag, {t for e in cat.values() for t in e.tags}),
-                               ("--verifier", args.verifier, {e.verifier.id for e in cat.values()})):
-        if value is not None and value not in known:
-            import difflib
-
-            close = difflib.get_close_matches(value, sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise SpecregErrorLine(f"{name} {value!r}: no catalog entry has it (known: {', '.join(sorted(known))}){hint}")
-
-
 def _list(args: argparse.Namespace) -> int:
-    from specreg.entries import catalog
+    from specreg.api.catalog import catalog_list
 
-    cat = catalog(args.registry)
-    _check_filters(cat, args)
-    entries = cat.filter(algorithm=args.algorithm, verifier=args.verifier, tag=args.tag, pattern=args.pattern)
+    listing = catalog_list(args.pattern, algorithm=args.algorithm, verifier=args.verifier, tag=args.tag,
+                           registry=args.registry)
     if args.json:
-        print(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+        print(json.dumps([e.to_dict() for e in listing.entries], indent=2, ensure_ascii=False))
         return EXIT_OK
-    rows = [(e.id, e.algorithm, e.verifier.id, e.status, str(len(e.baselines)), _al(e)) for e in entries]
+    rows = [(e.id, e.algorithm, e.verifier.id, e.status, str(len(e.baselines)), _al(e)) for e in listing.entries]
     head = ("id", "algorithm", "verifier", "status", "baselines", "AL")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print(printable("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()))
-    print(f"{len(entries)} of {len(cat)} entries", file=sys.stderr)
+    print(f"{len(listing.entries)} of {listing.total} entries", file=sys.stderr)
     return EXIT_OK
 
 
@@ -122,16 +108,10 @@ def _plain(obj) -> dict[str, Any]:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from specreg.api.catalog import catalog_entry
     from specreg.errors import SpecregError
-    from specreg.entries import catalog
 
-    cat = catalog(args.registry)
-    entry = cat.get(args.id)
-    if entry is None:
-        import difflib
-
-        close = difflib.get_close_matches(args.id, list(cat), n=1)
-        raise SpecregError(f"no catalog entry {args.id}" + (f" (did you mean {close[0]}?)" if close else ""))
+    entry = catalog_entry(args.id, registry=args.registry)
     if args.harness is not None:
         from specreg.verify import harness
 
@@ -158,9 +138,10 @@ def _show(args: argparse.Namespace) -> int:
         out.append(f"  notes      {entry.notes}")
     out.append(f"  file       {entry.path}")
     if not entry.baselines:
-        out.append("\nno baselines (nothing published with numbers)")
+        out += ["", "no baselines (nothing published with numbers)"]
     for i, b in enumerate(entry.baselines):
-        out.append(f"\nbaseline {i}: {b.kind}{' (secondary)' if b.secondary else ''}, {b.source}" + (f", {b.date}" if b.date else ""))
+        out.append("")  # a blank line between blocks: each line is escaped on its own, a newline in one would show
+        out.append(f"baseline {i}: {b.kind}{' (secondary)' if b.secondary else ''}, {b.source}" + (f", {b.date}" if b.date else ""))
         out.append(f"  harness   {_harness_line(b.harness)}")
         if b.harness.notes:
             out.append(f"            {b.harness.notes}")
@@ -178,9 +159,12 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specreg.entries import check
+    from specreg.api.catalog import catalog_check
 
-    report = check(args.registry)
+    report = catalog_check(registry=args.registry)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_PROBLEMS if report.problems else EXIT_OK
     for file, p in report.warnings:
         print(printable(f"warning: {file}: {p.path}: {p.message}"), file=sys.stderr)
     for file, p in report.problems:
@@ -191,9 +175,12 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    from specreg.entries import pin
+    from specreg.api.catalog import catalog_pin
 
-    done = pin(args.id, revision=args.revision, directory=args.registry)
+    done = catalog_pin(args.id, revision=args.revision, registry=args.registry)
+    if args.json:
+        print(json.dumps(done.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
     if done.changed:
         was = f" (was {done.previous_revision})" if done.previous_revision else ""
         print(f"pinned {done.entry_id} at {done.revision}{was}, config sha256 {done.config_sha256}: {done.path}")

@@ -110,26 +110,18 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from specreg.vllm.preflight import preflight
+    from specreg.api.check import check
 
-    spec = load_draft(args)
-    spec = preflight(
-        spec,
-        verifier=args.verifier,
-        check_weights=not args.no_weights,
-        tensor_parallel_size=args.tensor_parallel_size,
-        draft_tensor_parallel_size=args.draft_tensor_parallel_size,
-        max_model_len=args.max_model_len,
-        hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
-        gpu=args.gpu,
-        kv_cache_dtype=args.kv_cache_dtype,
-        dtype=args.dtype,
-        attention_backend=args.attention_backend.upper() if args.attention_backend else None,
-    )
+    report = check(load_draft(args), verifier=args.verifier, weights=not args.no_weights,
+                   tensor_parallel_size=args.tensor_parallel_size,
+                   draft_tensor_parallel_size=args.draft_tensor_parallel_size, max_model_len=args.max_model_len,
+                   hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager, gpu=args.gpu,
+                   kv_cache_dtype=args.kv_cache_dtype, dtype=args.dtype, attention_backend=args.attention_backend)
+    spec = report.speculator
     if args.json:
-        print(spec.to_json())
-        return EXIT_FINDINGS if spec.errors else EXIT_OK
-    v, w = spec.checks.verifier, spec.checks.weights
+        print(json.dumps(report.to_dict(), indent=2))
+        return EXIT_FINDINGS if report.errors else EXIT_OK
+    v, w = report.verifier, report.weights
     out = [f"{args.source}  ({spec.algorithm}, target vLLM {spec.vllm_version})"]
     if v:
         arch = ", ".join(v.architectures) or "architecture not named"
@@ -141,8 +133,8 @@ def _check(args: argparse.Namespace) -> int:
         read = f"; {w.header_bytes:,} header bytes read" if w.header_bytes is not None else ""
         out.append(f"  weights   {len(w.files)} file{'s' * (len(w.files) != 1)}, {w.tensors} tensors, "
                    f"{w.parameters:,} parameters ({dtypes}){read}")
-    if spec.checks.gpu is not None:
-        out += _gpu_lines(spec.checks.gpu)
+    if report.gpu is not None:
+        out += _gpu_lines(report.gpu)
     out.append("")
     if not spec.findings:
         out.append("no findings")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import attrs
 
@@ -15,6 +16,12 @@ class CheckReport:
     entries: int
     problems: tuple[tuple[str, Problem], ...]
     warnings: tuple[tuple[str, Problem], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        # a Problem is a slotted class, not attrs: each (file, problem) pair written out by hand
+        def rows(found: tuple[tuple[str, Problem], ...]) -> list[dict[str, str]]:
+            return [{"file": str(file), "path": p.path, "message": p.message} for file, p in found]
+        return {"entries": self.entries, "problems": rows(self.problems), "warnings": rows(self.warnings)}
 
 
 def check(directory: str | os.PathLike[str] | None = None) -> CheckReport:

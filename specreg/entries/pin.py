@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -21,6 +22,9 @@ class Pinned:
     config_sha256: str
     previous_revision: str | None
     changed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self, value_serializer=lambda _i, _f, v: str(v) if isinstance(v, Path) else v)
 
 
 def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathLike[str] | None = None) -> Pinned:

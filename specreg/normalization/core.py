@@ -16,8 +16,9 @@ from specreg.normalization.speculator import Finding, Origin, Provenance, Specul
 from specreg.sources.files import is_repo_id
 
 # A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
-def _read_envelope(root: Fields) -> tuple[Envelope, list[Finding]]:
-    """The fields every speculators config shares: draft length, verifier, versions."""
+def _read_envelope(root: Fields, version: Version) -> tuple[Envelope, list[Finding]]:
+    """The fields every speculators config shares: draft length, verifier, versions (`version`: the vLLM
+    targeted, which the findings name)."""
     findings: list[Finding] = []
     spec = root.obj("speculators_config", required=True)
     tokens, tokens_path, verifier = None, "$.speculators_config.proposal_methods[0].speculative_tokens", None
@@ -65,7 +66,7 @@ def _read_envelope(root: Fields) -> tuple[Envelope, list[Finding]]:
                 Finding.of(
                     "verifier-local-path",
                     f"the verifier {verifier!r} is a local path from training, not a Hub repo id; "
-                    f"vLLM {short(NEWEST_KNOWN)} refuses it on its automatic path: pass the verifier explicitly",
+                    f"vLLM {short(version)} refuses it on its automatic path: pass the verifier explicitly",
                     verifier_path,
                 )
             )
@@ -257,7 +258,7 @@ def _normalize_speculators(
                                   else "$.speculators_model_type")
             root.done()
         algo = algorithms.get(name, source=source)
-        envelope, findings = _read_envelope(root)
+        envelope, findings = _read_envelope(root, version)
         ctx = Context(vllm=version, source=source, envelope=envelope, native_architecture=native_architecture)
         if envelope.num_speculative_tokens is None or algo.unservable:
             root.done()  # every envelope problem together; a recognized type stops here

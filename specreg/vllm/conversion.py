@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import attrs
 
@@ -30,6 +30,9 @@ class ConvertedDirectory:
     files: tuple[str, ...]
     #: the verifier the twin names (None: none was given, and the twin says so in specreg.json)
     verifier: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self, value_serializer=lambda _i, _f, v: str(v) if isinstance(v, Path) else v)
 
 
 def write_twin(

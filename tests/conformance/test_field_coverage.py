@@ -355,7 +355,7 @@ def test_serves_option_table_is_each_wheels_spelling_of_those_settings(version):
     the same setting, and the table names none the wheel lacks (the --spec-* flags from 0.22)."""
     from packaging.version import Version
 
-    from specreg.cli.vllm_flags import OPTIONS, SPEC_FLAGS_SINCE
+    from specreg.vllm.flags import OPTIONS, SPEC_FLAGS_SINCE
 
     found = {o: d for o, d in _cli_options(version).items() if d in set(OPTIONS.values())}
     expected = {o: d for o, d in OPTIONS.items()

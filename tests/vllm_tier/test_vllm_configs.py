@@ -492,7 +492,7 @@ def test_serve_reads_the_users_flags_with_vllms_own_parser():
     vLLM's argument parser needs a device, here its CPU platform.)"""
     code = (
         "import json\n"
-        "from specreg.cli.vllm_flags import OPTIONS, _live_parser, settings\n"
+        "from specreg.vllm.flags import OPTIONS, _live_parser, settings\n"
         "p = _live_parser()\n"
         "live = {o: a.dest for a in p._actions for o in a.option_strings if a.dest in set(OPTIONS.values())}\n"
         "print(json.dumps({'same': live == OPTIONS, 'live': live,\n"

@@ -12,7 +12,7 @@ import argparse
 from typing import Any, NoReturn, Sequence
 
 from specreg import facts
-from specreg.cli.common import SpecregErrorLine
+from specreg.errors import SpecregError
 
 #: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vllm/engine/arg_utils.py, read as the docstring says)
 OPTIONS = {
@@ -48,7 +48,7 @@ def _live_parser() -> Any | None:
 
 def _refuse(message: str) -> NoReturn:
     """argparse's refusal (an ambiguous abbreviation, a flag without its value) as one line."""
-    raise SpecregErrorLine(f"the vLLM flags after --: {message}")
+    raise SpecregError(f"the vLLM flags after --: {message}")
 
 
 class _Refusal(argparse.ArgumentParser):

@@ -1,7 +1,9 @@
 """The public operations, composed from the stages in one place: `load()` is fetch (sources) ->
 normalize (normalization) -> attach the catalog entry (entries) -> pre-flight checks (vllm);
 `normalize()` and `convert()` are the same stages for a config already in hand and for writing a
-speculators-format twin. No stage imports this module or a later one (tests/test_architecture.py)."""
+speculators-format twin. What each command prints is a function of its own module here:
+`serve_plan` and `materialize` (serve.py), `check` (check.py), the catalog operations (catalog.py).
+No stage imports this package or a later one (tests/test_architecture.py); docs/api.md documents it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,173 @@
+"""The public Python API for what the commands print (specreg.api: serve_plan, materialize, check, the
+catalog operations): frozen values with to_dict(), the same answers as the CLI's --json, and the
+trainer-saved draft whose verifier is the local path it trained with."""
+
+import hashlib
+import json
+
+import attrs
+import pytest
+
+import specreg
+from conftest import fixture_config, run_specreg
+from test_catalog import MINIMAL, registry_with
+from weights import write_draft
+
+run = run_specreg
+
+
+@pytest.fixture
+def draft(tmp_path):
+    return write_draft(tmp_path / "draft", fixture_config("dflash"))
+
+
+def test_serve_plan_is_what_serve_json_prints(tmp_path, draft):
+    cli = run("serve", str(draft), "--json", "--config-only", "--dir", str(tmp_path / "d"), "--", "--port", "8001")
+    assert cli.returncode == 0, cli.stderr
+    plan = specreg.serve_plan(str(draft), vllm_args=["--port", "8001"], directory=tmp_path / "d", config_only=True)
+    assert json.loads(cli.stdout) == {"env": dict(plan.env), "argv": list(plan.argv)}
+    assert plan.argv[:3] == ("vllm", "serve", "Qwen/Qwen3-8B") and plan.argv[-2:] == ("--port", "8001")
+    assert plan.directory == str(tmp_path / "d") and plan.written and plan.verifier == "Qwen/Qwen3-8B"
+    assert [n for n in plan.notes if "serving the materialized directory" in n]  # why it materialized
+    assert json.loads(json.dumps(plan.to_dict()))["argv"] == list(plan.argv)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        plan.argv = ()  # type: ignore[misc]
+
+
+def test_serve_plan_without_writing_names_the_directory_it_would_write(tmp_path, draft):
+    plan = specreg.serve_plan(str(draft), directory=tmp_path / "d", write=False)
+    assert plan.directory == str(tmp_path / "d") and not plan.written
+    assert not (tmp_path / "d").exists()
+    assert json.loads(plan.argv[4])["model"] == str(tmp_path / "d")
+
+
+def test_serve_plan_refuses_a_flag_for_what_specreg_writes(draft):
+    with pytest.raises(specreg.SpecregError, match="--speculative-config after --: specreg writes"):
+        specreg.serve_plan(str(draft), vllm_args=["--speculative-config", "{}"], write=False)
+
+
+def test_materialize_returns_the_directory_and_the_llm_kwargs(tmp_path, draft):
+    done = specreg.materialize(str(draft), tmp_path / "m", weights="none")
+    cli = run("materialize", str(draft), str(tmp_path / "m2"), "--config-only", "--json")
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(cli.stdout)["llm_kwargs"]
+    expected["speculative_config"]["model"] = str(tmp_path / "m")
+    assert dict(done.llm_kwargs) == expected
+    assert done.files == ("config.json", "specreg.json") and done.weights == "none"
+    assert json.loads(json.dumps(done.to_dict()))["directory"] == str(tmp_path / "m")
+
+
+def test_check_report_is_what_check_json_prints(draft):
+    report = specreg.check(str(draft), verifier=str(draft), gpu="H100")
+    cli = run("check", str(draft), "--verifier", str(draft), "--gpu", "H100", "--json")
+    assert json.loads(cli.stdout) == json.loads(json.dumps(report.to_dict()))
+    assert report.gpu.gpu == "H100" and report.weights.tensors == 3 and report.verifier.id == str(draft)
+    assert report.findings == report.speculator.findings
+    assert "attention-backend" in {f.code for f in report.findings}
+
+
+def entry(entry_id: str, *, al: float | None = None, rate: float | None = None) -> str:
+    text = MINIMAL.replace("org/draft", entry_id).replace("Qwen/Qwen3-8B", "Qwen/Qwen3-32B")
+    if al is None and rate is None:
+        return text
+    text += '\n[[baselines]]\nkind = "published"\nsource = "https://example.org/card"\n\n[baselines.harness]\ndataset = "mt-bench"\n'
+    if al is not None:
+        text += f"\n[baselines.metrics.acceptance_length]\nvalue = {al}\n"
+    if rate is not None:
+        text += f"\n[baselines.metrics.draft_acceptance_rate]\nvalue = {rate}\n"
+    return text
+
+
+def test_catalog_list_for_a_verifier_is_best_published_acceptance_first(tmp_path):
+    root = registry_with(tmp_path, {
+        "org/a.toml": entry("org/a"), "org/b.toml": entry("org/b", al=2.1), "org/c.toml": entry("org/c", rate=0.4),
+        "org/d.toml": entry("org/d", al=3.4), "org/e.toml": entry("org/e", al=2.8, rate=0.3),
+    })
+    listing = specreg.catalog_list(verifier="Qwen/Qwen3-32B", registry=root)
+    assert [e.id for e in listing.entries] == ["org/d", "org/e", "org/b", "org/c", "org/a"]
+    assert listing.total == 5
+    r = run("catalog", "list", "--verifier", "Qwen/Qwen3-32B", "--registry", str(root))
+    assert [line.split()[0] for line in r.stdout.splitlines()[1:]] == ["org/d", "org/e", "org/b", "org/c", "org/a"]
+    # without a verifier, the catalog's own order
+    assert [e.id for e in specreg.catalog_list(registry=root).entries] == ["org/a", "org/b", "org/c", "org/d", "org/e"]
+
+
+def test_catalog_list_refuses_a_verifier_no_entry_has(tmp_path):
+    root = registry_with(tmp_path, {"org/a.toml": entry("org/a")})
+    with pytest.raises(specreg.SpecregError, match="--verifier 'Qwen/Qwen3-33B': no catalog entry has it .*did you mean"):
+        specreg.catalog_list(verifier="Qwen/Qwen3-33B", registry=root)
+
+
+def test_catalog_show_separates_baselines_with_blank_lines_not_escapes(tmp_path):
+    root = registry_with(tmp_path, {"org/b.toml": entry("org/b", al=2.1)})
+    r = run("catalog", "show", "org/b", "--registry", str(root))
+    assert r.returncode == 0
+    assert "\\x0a" not in r.stdout
+    assert "  file       " in r.stdout and r.stdout.split("  file       ")[1].splitlines()[1:3] == [
+        "", "baseline 0: published, https://example.org/card"]
+    empty = run("catalog", "show", "org/a", "--registry", str(registry_with(tmp_path / "2", {"org/a.toml": entry("org/a")})))
+    assert empty.stdout.splitlines()[-2:] == ["", "no baselines (nothing published with numbers)"]
+
+
+def test_catalog_entry_and_check_as_values(tmp_path):
+    root = registry_with(tmp_path, {"org/b.toml": entry("org/b", al=2.1)})
+    assert specreg.catalog_entry("org/b", registry=root).baselines[0].metrics.acceptance_length.value == 2.1
+    with pytest.raises(specreg.SpecregError, match=r"no catalog entry org/c \(did you mean org/b\?\)"):
+        specreg.catalog_entry("org/c", registry=root)
+    report = specreg.catalog_check(registry=root)
+    assert report.to_dict() == {"entries": 1, "problems": [], "warnings": []}
+
+
+def test_catalog_check_json_lists_every_problem(tmp_path):
+    root = registry_with(tmp_path, {"org/b.toml": entry("org/b").replace('algorithm = "dflash"', 'algorithm = 3')})
+    r = run("catalog", "check", "--registry", str(root), "--json")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["entries"] == 0 and [p["path"] for p in doc["problems"]] == ["$.algorithm"]
+    assert doc["problems"][0]["file"].endswith("org/b.toml")
+
+
+def test_catalog_pin_json(hub, tmp_path):
+    config = json.dumps(fixture_config("dflash")).encode()
+    commit = hub.add("org/draft", {"config.json": config})
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    r = run("catalog", "pin", "org/draft", "--registry", str(root), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"entry_id": "org/draft", "path": str(root / "org" / "draft.toml"),
+                                    "revision": commit, "config_sha256": hashlib.sha256(config).hexdigest(),
+                                    "previous_revision": None, "changed": True}
+
+
+# -- a draft fresh from the speculators trainer: its verifier is the local path it trained with -----
+
+def trained(tmp_path, verifier: str):
+    config = fixture_config("dflash")
+    config["speculators_config"]["verifier"]["name_or_path"] = verifier
+    return write_draft(tmp_path / "trained", config)
+
+
+def test_serve_uses_the_recorded_local_verifier_when_it_exists(tmp_path):
+    local = tmp_path / "models" / "Qwen3-8B"
+    local.mkdir(parents=True)
+    src = trained(tmp_path, str(local))
+    r = run("serve", str(src), "--json", "--config-only", "--dir", str(tmp_path / "d"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["argv"][2] == str(local)
+    assert "# warning: verifier-local-path:" in r.stderr
+    m = run("materialize", str(src), str(tmp_path / "m"), "--config-only", "--json")
+    assert m.returncode == 0, m.stderr
+    assert json.loads(m.stdout)["llm_kwargs"]["model"] == str(local)
+
+
+def test_serve_still_asks_for_a_recorded_local_verifier_that_is_not_here(tmp_path):
+    src = trained(tmp_path, str(tmp_path / "gone" / "Qwen3-8B"))
+    r = run("serve", str(src), "--config-only", "--dir", str(tmp_path / "d"))
+    assert r.returncode == 2
+    assert "the config names no usable verifier; pass --verifier ORG/NAME" in r.stderr
+
+
+def test_the_local_verifier_finding_names_the_vllm_targeted(tmp_path):
+    src = trained(tmp_path, "/mnt/ckpt/Qwen3-8B")
+    spec = specreg.load(src, vllm="0.30")
+    (f,) = [f for f in spec.findings if f.code == "verifier-local-path"]
+    assert "vLLM 0.30 refuses it on its automatic path" in f.message
