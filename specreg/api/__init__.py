@@ -49,7 +49,11 @@ def load(
     try:
         read = read_source(text, revision)
     except HubError as exc:
-        raise _with_catalog_help(exc, text, revision) from None
+        from specreg.entries.lookup import pinned_copy
+
+        read = pinned_copy(exc, text, revision)  # a pinned entry's copy stands in for an unreachable Hub
+        if read is None:
+            raise _with_catalog_help(exc, text, revision) from None
     origin = read.origin
     entry = invalid = None
     if origin.repo_id:
@@ -59,7 +63,7 @@ def load(
     spec = core.normalize(read.config, vllm=vllm, source=text, origin=origin, verifier=verifier,
                           manifest=read.manifest)
     if origin.repo_id:
-        spec = attach_catalog(spec, entry, invalid, stale=read.stale)
+        spec = attach_catalog(spec, entry, invalid, stale=read.stale, pinned=read.pinned)
     if check_verifier or check_weights:
         from specreg.vllm.preflight import preflight
 
@@ -128,15 +132,17 @@ def _catalog_entry(repo_id: str):
         return None, Finding.of("catalog-entry-invalid", "; ".join(f"{p.path}: {p.message}" for _, p in exc.problems))
 
 
-def attach_catalog(spec: Speculator, entry, invalid=None, *, stale: str | None = None) -> Speculator:
+def attach_catalog(spec: Speculator, entry, invalid=None, *, stale: str | None = None,
+                   pinned: str | None = None) -> Speculator:
     """Attach a Hub draft's catalog entry with findings about its pin, and the findings of the fetch
-    (a malformed entry, a cached copy used because the Hub failed)."""
+    (a malformed entry, a cached copy or the entry's pinned copy used because the Hub failed)."""
     import attrs
 
     from specreg.normalization.speculator import Finding
 
     origin = spec.origin
-    found = [f for f in (invalid, stale and Finding.of("hub-cached-copy", stale)) if f]
+    found = [f for f in (invalid, stale and Finding.of("hub-cached-copy", stale),
+                         pinned and Finding.of("hub-pinned-copy", pinned)) if f]
     if entry is not None and entry.config_sha256 and entry.config_sha256 != origin.sha256:
         found.append(Finding.of(
             "catalog-pin-mismatch",

@@ -206,4 +206,42 @@ def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:
     return entry
 
 
+def pinned_copy(failure: SpecregError, text: str, revision: str | None):
+    """The offline fallback of a pinned entry: when the Hub could not be reached (or kept failing) for
+    `text`, the entry's config.json at its pinned revision, from huggingface_hub's cache, else the
+    snapshot `catalog pin` wrote beside the entry; either only when its sha256 is the pinned one. A
+    `sources.files.Read` whose `pinned` says which copy was used, or None: not a catalog id, not pinned,
+    another revision asked for, no such copy, or a failure that is the Hub's answer (no repository...)."""
+    from specreg.errors import ConfigError, HubError, OfflineError
+    from specreg.sources import hub
+    from specreg.sources.files import Origin, Read, has_bom, read_config, split_source
+
+    if not isinstance(failure, HubError) or not (isinstance(failure, OfflineError) or failure.cache_fallback):
+        return None
+    try:
+        repo_id, asked = split_source(text, revision)
+        entry = lookup(repo_id)
+    except SpecregError:  # CatalogError too: a malformed entry pins nothing
+        return None
+    if entry is None or not entry.revision or not entry.config_sha256 or asked not in (None, entry.revision):
+        return None
+    why = ("offline mode is on (HF_HUB_OFFLINE)" if hub.offline() else
+           "the Hub could not be reached" if isinstance(failure, OfflineError) else "the Hub kept failing")
+    for path, where in ((hub.cached(repo_id, hub.CONFIG_NAME, entry.revision), "huggingface_hub's cache"),
+                        (entry.snapshot_path, "the snapshot beside the catalog entry")):
+        if path is None or not path.is_file():
+            continue
+        try:
+            config, digest = read_config(path, source=text)
+        except ConfigError:
+            continue
+        if digest != entry.config_sha256:
+            continue
+        origin = Origin(source=text, path=str(path), repo_id=repo_id, revision=asked, commit=entry.revision,
+                        sha256=digest, bom=has_bom(path))
+        return Read(config, origin, pinned=f"{why}: config.json of {entry.id} at the catalog's pinned revision "
+                                          f"{entry.revision} was used, from {where} ({path})")
+    return None
+
+
 # -- checking a whole catalog -------------------------------------------------------------------

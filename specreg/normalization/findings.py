@@ -513,6 +513,16 @@ CODES: dict[str, Code] = {
             "backoff), and the Hugging Face cache held config.json for the revision asked for: that copy "
             "was used. It may be older than the Hub's current revision.",
         ),
+        Code(
+            "hub-pinned-copy",
+            "warning",
+            "the Hub failed; the catalog entry's pinned copy was used",
+            "The Hub could not be reached (offline mode, no connection) or kept failing, and the draft is a "
+            "pinned catalog entry: its config.json at the pinned revision was used, from huggingface_hub's "
+            "cache, else from the snapshot `specreg catalog pin` wrote beside the entry (each only when its "
+            "sha256 is the pinned one). The message names the revision and the file. The Hub's default "
+            "branch may have moved past the pin.",
+        ),
         # -- native formats ------------------------------------------------------------------------
         Code(
             "native-format",
@@ -622,6 +632,7 @@ NO_FIX: dict[str, str] = {
     "draft-positions-raised": "nothing to change: vLLM raises the draft's positions itself",
     "catalog-other-revision": "nothing to change: a note that the content may differ from the pinned one",
     "hub-cached-copy": "nothing in the draft to change: the Hub failed, and a later run reads its current revision",
+    "hub-pinned-copy": "nothing in the draft to change: the Hub failed, and a later run reads its current revision",
     "native-format": "nothing to change: how the file was read",
     "recognized-by-structure": "the config cannot show the class's modules; the message says what would make it another draft",
     "native-draft-length-default": "the draft length is a serving choice the file never made",

@@ -166,15 +166,17 @@ def manifest_beside(config_path: Path, source: str) -> dict[str, Any] | None:
 @attrs.frozen
 class Read:
     """A config read from its source: the object, where it came from, the manifest beside it (a
-    directory specreg wrote) and, when the Hub failed and the cache answered, why."""
+    directory specreg wrote) and, when the Hub failed and the cache answered, why; or, when the Hub
+    failed and a pinned catalog entry's copy answered (specreg.entries.lookup.pinned_copy), which."""
 
     config: dict[str, Any]
     origin: Origin
     manifest: dict[str, Any] | None = None
     stale: str | None = None
+    pinned: str | None = None
 
 
-def _has_bom(path: Path) -> bool:
+def has_bom(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
             return fh.read(3) == b"\xef\xbb\xbf"
@@ -203,7 +205,7 @@ def read_source(text: str, revision: str | None = None) -> Read:
         if not path.is_file():
             raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
         config, digest = read_config(path, source=text)
-        return Read(config, Origin(source=text, path=str(path), sha256=digest, bom=_has_bom(path)),
+        return Read(config, Origin(source=text, path=str(path), sha256=digest, bom=has_bom(path)),
                     manifest_beside(path, text))
     if text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
         raise ConfigError("no such file or directory", "source", source=text)
@@ -216,5 +218,5 @@ def read_source(text: str, revision: str | None = None) -> Read:
         raise _nowhere(text, exc) from None
     config, digest = read_config(fetched.path, source=text)
     origin = Origin(source=text, path=str(fetched.path), repo_id=repo_id, revision=rev, commit=fetched.commit,
-                    sha256=digest, bom=_has_bom(fetched.path))
+                    sha256=digest, bom=has_bom(fetched.path))
     return Read(config, origin, None, fetched.stale)

@@ -172,7 +172,7 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
     source = source or repo_id
     where = f" at revision {revision!r}" if revision else ""
     # looked up first: a failed download may already have moved the cached ref to the new commit
-    cached_before = _cached(repo_id, CONFIG_NAME, revision)
+    cached_before = cached(repo_id, CONFIG_NAME, revision)
     try:
         return _bounded(lambda: _fetch_config(repo_id, revision, source, max_bytes, cached_before),
                         what=f"{CONFIG_NAME} of {repo_id}{where}", source=source, repo_id=repo_id, max_bytes=max_bytes)
@@ -180,10 +180,10 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
         # the Hub kept failing (after specreg's retries, or past the deadline): a cached copy stands in
         if not exc.cache_fallback:
             raise
-        cached = cached_before or _cached(repo_id, CONFIG_NAME, revision)
-        if cached is None:
+        copy = cached_before or cached(repo_id, CONFIG_NAME, revision)
+        if copy is None:
             raise
-        return Fetched(path=cached, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(cached)),
+        return Fetched(path=copy, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(copy)),
                        stale=f"{exc.message}; using the cached copy")
 
 
@@ -214,7 +214,7 @@ def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: in
     raise type(failure)(f"{failure.message} ({tries})", source=source, transient=True)
 
 
-def _cached(repo_id: str, filename: str, revision: str | None) -> Path | None:
+def cached(repo_id: str, filename: str, revision: str | None) -> Path | None:
     """The cached copy of a file for a revision (branch, tag or commit), without any request."""
     import huggingface_hub
 

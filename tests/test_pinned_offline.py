@@ -1,0 +1,90 @@
+"""A pinned catalog entry when the Hub cannot be reached: its config.json at the pinned revision stands
+in, from huggingface_hub's cache or else the snapshot `catalog pin` wrote beside the entry, with a
+`hub-pinned-copy` finding naming the revision (against the loopback Hub)."""
+
+import hashlib
+
+import huggingface_hub.constants  # noqa: F401 - imported at collection: it reads HF_HUB_OFFLINE once, then
+import pytest
+
+import specreg
+from conftest import run_in_process
+from specreg import entries
+from test_catalog import CONFIG, MINIMAL, REPO, pinned_entry, registry_with
+
+SHA = hashlib.sha256(CONFIG).hexdigest()
+
+
+def test_offline_a_pinned_entry_is_loaded_from_the_cache_at_its_pinned_revision(hub, tmp_path, monkeypatch):
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {"org/draft.toml": pinned_entry(commit, SHA)})))
+    specreg.load(f"{REPO}@{commit}")  # the cache holds the pinned commit, not the default branch
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    spec = specreg.load(REPO)
+    assert (spec.origin.commit, spec.origin.sha256, spec.origin.revision) == (commit, SHA, None)
+    assert spec.catalog is not None and spec.catalog.revision == commit
+    found = [f for f in spec.findings if f.code == "hub-pinned-copy"]
+    assert [(f.severity, f.message) for f in found] == [(
+        "warning", f"offline mode is on (HF_HUB_OFFLINE): config.json of {REPO} at the catalog's pinned revision "
+                   f"{commit} was used, from huggingface_hub's cache ({spec.origin.path})")]
+    assert not {"catalog-pin-mismatch", "catalog-other-revision"} & {f.code for f in spec.findings}
+
+
+def test_with_nothing_cached_the_snapshot_beside_the_entry_is_used(hub, tmp_path, monkeypatch):
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    entries.pin(REPO, directory=root)  # what `specreg catalog pin` writes: the pin and the snapshot beside it
+    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: no connection
+    spec = specreg.load(REPO)
+    snapshot = root / "org" / "draft.config.json"
+    assert (spec.origin.commit, spec.origin.sha256, spec.origin.path) == (commit, SHA, str(snapshot))
+    found = next(f for f in spec.findings if f.code == "hub-pinned-copy")
+    assert found.message == (f"the Hub could not be reached: config.json of {REPO} at the catalog's pinned revision "
+                             f"{commit} was used, from the snapshot beside the catalog entry ({snapshot})")
+
+
+def test_the_cli_shows_a_pinned_entry_offline_with_the_finding(hub, tmp_path, monkeypatch):
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    entries.pin(REPO, directory=root)
+    done = run_in_process("show", REPO, env={"SPECREG_REGISTRY": str(root), "HF_HUB_OFFLINE": "1",
+                                             "HF_HUB_CACHE": str(tmp_path / "empty-cache")})
+    assert done.returncode == 0, done.stderr
+    assert "warning hub-pinned-copy" in done.stdout and commit in done.stdout
+
+
+def test_a_snapshot_that_is_not_the_pinned_content_is_not_used(hub, tmp_path, monkeypatch):
+    hub.add(REPO, {"config.json": CONFIG})
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    entries.pin(REPO, directory=root)
+    (root / "org" / "draft.config.json").write_bytes(CONFIG.replace(b"dflash", b"eagle3"))
+    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError, match="is in specreg's catalog"):
+        specreg.load(REPO)
+
+
+def test_another_revision_asked_for_is_never_replaced_by_the_pin(hub, tmp_path, monkeypatch):
+    hub.add(REPO, {"config.json": CONFIG})
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    entries.pin(REPO, directory=root)
+    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError):
+        specreg.load(f"{REPO}@v2")
+
+
+def test_the_hubs_refusal_is_never_replaced_by_the_pin(hub, tmp_path, monkeypatch):
+    """No such repository is the Hub's answer, not an outage: the pin does not hide it."""
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    hub.add(REPO, {"config.json": CONFIG})
+    entries.pin(REPO, directory=root)
+    hub.repos.clear()
+    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(specreg.RepoNotFoundError):
+        specreg.load(REPO)
