@@ -55,6 +55,26 @@ def test_the_cli_shows_a_pinned_entry_offline_with_the_finding(hub, tmp_path, mo
     assert "warning hub-pinned-copy" in done.stdout and commit in done.stdout
 
 
+def test_check_reads_a_pinned_entry_offline_against_a_local_verifier(hub, tmp_path):
+    import json
+
+    from tiny import draft_config, verifier_config
+
+    commit = hub.add(REPO, {"config.json": json.dumps(draft_config("dflash")).encode()})
+    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+    entries.pin(REPO, directory=root)
+    verifier = tmp_path / "verifier"
+    verifier.mkdir()
+    (verifier / "config.json").write_text(json.dumps(verifier_config("dflash")))
+    done = run_in_process("check", REPO, "--verifier", str(verifier), "--no-weights", "--json",
+                          env={"SPECREG_REGISTRY": str(root), "HF_HUB_OFFLINE": "1",
+                               "HF_HUB_CACHE": str(tmp_path / "empty-cache")})
+    assert done.returncode == 0, done.stderr
+    checked = json.loads(done.stdout)
+    assert checked["origin"]["commit"] == commit
+    assert [f["code"] for f in checked["findings"] if f["code"].startswith("hub-")] == ["hub-pinned-copy"]
+
+
 def test_a_snapshot_that_is_not_the_pinned_content_is_not_used(hub, tmp_path, monkeypatch):
     hub.add(REPO, {"config.json": CONFIG})
     root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
