@@ -171,3 +171,16 @@ def test_the_local_verifier_finding_names_the_vllm_targeted(tmp_path):
     spec = specreg.load(src, vllm="0.30")
     (f,) = [f for f in spec.findings if f.code == "verifier-local-path"]
     assert "vLLM 0.30 refuses it on its automatic path" in f.message
+
+
+def test_convert_json_says_what_was_written(tmp_path):
+    from pathlib import Path
+
+    native = Path(__file__).parent / "data" / "native" / "zlab_dflash_qwen3_8b_fixture.json"
+    src = tmp_path / "native"
+    src.mkdir()
+    (src / "config.json").write_bytes(native.read_bytes())
+    r = run("convert", str(src), str(tmp_path / "twin"), "--verifier", "Qwen/Qwen3-8B", "--config-only", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"directory": str(tmp_path / "twin"), "format": "zlab",
+                                    "files": ["config.json", "specreg.json"], "verifier": "Qwen/Qwen3-8B"}

@@ -9,6 +9,7 @@ serve writes or takes from the catalog."""
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any, NoReturn, Sequence
 
 from specreg import facts
@@ -32,6 +33,7 @@ OWNED = {"model", "speculative_config", "spec_method", "spec_model", "spec_token
 SPEC_FLAGS_SINCE = str(facts.since("spec_flags"))
 
 
+@functools.lru_cache(maxsize=1)  # building it imports vLLM's engine arguments: once a process
 def _live_parser() -> Any | None:
     try:
         from vllm.engine.arg_utils import EngineArgs
