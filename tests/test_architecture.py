@@ -33,8 +33,6 @@ def stage(module: str) -> str:
         return "base"
     if module in FACADE:
         return "facade"
-    if module == "specreg.api":
-        return "api"
     part = module.split(".")[1]
     if part == "algos":  # an algorithm module is normalization's, one file each
         return "normalization"
