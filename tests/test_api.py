@@ -4,6 +4,7 @@ trainer-saved draft whose verifier is the local path it trained with."""
 
 import hashlib
 import json
+from pathlib import Path
 
 import attrs
 import pytest
@@ -14,6 +15,7 @@ from test_catalog import MINIMAL, registry_with
 from weights import write_draft
 
 run = run_specreg
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -184,3 +186,26 @@ def test_convert_json_says_what_was_written(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"directory": str(tmp_path / "twin"), "format": "zlab",
                                     "files": ["config.json", "specreg.json"], "verifier": "Qwen/Qwen3-8B"}
+
+
+def test_serve_plan_raises_not_servable_with_the_findings_that_say_why(tmp_path):
+    src = tmp_path / "dta"
+    src.mkdir()
+    (src / "config.json").write_bytes((ROOT / "tests/data/real/specforge-history/qwen3-8b-dta.json").read_bytes())
+    with pytest.raises(specreg.NotServable) as err:
+        specreg.serve_plan(str(src), verifier="Qwen/Qwen3-8B", write=False)
+    assert err.value.gpu is None and err.value.findings and all(f.severity == "error" for f in err.value.findings)
+    assert err.value.message.startswith("not servable as trained by vLLM ")
+    with pytest.raises(specreg.NotServable):
+        specreg.materialize(str(src), tmp_path / "m", verifier="Qwen/Qwen3-8B", weights="none")
+    assert not (tmp_path / "m").exists()
+
+
+def test_serve_plan_raises_not_servable_where_no_backend_serves_the_gpu(tmp_path):
+    from test_gpu_preflight import dflash_draft
+
+    dflash_draft(tmp_path, head_dim=16)  # head size 16 with an FP8 KV cache: no backend of 0.25 on an A100
+    with pytest.raises(specreg.NotServable) as err:
+        specreg.serve_plan(str(tmp_path / "draft"), verifier=str(tmp_path / "verifier"), vllm="0.25", gpu="A100",
+                           vllm_args=["--kv-cache-dtype", "fp8"], write=False)
+    assert err.value.gpu == "A100" and [f.code for f in err.value.findings] == ["no-attention-backend"]
