@@ -176,9 +176,7 @@ def test_the_local_verifier_finding_names_the_vllm_targeted(tmp_path):
 
 
 def test_convert_json_says_what_was_written(tmp_path):
-    from pathlib import Path
-
-    native = Path(__file__).parent / "data" / "native" / "zlab_dflash_qwen3_8b_fixture.json"
+    native = ROOT / "tests" / "data" / "native" / "zlab_dflash_qwen3_8b_fixture.json"
     src = tmp_path / "native"
     src.mkdir()
     (src / "config.json").write_bytes(native.read_bytes())
