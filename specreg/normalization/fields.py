@@ -241,12 +241,18 @@ class Fields:
 
 
 
-#: keys a transformers config holds (PretrainedConfig's, and those of the decoder configs draft layers are
-#: built from: llama, qwen2, qwen3, qwen3_moe, qwen3_next, mistral, mixtral, phi3, gemma2, gemma3_text,
-#: deepseek_v2, deepseek_v3, gpt_oss, glm4_moe, qwen2_moe, minimax, kimi_linear, llama4_text, qwen3_5_text,
-#: qwen3_5_moe_text, lfm2, longcat_flash: their default to_dict() in transformers 5.19.0), and the names
-#: transformers 4 wrote for some of them. A key among them is never taken for a misspelt field.
-HF_CONFIG_KEYS = frozenset({
+#: the decoder configs draft layers are built from, whose keys `HF_CONFIG_KEYS` holds
+HF_CONFIG_MODEL_TYPES = (
+    "llama", "qwen2", "qwen3", "qwen3_moe", "qwen3_next", "mistral", "mixtral", "phi3", "gemma2", "gemma3_text",
+    "deepseek_v2", "deepseek_v3", "gpt_oss", "glm4_moe", "qwen2_moe", "minimax", "kimi_linear", "llama4_text",
+    "qwen3_5_text", "qwen3_5_moe_text", "lfm2", "longcat_flash",
+)
+#: keys transformers 4 configs wrote that transformers 5 renamed or stopped writing by default
+HF_CONFIG_KEYS_V4 = ("rope_theta", "rope_scaling", "torch_dtype", "quantization_config", "auto_map", "tokenizer_class")
+#: keys a transformers config holds: the default to_dict() of PretrainedConfig and of each of
+#: `HF_CONFIG_MODEL_TYPES` in transformers 5.19.0 (tests/engine_tier/test_native_masks.py regenerates
+#: them), and `HF_CONFIG_KEYS_V4`. A key among them is never taken for a misspelt field.
+HF_CONFIG_KEYS = frozenset(HF_CONFIG_KEYS_V4) | frozenset({
     "_name_or_path", "_sliding_window_pattern", "architectures", "attention_bias",
     "attention_chunk_size", "attention_dropout", "attn_logit_softcapping", "attn_scale",
     "attn_temperature_tuning", "block_auto_adjust_ff_dim", "block_ffn_dim_multiplier",
@@ -274,7 +280,6 @@ HF_CONFIG_KEYS = frozenset({
     "swiglu_alpha", "swiglu_limit", "tie_word_embeddings", "topk_group", "topk_method",
     "transformers_version", "use_bidirectional_attention", "use_cache", "use_qk_norm",
     "use_sliding_window", "v_head_dim", "vocab_size", "zero_expert_num",
-    "rope_theta", "rope_scaling", "torch_dtype", "quantization_config", "auto_map", "tokenizer_class",
 })
 
 
