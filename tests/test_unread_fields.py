@@ -58,6 +58,19 @@ def test_a_misspelt_envelope_key_is_reported():
     assert [p for p, _, _ in unread(spec)] == ["$.speculators_config.verifer"]
 
 
+def test_a_misspelt_key_in_a_list_item_is_reported_at_its_index():
+    config = dflash()
+    methods = config["speculators_config"]["proposal_methods"]
+    methods.append({"proposal_typ": "sample", "speculative_tokens": methods[0]["speculative_tokens"]})
+    spec = specreg.normalize(config, vllm="0.33")
+    assert [p for p, _, _ in unread(spec)] == ["$.speculators_config.proposal_methods[1].proposal_typ"]
+
+
+def test_a_long_list_is_not_walked_item_by_item():
+    config = {"ids": [{"field_onez": 1}] * 3, "other": 1}
+    assert near_misses(config, {"ids", "ids[0].field_one"}) == [("$.ids[0].field_onez", "field_onez", "field_one")]
+
+
 def test_a_key_beside_the_field_it_resembles_is_not_a_misspelling():
     config = dflash()
     config["sample_from_anchor"] = False

@@ -302,6 +302,7 @@ def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, s
 
     full = {"$" + r if r.startswith("[") else "$." + r for r in reads}
     inside: set[str] = set()  # every path some read goes through
+    items: dict[str, set[int]] = {}  # list path -> the indices some read goes through
     wanted: dict[str, set[str]] = {}  # object path -> the field names read in it
     for r in full:
         parent, key = _split(r)
@@ -309,14 +310,17 @@ def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, s
             wanted.setdefault(parent, set()).add(key)
         while parent and parent != "$":
             inside.add(parent)
-            parent = _split(parent)[0]
+            parent, key = _split(parent)
+            if isinstance(key, int):
+                items.setdefault(parent, set()).add(key)
     known = HF_CONFIG_KEYS | {k for names in wanted.values() for k in names}
     found: list[tuple[str, str, str]] = []
 
     def walk(value: Any, path: str) -> None:
-        if isinstance(value, list):
-            for i, item in enumerate(value):
-                walk(item, child_path(path, i))
+        if isinstance(value, list):  # only the items something was read inside (proposal_methods[0])
+            for i in sorted(items.get(path, ())):
+                if i < len(value):
+                    walk(value[i], child_path(path, i))
             return
         if not isinstance(value, Mapping) or (path != "$" and path not in inside):
             return
