@@ -87,7 +87,9 @@ OBJECTIVES: dict[str, str] = {
     "vp_drafter": "SpecForge trained it as a VP-drafter: each block showed the draft a visible prefix of 2 to "
                   "block_size - 1 real tokens and masked the rest (specforge/core/dflash.py "
                   "`_sample_prefix_lengths` at e1cb99dc, \"avoiding the degenerate fixed-anchor DFlash case\"), while "
-                  "vLLM's DFlash drafter shows the anchor alone, a block the draft never trained on",
+                  "vLLM's DFlash drafter shows the anchor alone, a block the draft never trained on. (SpecForge "
+                  "from 832263fe, 2026-07-13, no longer reads the key and trains plain DFlash: a draft trained "
+                  "then is plain DFlash, which the file cannot show; remove the key from such a file)",
 }
 
 #: trained-side keys that change what was trained and that no vLLM draft class reads
