@@ -127,3 +127,19 @@ def test_a_server_with_impossible_counters_is_a_recorded_invalid_result(tmp_path
                         "--num-prompts", "4", "--out", str(out), env={"HF_HUB_OFFLINE": "1"})
     result = json.loads((out / "result.json").read_text())
     assert r.returncode == 2 and result["verdict"] == "invalid" and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"x" * (16 * 2**20), "'" + "x" * 300 + "'… (65,536 characters)"),  # read up to 64 KiB, shown shortened
+    (json.dumps({"error": {"message": "\x1b[2J\u202eok"}}).encode(), "'\\x1b[2J\\u202eok'"),  # escaped
+])
+def test_a_servers_huge_or_hostile_error_answer_is_read_bounded_and_shown_escaped(tmp_path, body, said):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"question": f"q{i}"}) + "\n" for i in range(4)))
+    with OpenAIServer() as server:
+        server.fail_status, server.fail_body = 500, body
+        r = run_specreg("verify", "org/x", "--server", server.url, "--dataset-file", str(rows), "--dataset", "gsm8k",
+                        "--num-prompts", "4", env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 5 and "Traceback" not in r.stderr, r.stderr
+    assert r.stdout.splitlines()[0] == (f"org/x: error; {server.url}/v1/chat/completions: HTTP 500 Internal Server "
+                                        f"Error: the server said {said}")
