@@ -30,12 +30,23 @@ def test_offline_a_pinned_entry_is_loaded_from_the_cache_at_its_pinned_revision(
     assert not {"catalog-pin-mismatch", "catalog-other-revision"} & {f.code for f in spec.findings}
 
 
-def test_with_nothing_cached_the_snapshot_beside_the_entry_is_used(hub, tmp_path, monkeypatch):
-    commit = hub.add(REPO, {"config.json": CONFIG})
-    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
-    entries.pin(REPO, directory=root)  # what `specreg catalog pin` writes: the pin and the snapshot beside it
-    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+@pytest.fixture
+def pinned(hub, tmp_path, monkeypatch):
+    """org/draft pinned by `specreg catalog pin` (the pin and the snapshot beside the entry) in the catalog
+    SPECREG_REGISTRY names, and an empty Hugging Face cache: (the catalog directory, the pinned commit)."""
+    def pin(config: bytes = CONFIG):
+        commit = hub.add(REPO, {"config.json": config})
+        root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
+        entries.pin(REPO, directory=root)
+        monkeypatch.setenv("SPECREG_REGISTRY", str(root))
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+        return root, commit
+
+    return pin
+
+
+def test_with_nothing_cached_the_snapshot_beside_the_entry_is_used(pinned, monkeypatch):
+    root, commit = pinned()
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: no connection
     spec = specreg.load(REPO)
     snapshot = root / "org" / "draft.config.json"
@@ -45,66 +56,48 @@ def test_with_nothing_cached_the_snapshot_beside_the_entry_is_used(hub, tmp_path
                              f"{commit} was used, from the snapshot beside the catalog entry ({snapshot})")
 
 
-def test_the_cli_shows_a_pinned_entry_offline_with_the_finding(hub, tmp_path, monkeypatch):
-    commit = hub.add(REPO, {"config.json": CONFIG})
-    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
-    entries.pin(REPO, directory=root)
-    done = run_in_process("show", REPO, env={"SPECREG_REGISTRY": str(root), "HF_HUB_OFFLINE": "1",
-                                             "HF_HUB_CACHE": str(tmp_path / "empty-cache")})
+def test_the_cli_shows_a_pinned_entry_offline_with_the_finding(pinned):
+    _root, commit = pinned()
+    done = run_in_process("show", REPO, env={"HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr
     assert "warning hub-pinned-copy" in done.stdout and commit in done.stdout
 
 
-def test_check_reads_a_pinned_entry_offline_against_a_local_verifier(hub, tmp_path):
+def test_check_reads_a_pinned_entry_offline_against_a_local_verifier(pinned, tmp_path):
     import json
 
     from tiny import draft_config, verifier_config
 
-    commit = hub.add(REPO, {"config.json": json.dumps(draft_config("dflash")).encode()})
-    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
-    entries.pin(REPO, directory=root)
+    _root, commit = pinned(json.dumps(draft_config("dflash")).encode())
     verifier = tmp_path / "verifier"
     verifier.mkdir()
     (verifier / "config.json").write_text(json.dumps(verifier_config("dflash")))
     done = run_in_process("check", REPO, "--verifier", str(verifier), "--no-weights", "--json",
-                          env={"SPECREG_REGISTRY": str(root), "HF_HUB_OFFLINE": "1",
-                               "HF_HUB_CACHE": str(tmp_path / "empty-cache")})
+                          env={"HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr
     checked = json.loads(done.stdout)
     assert checked["origin"]["commit"] == commit
     assert [f["code"] for f in checked["findings"] if f["code"].startswith("hub-")] == ["hub-pinned-copy"]
 
 
-def test_a_snapshot_that_is_not_the_pinned_content_is_not_used(hub, tmp_path, monkeypatch):
-    hub.add(REPO, {"config.json": CONFIG})
-    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
-    entries.pin(REPO, directory=root)
+def test_a_snapshot_that_is_not_the_pinned_content_is_not_used(pinned, monkeypatch):
+    root, _commit = pinned()
     (root / "org" / "draft.config.json").write_bytes(CONFIG.replace(b"dflash", b"eagle3"))
-    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(specreg.OfflineError, match="is in specreg's catalog"):
         specreg.load(REPO)
 
 
-def test_another_revision_asked_for_is_never_replaced_by_the_pin(hub, tmp_path, monkeypatch):
-    hub.add(REPO, {"config.json": CONFIG})
-    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
-    entries.pin(REPO, directory=root)
-    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+def test_another_revision_asked_for_is_never_replaced_by_the_pin(pinned, monkeypatch):
+    pinned()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(specreg.OfflineError):
         specreg.load(f"{REPO}@v2")
 
 
-def test_the_hubs_refusal_is_never_replaced_by_the_pin(hub, tmp_path, monkeypatch):
+def test_the_hubs_refusal_is_never_replaced_by_the_pin(pinned, hub):
     """No such repository is the Hub's answer, not an outage: the pin does not hide it."""
-    root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
-    hub.add(REPO, {"config.json": CONFIG})
-    entries.pin(REPO, directory=root)
+    pinned()
     hub.repos.clear()
-    monkeypatch.setenv("SPECREG_REGISTRY", str(root))
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     with pytest.raises(specreg.RepoNotFoundError):
         specreg.load(REPO)
