@@ -313,7 +313,7 @@ def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, s
             parent, key = _split(parent)
             if isinstance(key, int):
                 items.setdefault(parent, set()).add(key)
-    known = HF_CONFIG_KEYS | {k for names in wanted.values() for k in names}
+    read_names = {k for names in wanted.values() for k in names}
     found: list[tuple[str, str, str]] = []
 
     def walk(value: Any, path: str) -> None:
@@ -331,7 +331,7 @@ def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, s
                 if here is not None:
                     walk(item, here)
                 continue
-            if key in known:
+            if key in read_names or key in HF_CONFIG_KEYS:
                 continue
             match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
             if match:
