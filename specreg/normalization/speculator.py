@@ -57,8 +57,11 @@ class Finding:
 
     @classmethod
     def of(cls, code: str, message: str, path: str | None = None, fix: str | None = None) -> "Finding":
-        """A finding with the severity its code is documented with."""
-        return cls(code=code, severity=code_of(code).severity, message=message, path=path, fix=fix)
+        """A finding with the severity its code is documented with, and the code's own fix when the
+        emitter gives none."""
+        registered = code_of(code)
+        return cls(code=code, severity=registered.severity, message=message, path=path,
+                   fix=fix if fix is not None else registered.fix)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
