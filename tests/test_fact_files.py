@@ -38,12 +38,21 @@ def test_every_committed_facts_file_is_what_write_facts_writes(path):
 
 
 def test_every_release_folder_holds_the_three_kinds_with_their_about():
-    assert {p.parent.name for p in FILES} == set(STABLE)
+    assert {p.parent.name for p in FILES if p.name != "rules.json"} == set(STABLE)
     for kind in KINDS:
         assert fact_files.releases(kind) == list(STABLE)
         for release in STABLE:
             about = json.loads((FACTS / release / f"{kind}.json").read_text())["_about"]
             assert "SPECREG_REGENERATE=1" in about and "do not edit" in about
+
+
+def test_every_known_release_has_its_rules_written_by_their_extractor():
+    from specreg import facts
+
+    assert fact_files.releases("rules") == list(facts.known())
+    for release in facts.known():
+        about = json.loads((FACTS / release / "rules.json").read_text())["_about"]
+        assert "tests/conformance/rule_facts.py" in about and "do not edit" in about
 
 
 def test_the_loaders_read_each_release_from_its_folder():
@@ -75,7 +84,7 @@ def test_a_changed_fact_is_one_changed_line():
 
 
 def test_the_regenerate_paths_write_one_file_per_release(tmp_path):
-    from tests.conformance import quantization_methods, selector, test_kv_cache_groups
+    from tests.conformance import quantization_methods, rule_facts, selector, test_kv_cache_groups
 
     plain = {"9.0": {"backends": {"FLASH_ATTN": {"sink": False}}}, "cubins_required": None}
     cubins = {"9.0": {"backends": {"FLASH_ATTN": {"sink": True}}}}
@@ -83,8 +92,11 @@ def test_the_regenerate_paths_write_one_file_per_release(tmp_path):
                         tmp_path)
     test_kv_cache_groups.regenerate({"0.99": {"facts": {"FLASH_ATTN": True}}}, tmp_path)
     quantization_methods.regenerate({"0.99": {"fp8": {"class": "Fp8Config"}}}, tmp_path)
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == [
-        f"0.99/{kind}.json" for kind in KINDS]
+    rule_facts.regenerate({"0.99": {"spec_flags": True, "kv_mamba_pads": rule_facts.NOT_SURVEYED}}, tmp_path)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == sorted(
+        f"0.99/{kind}.json" for kind in (*KINDS, "rules"))
+    rules = json.loads((tmp_path / "0.99" / "rules.json").read_text())
+    assert rules == {"_about": rule_facts.ABOUT, "rules": {"kv_mamba_pads": rule_facts.NOT_SURVEYED, "spec_flags": True}}
     written = {kind: json.loads((tmp_path / "0.99" / f"{kind}.json").read_text()) for kind in KINDS}
     assert {k: v for k, v in written["attention_backends"].items() if k != "_about"} == {
         "9.0": {"backends": {"FLASH_ATTN": {"sink": False}}}, "cubins": cubins, "cubins_required": True}

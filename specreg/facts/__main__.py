@@ -76,6 +76,8 @@ def _refresh(version: str, out: Path | None, extract) -> int:
     try:
         lines = refresh.refresh(version, out, **({"extract": extract} if extract else {}))
     except refresh.RefreshError as e:
+        if e.report:
+            print("\n".join(e.report))
         print(f"{PROG} refresh: {printable(str(e))!s}", file=sys.stderr)
         return 2
     print("\n".join(lines))

@@ -3,7 +3,8 @@
 A record is one line of a facts file (`fact_files.facts_text`: every object opened one key per line, a
 list on one line), so a record here is a leaf of the JSON, its path and its value (an empty object
 holds none). The lines name the
-harness that computed each file (its `_about`) and the vLLM source of each dated rule (rules.json).
+harness that computed each file (its `_about`) and the vLLM source of each dated rule (the top
+rules.json), for each rule a release's rules.json starts or stops holding.
 Pure: reads the committed files, imports nothing heavy.
 """
 
@@ -13,8 +14,6 @@ import json
 import re
 from collections.abc import Iterator
 from typing import Any
-
-from packaging.version import Version
 
 from specreg import facts
 
@@ -131,21 +130,54 @@ def kind_lines(kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None
     return [head, *(f"{short}: {_change_line(kind, p, a, b)}" for p, a, b in found)]
 
 
-def rule_lines(rules: dict[str, dict[str, Any]], old: str, new: str) -> list[str]:
-    """The dated rules that start after `old`, up to `new` (each with the vLLM source rules.json names)."""
-    started = [(n, r) for n, r in sorted(rules.items()) if Version(old) < Version(r["since"]) <= Version(new)]
-    if not started:
-        return ["rules: none starts"]
-    return [f"rules: {n} starts at {r['since']} ({r['source']})" for n, r in started]
+def _holding(value: Any) -> str:
+    if value is MISSING:
+        return "has no record"
+    if isinstance(value, bool):
+        return "holds" if value else "does not hold"
+    return "is not computed"
+
+
+def rule_lines(meta: dict[str, dict[str, Any]], old: dict[str, Any] | None, new: dict[str, Any] | None,
+               names: tuple[str, str]) -> list[str]:
+    """The dated rules whose record differs between two releases' rules.json (None: no file), each with
+    the vLLM source the top rules.json names for it."""
+    if old is None and new is None:
+        return []
+    source = harness(str((new if new is not None else old).get("_about", "")))
+    if old is None or new is None:
+        has, lacks = (names[1], names[0]) if new is not None else names
+        count = len((new if new is not None else old).get("rules", {}))
+        return [f"rules: only {has} has these facts ({count} rules; {lacks} has none) [{source}]"]
+    a, b = old.get("rules", {}), new.get("rules", {})
+    lines = []
+    for name in sorted(set(a) | set(b)):
+        was, now = a.get(name, MISSING), b.get(name, MISSING)
+        if was == now:
+            continue
+        where = meta.get(name, {}).get("source", "no source: the top rules.json has no record of it")
+        if was is False and now is True:
+            what = "now holds"
+        elif was is True and now is False:
+            what = "no longer holds"
+        else:
+            what = f"{_holding(now)} (in {names[0]} it {_holding(was)})"
+            if isinstance(now, dict) and isinstance(now.get("why"), str):
+                what += f": {now['why']}"
+        lines.append(f"rules: {name} {what} ({where})")
+    if not lines:
+        return [f"rules: unchanged [{source}]"]
+    head = f"rules: {len(lines)} rule{'s' if len(lines) != 1 else ''} changed [{source}]"
+    return [head, *lines]
 
 
 def diff(old: str, new: str, read: Any, rules: dict[str, dict[str, Any]]) -> list[str]:
     """Every line of `diff OLD NEW`. `read(release, kind)` gives a facts document with its `_about`, or
-    None when that release has no file of that kind."""
+    None when that release has no file of that kind; `rules` is the top rules.json's metadata."""
     out = []
     for kind in KINDS:
         out += kind_lines(kind, read(old, kind), read(new, kind), (old, new))
-    return out + rule_lines(rules, old, new)
+    return out + rule_lines(rules, read(old, "rules"), read(new, "rules"), (old, new))
 
 
 def read_committed(release: str, kind: str) -> dict[str, Any] | None:

@@ -29,7 +29,12 @@ Extract = Callable[[str, str, Path], None]
 
 
 class RefreshError(Exception):
-    """A refresh that cannot go on: one line, for the command's exit 2."""
+    """A refresh that cannot go on: one line, for the command's exit 2 (after `report`, the lines of the
+    files written before it stopped)."""
+
+    def __init__(self, message: str, report: list[str] | None = None):
+        super().__init__(message)
+        self.report = report or []
 
 
 def parse(version: str) -> tuple[str, str]:
@@ -87,7 +92,21 @@ def refresh(version: str, out: Path | None = None, *, extract: Extract = run_ext
             write_facts(dest, new)
     if out is None:
         add_release(root / "releases.json", release, wheel)
+    problems = rule_problems(release, target / "rules.json", root)
+    if problems:
+        raise RefreshError("the facts are written, but the rules cannot all be dated: " + "; ".join(problems), report)
     return report
+
+
+def rule_problems(release: str, computed: Path, root: Path) -> list[str]:
+    """What keeps the releases' rules, with `computed` as `release`'s, from dating every rule (nothing
+    to check when the extractors wrote no rules.json)."""
+    if not computed.is_file():
+        return []
+    per_release = {r: json.loads(p.read_text(encoding="utf-8"))["rules"]
+                   for r in facts.known() if r != release and (p := root / r / "rules.json").is_file()}
+    per_release[release] = json.loads(computed.read_text(encoding="utf-8"))["rules"]
+    return facts.check(dict(sorted(per_release.items(), key=lambda item: Version(item[0]))))
 
 
 def add_release(path: Path, release: str, wheel: str) -> bool:
@@ -105,4 +124,5 @@ def add_release(path: Path, release: str, wheel: str) -> bool:
     path.write_text('{\n  "releases": [\n' + lines + "\n  ]\n}\n", encoding="utf-8")
     facts._releases.cache_clear()
     facts._read.cache_clear()
+    facts.since.cache_clear()
     return True

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.conformance import (
     kv_cache_groups,
     quantization_methods,
+    rule_facts,
     selector,
     test_kv_cache_groups,
 )
@@ -45,6 +46,9 @@ def main(release: str, wheel: str, out: Path) -> None:
     step("kv_cache: the wheel's get_kv_cache_groups")
     groups = selector.run_script(exe, env, Path(kv_cache_groups.__file__), "KVGROUPS", release)
     test_kv_cache_groups.regenerate({release: groups}, root=out)
+    step("rules: each dated rule, decided as its held_by test decides it (the mapping, the masks, the "
+         "source, ast, the kv_cache cases)")
+    rule_facts.regenerate({release: rule_facts.compute(wheel, groups["cases"])}, root=out)
 
 
 if __name__ == "__main__":

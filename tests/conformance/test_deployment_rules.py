@@ -109,24 +109,40 @@ def test_the_drafter_selects_its_own_backend_and_inherits_the_kv_cache_dtype(ver
     draft always has the server's)."""
     from specreg.vllm.gpu_plan import DRAFT_KV_CACHE_DTYPE_SINCE
 
-    tree = source(version, DRAFTER)
-    (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_create_draft_vllm_config"]
-    text = ast.unparse(fn)
-    assert "backend=spec_cfg.attention_backend" in text
-    own_kv = "if spec_cfg.kv_cache_dtype is not None" in text
+    assert "backend=spec_cfg.attention_backend" in ast.unparse(_draft_config_builder(version))
+    own_kv = draft_has_own_kv_cache_dtype(version)
     assert own_kv == (Version(version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE))
+
+
+def _draft_config_builder(version: str) -> ast.FunctionDef | None:
+    tree = source(version, DRAFTER)
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_create_draft_vllm_config"]
+    assert len(found) <= 1, version
+    return found[0] if found else None
+
+
+def draft_has_own_kv_cache_dtype(version: str) -> bool:
+    """Whether _create_draft_vllm_config gives the draft speculative_config's KV-cache dtype when set
+    (rules.json draft_kv_cache_dtype; False where the drafter has no such function)."""
+    fn = _draft_config_builder(version)
+    return fn is not None and "if spec_cfg.kv_cache_dtype is not None" in ast.unparse(fn)
 
 
 @pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])
 def test_the_v2_eagle_drafter_keeps_the_servers_backend_from_0_31(version):
     from specreg.vllm.gpu_plan import V2_EAGLE_INHERITS_BACKEND_SINCE
 
-    tree = source(version, "vllm/v1/worker/gpu/spec_decode/eagle/utils.py")
-    keeps = tree is not None and "speculative_config.apply_draft_overrides(vllm_config)" in ast.unparse(tree)
+    keeps = v2_eagle_keeps_backend(version)
     assert keeps == (Version(version) >= Version(V2_EAGLE_INHERITS_BACKEND_SINCE))
     if keeps:
         spec = ast.unparse(source(version, "vllm/config/speculative.py"))
         assert "('attention_backend', 'attention_config', 'backend')" in spec
+
+
+def v2_eagle_keeps_backend(version: str) -> bool:
+    """Whether the V2 Eagle drafter's config comes from apply_draft_overrides (v2_eagle_inherits_backend)."""
+    tree = source(version, "vllm/v1/worker/gpu/spec_decode/eagle/utils.py")
+    return tree is not None and "speculative_config.apply_draft_overrides(vllm_config)" in ast.unparse(tree)
 
 
 @pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])
@@ -186,8 +202,7 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
         assert "prefix=maybe_prefix(prefix, 'model')" in src or "prefix='model'" in src
         assert ("target_layer_num = vllm_config.model_config.get_num_layers(" in src
                 or "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()" in src)
-        calls_map = "map_draft_quant_config(self.quant_config" in src
-        calls_exclusions = "_add_global_draft_layer_exclusions(" in src and not calls_map
+        calls_map, calls_exclusions = renames(src)
         derived = "modelopt" if calls_map else "modelopt exclusions" if calls_exclusions else "nothing"
         assert derived == deployment._at(version, deployment.QUANT_LAYER_NAMES[module]), (arch, module)
         if calls_exclusions:
@@ -202,6 +217,20 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
         having = {n for n in z.namelist() if n.startswith("vllm/model_executor/layers/quantization/")
                   and n.endswith(".py") and b"self.exclude_modules" in z.read(n)}
     assert having <= {"vllm/model_executor/layers/quantization/modelopt.py"}, having
+
+
+def renames(src: str) -> tuple[bool, bool]:
+    """Whether a draft module's source renames every ModelOpt name (map_draft_quant_config), and whether
+    it renames only the exclusions (_add_global_draft_layer_exclusions)."""
+    calls_map = "map_draft_quant_config(self.quant_config" in src
+    return calls_map, "_add_global_draft_layer_exclusions(" in src and not calls_map
+
+
+def dflash_renames(version: str) -> str:
+    """What of a draft's quantization config qwen3_dflash renames: "nothing", "modelopt exclusions" or
+    "modelopt" (rules.json dflash_renames_modelopt_exclusions and _names)."""
+    calls_map, calls_exclusions = renames(text(version, "qwen3_dflash") or "")
+    return "modelopt" if calls_map else "modelopt exclusions" if calls_exclusions else "nothing"
 
 
 def quantized_names(version: str, module: str) -> set[str]:
@@ -265,10 +294,15 @@ def test_a_chunked_local_attention_verifier_and_an_eagle_drafter_turn_the_hybrid
     assert "self.speculative_config.use_eagle()" in ast.unparse(inner.test)
     assert ast.unparse(inner.body[-1]) == "need_disable_hybrid_kv_cache_manager = True"
     assert "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in ast.unparse(inner.orelse)
+    assert use_eagle_methods(version) == deployment._at(version, deployment.EAGLE_METHODS)
+
+
+def use_eagle_methods(version: str) -> set[str]:
+    """The methods SpeculativeConfig.use_eagle() answers True for (use_eagle_includes_dspark)."""
     spec = source(version, "vllm/config/speculative.py")
     (fn,) = [n for n in ast.walk(spec) if isinstance(n, ast.FunctionDef) and n.name == "use_eagle"]
     (ret,) = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
-    assert set(ast.literal_eval(ret.value.comparators[0])) == deployment._at(version, deployment.EAGLE_METHODS)
+    return set(ast.literal_eval(ret.value.comparators[0]))
 
 
 @pytest.mark.parametrize("version", ALL)
@@ -277,15 +311,20 @@ def test_which_draft_classes_build_attention_sinks_is_the_wheels(version):
     add_swa_attention_sink_bias) and gives the Attention its sinks; the classes built on it share them."""
     from specreg.vllm.gpu_plan import SINK_ARCHITECTURES
 
+    for arch in (*SINK_ARCHITECTURES, "Eagle3LlamaForCausalLM", "Eagle3Qwen3ForCausalLM"):
+        since = SINK_ARCHITECTURES.get(arch)
+        assert builds_sinks(version, arch) == (since is not None and Version(version) >= Version(since)), arch
+
+
+def builds_sinks(version: str, arch: str) -> bool:
+    """Whether the wheel's registered class `arch` builds attention sinks (sinks_* in rules.json)."""
     reg = registry(version)
+    if arch not in reg:
+        return False
     dflash = text(version, "qwen3_dflash") or ""
     reads = ("dflash_config.get('attention_sink_bias', getattr(config, 'add_swa_attention_sink_bias', False))" in dflash
              and "sinks=self.attention_sink_bias" in dflash)
-    for arch in (*SINK_ARCHITECTURES, "Eagle3LlamaForCausalLM", "Eagle3Qwen3ForCausalLM"):
-        built = arch in reg and "sinks=" in (text(version, reg[arch]) or "") or (
-            arch in reg and layer_module(version, reg[arch]) == "qwen3_dflash" and reads)
-        since = SINK_ARCHITECTURES.get(arch)
-        assert built == (since is not None and Version(version) >= Version(since)), arch
+    return "sinks=" in (text(version, reg[arch]) or "") or (layer_module(version, reg[arch]) == "qwen3_dflash" and reads)
 
 
 @pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])

@@ -130,19 +130,25 @@ def test_each_wheel_refuses_mrope_when_the_drafter_adds_slots(version):
     """The rule specreg models (`check_startup`): `_raise_if_mrope` is called only under
     `needs_extra_input_slots`, which is `net_num_new_slots_per_request > 0`, and raises on the draft
     config's `uses_mrope`."""
-    with zipfile.ZipFile(wheel(version)) as z:
-        text = z.read("vllm/v1/spec_decode/llm_base_proposer.py").decode()
-    tree = ast.parse(text)
-    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "needs_extra_input_slots" in ast.unparse(n.test)
-               and "_raise_if_mrope" in ast.unparse(n)]
-    assert guarded, version
-    assert "self.needs_extra_input_slots = self.net_num_new_slots_per_request > 0" in text
-    raiser = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_raise_if_mrope")
-    assert "draft_model_config.uses_mrope" in ast.unparse(raiser) and "does not support M-RoPE" in ast.unparse(raiser)
+    assert refuses_mrope(version), version
     spec = specreg.normalize({**json.loads((DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json").read_text()),
                               "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
                              vllm=version, verifier="org/v")
     assert "vllm-startup-refusal" in {f.code for f in spec.findings}
+
+
+def refuses_mrope(version: str) -> bool:
+    """Whether the drafter raises on an M-RoPE draft config exactly when it adds input slots per request
+    (rules.json mrope_refused_with_extra_slots)."""
+    with zipfile.ZipFile(wheel(version)) as z:
+        path = "vllm/v1/spec_decode/llm_base_proposer.py"
+        text = z.read(path).decode() if path in z.namelist() else ""
+    tree = ast.parse(text)
+    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "needs_extra_input_slots" in ast.unparse(n.test)
+               and "_raise_if_mrope" in ast.unparse(n)]
+    raiser = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_raise_if_mrope"]
+    return (bool(guarded) and "self.needs_extra_input_slots = self.net_num_new_slots_per_request > 0" in text
+            and any("draft_model_config.uses_mrope" in r and "does not support M-RoPE" in r for r in raiser))
 
 
 # -- model types vLLM takes for an MTP target's -------------------------------------------------------
@@ -333,7 +339,7 @@ def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with
 
 # -- serve's reading of the user's vLLM flags ----------------------------------------------------------
 
-def _cli_options(version: str) -> dict[str, str]:
+def cli_options(version: str) -> dict[str, str]:
     """option string -> dest of every add_argument call of the wheel's engine/arg_utils.py (ast)."""
     with zipfile.ZipFile(wheel(version)) as z:
         tree = ast.parse(z.read("vllm/engine/arg_utils.py"))
@@ -357,7 +363,7 @@ def test_serves_option_table_is_each_wheels_spelling_of_those_settings(version):
 
     from specreg.vllm.flags import OPTIONS, SPEC_FLAGS_SINCE
 
-    found = {o: d for o, d in _cli_options(version).items() if d in set(OPTIONS.values())}
+    found = {o: d for o, d in cli_options(version).items() if d in set(OPTIONS.values())}
     expected = {o: d for o, d in OPTIONS.items()
                 if not (d.startswith("spec_") and Version(version) < Version(SPEC_FLAGS_SINCE))}
     assert found == expected

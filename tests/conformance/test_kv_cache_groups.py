@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from specreg import facts
 from specreg.vllm import kv_cache
 from specreg.vllm.fact_files import read_facts, write_releases
 from tests.conformance import kv_cache_groups as harness
+from tests.conformance import rule_facts
 from tests.conformance import selector
 
 pytestmark = pytest.mark.conformance
@@ -91,13 +93,20 @@ def test_the_wheels_differ_where_their_code_changed(surveyed):
     non-MLA layer (0.29+); MLA next to a sliding-window layer is allocated as full attention from 0.27;
     a Mamba hybrid's state page is padded to a larger draft page from 0.26, and raised on before."""
     def outcome(version, verifier, draft, hybrid=True, first=False):
-        (c,) = [c for c in surveyed[version]["cases"] if c["verifier"] == verifier and c["draft"] == draft
-                and c["hybrid"] is hybrid and c["block_first"] is first]
-        return c["outcome"]
+        return rule_facts.case(surveyed[version]["cases"], verifier, draft, hybrid, first)["outcome"]
     assert [outcome(v, "sliding", ["full", 3, 128]) for v in ("0.28", "0.29")] == ["NotImplementedError", "ok"]
     assert [outcome(v, "mla-sliding", ["full", 3, 128]) for v in ("0.26", "0.27")] == ["NotImplementedError", "ok"]
     assert all(outcome(v, "sliding", ["sliding-2048", 8, 128], hybrid=False) == "ValueError" for v in VERSIONS)
     assert [outcome(v, "mamba", ["full", 8, 256], first=True) for v in ("0.25", "0.26")] == ["AssertionError", "ok"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_committed_kv_cache_rules_are_the_wheels(surveyed, version):
+    """specreg/vllm/facts/<X.Y>/rules.json's kv_cache rules, decided on the wheel's own grouping (the
+    rules the test above holds specreg.vllm.kv_cache.grouping to)."""
+    committed = facts.release_rules(version)
+    assert {r: committed[r] for r in rule_facts.KV_HOLDS} == {
+        r: rule_facts.kv_holds(r, surveyed[version]["cases"]) for r in rule_facts.KV_HOLDS}
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -13,6 +13,7 @@ from specreg.normalization import algorithms
 from specreg.normalization.capabilities import RULES
 
 from conftest import DATA, fixture_config
+from conformance.rule_facts import HOLDS, MAPPING_PROBES, MASK_PROBES, SOURCE_PROBES, holds
 
 pytestmark = pytest.mark.conformance
 
@@ -132,30 +133,16 @@ def _release(version: Version) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHM_FIXTURE))
-def test_an_algorithm_is_registered_from_its_first_version_and_not_before(mappings, name):
+def test_an_algorithm_is_registered_from_its_first_version_and_not_before(name):
     algo = algorithms.get(name)
-    assert name in mappings(_release(algo.vllm_min)).supported
-    assert name not in mappings(_before(algo.vllm_min)).supported
-
-
-MAPPING_PROBES = {
-    # rule: (fixture, changes, field, predicate on vLLM's draft_config meaning "has the rule")
-    "dflash_target_layer_ids_minus_one": ("dflash", {}, lambda d: d["dflash_config"]["target_layer_ids"][0] == 1),
-    "dflash_causal_from_sliding_window_non_causal": ("dflash", {}, lambda d: "causal" in d["dflash_config"]),
-    "sample_from_anchor_mapped": ("dflash", {}, lambda d: "sample_from_anchor" in d["dflash_config"]),
-    "eagle3_fc_norm_norm_output": ("eagle3_generated", {}, lambda d: "fc_norm" in d),
-    "eagle_arch_by_model_type": ("peagle", {}, lambda d: d["architectures"] == ["PeagleQwen3ForCausalLM"]),
-}
+    assert holds(f"algorithm_{name}", _release(algo.vllm_min))
+    assert not holds(f"algorithm_{name}", _before(algo.vllm_min))
 
 
 @pytest.mark.parametrize("rule", sorted(MAPPING_PROBES))
-def test_a_mapping_rule_starts_in_its_version(mappings, rule):
-    fixture, changes, has_rule = MAPPING_PROBES[rule]
-    cfg = fixture_config(fixture)
-    first = mappings(_release(RULES[rule]))
-    before = mappings(_before(RULES[rule]))
-    assert has_rule(first.draft_config(cfg))
-    assert not has_rule(before.draft_config(cfg))
+def test_a_mapping_rule_starts_in_its_version(rule):
+    assert holds(rule, _release(RULES[rule]))
+    assert not holds(rule, _before(RULES[rule]))
 
 
 @pytest.mark.parametrize("version", ["0.22.0", "0.24.0", "0.26.0", "0.29.0", "0.33.0"])
@@ -178,68 +165,27 @@ def test_plain_path_class_names_are_the_same_vllm_class(version):
     assert checked >= 1
 
 
-# Rules that live outside the mapping (the proposer, the model, the config loader): each is
-# recognised by a line of vLLM's own source, present from its first version and absent before.
-SOURCE_PROBES = {
-    "dflash_v2_runner_rejects_sample_from_anchor": (
-        "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py",
-        r"sample_from_anchor=True is not supported for DFlash",
-    ),
-    "aux_capture_through_last_layer": (
-        "vllm/model_executor/models/llama.py",
-        r"_maybe_add_hidden_state\(\s*aux_hidden_states, idx \+ 1",
-    ),
-    "v1_runner_refuses_dflash_candidate_head": ("vllm/config/vllm.py", r'"DFlash candidate-head drafts"'),
-    "v1_runner_refuses_dspark": ("vllm/config/vllm.py", r'"dspark speculative decoding"'),
-    "user_speculative_config_merged": (
-        "vllm/transformers_utils/config.py",
-        r"speculative_config\.update\(vllm_speculative_config\)",
-    ),
-}
-
-
-def _source(version: str, path: str) -> str:
-    import zipfile
-
-    from conformance.vllm_mapping import wheel
-
-    with zipfile.ZipFile(wheel(version)) as z:
-        return z.read(path).decode() if path in z.namelist() else ""
-
-
 # Mask rules: the served masks of a probe config, computed by the wheel's own code
 # (conformance/vllm_serving.py), differ between the first version and the one before.
-_FULL3 = {"num_hidden_layers": 3, "layer_types": ["full_attention"] * 3}
-MASK_PROBES = {
-    # rule: (draft config as vLLM loads it, dspark?, served masks that mean "has the rule")
-    "dflash_causal_layers": ({**_FULL3, "dflash_config": {"causal": True}}, False, [True] * 3),
-    "dflash_per_layer_causal": ({"num_hidden_layers": 3, "sliding_window": 8,
-                                 "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
-                                False, [True, True, False]),
-    "dflash_is_causal_first": ({**_FULL3, "is_causal": False, "dflash_config": {"causal": True}}, False, [False] * 3),
-    "dspark_per_layer_causal": ({"num_hidden_layers": 2, "sliding_window": 8,
-                                 "layer_types": ["sliding_attention"] * 2}, True, [True, True]),
-}
-
-
 @pytest.mark.parametrize("rule", sorted(MASK_PROBES))
 def test_a_mask_rule_starts_in_its_version(rule):
-    from conformance.vllm_serving import serving
-
-    draft, dspark, with_rule = MASK_PROBES[rule]
-    assert serving(_release(RULES[rule])).layer_causal(draft, dspark=dspark) == with_rule
-    assert serving(_before(RULES[rule])).layer_causal(draft, dspark=dspark) != with_rule
+    assert holds(rule, _release(RULES[rule]))
+    assert not holds(rule, _before(RULES[rule]))
 
 
 def test_every_rule_is_probed():
-    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES) | set(MASK_PROBES)
+    """Each rule capabilities.py reads has its extractor (mrope_refused_with_extra_slots: read with ast
+    in test_field_coverage.py)."""
+    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES) | set(MASK_PROBES) | {"mrope_refused_with_extra_slots"}
+    assert set(RULES) <= set(HOLDS)
 
 
+# Rules that live outside the mapping (the proposer, the model, the config loader): each is
+# recognised by a line of vLLM's own source, present from its first version and absent before.
 @pytest.mark.parametrize("rule", sorted(SOURCE_PROBES))
 def test_a_source_rule_starts_in_its_version(rule):
-    path, pattern = SOURCE_PROBES[rule]
-    assert re.search(pattern, _source(_release(RULES[rule]), path)), f"{rule}: not in vLLM {RULES[rule]} {path}"
-    assert not re.search(pattern, _source(_before(RULES[rule]), path)), f"{rule}: already in {_before(RULES[rule])}"
+    assert holds(rule, _release(RULES[rule])), f"{rule}: not in vLLM {RULES[rule]} {SOURCE_PROBES[rule][0]}"
+    assert not holds(rule, _before(RULES[rule])), f"{rule}: already in {_before(RULES[rule])}"
 
 
 def test_the_aux_capture_architecture_table_is_vllms():
