@@ -115,6 +115,20 @@ def test_a_native_misspelt_layer_key_is_reported_at_the_native_path():
     assert "$.sliding_windw" in [f.path for f in spec.findings if f.code == "unread-field"]
 
 
+def test_show_reports_it_and_exits_0(tmp_path):
+    from conftest import run_in_process
+
+    config = dflash()
+    config.pop("sample_from_anchor", None)
+    config["sample_from_anchr"] = True
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    out = run_in_process("show", str(tmp_path), "--vllm", "0.33", "--json")
+    assert out.returncode == 0, out.stderr
+    found = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "unread-field"]
+    assert [(f["path"], f["severity"], f["fix"]) for f in found] == [
+        ("$.sample_from_anchr", "info", "rename sample_from_anchr to sample_from_anchor")]
+
+
 def real_configs():
     files = sorted(DATA.rglob("*.json")) + sorted(EXAMPLES.glob("*/config.json"))
     return [str(p.relative_to(DATA.parent.parent)) for p in files]
