@@ -2,7 +2,6 @@
 case where no answer came from the Hub (offline mode, a refused connection, a server that hangs up
 or cuts the body, no complete answer in time), `HubError` itself when the Hub answered and failed."""
 
-import huggingface_hub.constants  # noqa: F401 - imported at collection: it reads HF_HUB_OFFLINE once, then
 import pytest
 
 import specreg
@@ -71,3 +70,21 @@ def test_an_answer_from_the_hub_is_never_an_offline_error(hub, files, fault, kin
         specreg.load(REPO)
     assert not isinstance(info.value, specreg.OfflineError)
     assert str(info.value) == f"{REPO}: {says}"
+
+
+def test_offline_mode_turned_off_in_a_running_process_reaches_the_hub_again(hub):
+    """specreg reads HF_HUB_OFFLINE at each call; huggingface_hub reads it once, when imported (here, while
+    it is on), and refuses every request after that unless specreg tells it."""
+    import os
+    import subprocess
+    import sys
+
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    code = ("import os, specreg\n"
+            "os.environ['HF_HUB_OFFLINE'] = '1'\n"
+            "try:\n    specreg.load('org/draft')\nexcept specreg.OfflineError:\n    pass\n"
+            "del os.environ['HF_HUB_OFFLINE']\n"
+            "print(specreg.load('org/draft').origin.commit)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"})
+    assert (done.returncode, done.stdout.strip()) == (0, commit), done.stderr[-2000:]

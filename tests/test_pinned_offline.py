@@ -4,7 +4,6 @@ in, from huggingface_hub's cache or else the snapshot `catalog pin` wrote beside
 
 import hashlib
 
-import huggingface_hub.constants  # noqa: F401 - imported at collection: it reads HF_HUB_OFFLINE once, then
 import pytest
 
 import specreg

@@ -232,6 +232,7 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
 
     if offline():
         return
+    _tell_offline_mode()
     where = f" at revision {revision!r}" if revision else ""
     url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision,
                                      endpoint=os.environ.get("HF_ENDPOINT") or None)
@@ -284,6 +285,15 @@ def _inside_cache(path: Path, repo_id: str, filename: str, source: str) -> Path:
     return path
 
 
+def _tell_offline_mode() -> bool:
+    """Whether offline mode is on now, told to huggingface_hub too: it reads HF_HUB_OFFLINE once, when
+    first imported, and refuses every request after that while it was on then (OfflineModeIsEnabled)."""
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = offline()
+    return constants.HF_HUB_OFFLINE
+
+
 def progress_bars(show: bool) -> None:
     """Turn huggingface_hub's download progress bars on or off (the CLI: on for a terminal, off
     with -q or when stderr is not a terminal)."""
@@ -302,7 +312,7 @@ def fetch_file(
     from huggingface_hub import errors as hf
 
     source = source or repo_id
-    is_offline = offline()
+    is_offline = _tell_offline_mode()
     where = f" at revision {revision!r}" if revision else ""
     if quiet_missing and revision and _COMMIT.match(revision):
         # hf_hub_download does not consult the cache's record of files missing at a commit
