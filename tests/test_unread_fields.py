@@ -71,6 +71,18 @@ def test_a_long_list_is_not_walked_item_by_item():
     assert near_misses(config, {"ids", "ids[0].field_one"}) == [("$.ids[0].field_onez", "field_onez", "field_one")]
 
 
+@pytest.mark.parametrize("fixture, field, typo", [
+    ("eagle3_generated.json", "norm_before_residual", "norm_before_residul"),
+    ("dspark_generated.json", "enable_confidence_head", "enable_confidense_head"),
+    ("dflash2.json", "selector_top_k", "selector_topk"),
+    ("peagle.json", "norm_before_residual", "norm_befor_residual"),
+])
+def test_each_family_reports_a_misspelt_optional_field(fixture, field, typo):
+    config = json.loads((DATA / "speculators" / fixture).read_text())
+    config[typo] = config.pop(field, True)
+    assert unread(specreg.normalize(config, vllm="0.33")) == [(f"$.{typo}", "info", f"rename {typo} to {field}")]
+
+
 def test_a_key_beside_the_field_it_resembles_is_not_a_misspelling():
     config = dflash()
     config["sample_from_anchor"] = False
