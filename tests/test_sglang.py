@@ -173,6 +173,15 @@ def test_sliding_causal_full_non_causal_needs_no_is_causal():
     assert plan.servable and "is_causal" not in plan.config
 
 
+def test_block_draft_layers_are_written_as_the_qwen3_layers_sglang_builds(fx):
+    cfg = fx("dspark_generated")
+    cfg["transformer_layer_config"]["model_type"] = "llama"
+    plan = export(specreg.normalize(cfg, source="dspark.json"))
+    assert [f.path for f in plan.errors] == ["$.transformer_layer_config.model_type"]
+    torchspec = export(specreg.load(DATA / "real/torchspec/dspark_draft_config.json"))  # layers named "dspark"
+    assert torchspec.servable and torchspec.config["model_type"] == "qwen3"
+
+
 def test_a_dflash_draft_with_its_own_pruned_head_is_refused(fx):
     cfg = fx("dflash")
     cfg["draft_vocab_size"] = 32000
@@ -195,6 +204,13 @@ def test_dspark_without_a_markov_head_is_refused(fx):
     assert [f.path for f in plan.errors] == ["$.markov_rank"]
 
 
+def test_dspark_without_a_markov_head_type_is_refused(fx):
+    cfg = fx("dspark_generated")
+    del cfg["markov_head_type"]
+    plan = export(specreg.normalize(cfg, source="dspark.json"))
+    assert [f.path for f in plan.errors] == ["$.markov_head_type"]
+
+
 @pytest.mark.parametrize("fixture, algorithm", [("peagle", "peagle"), ("xpress", "xpress"), ("mlp_v040", "mlp"),
                                                 ("mtp", "mtp")])
 def test_algorithms_sglang_does_not_serve_are_refused_with_the_reason(fixture, algorithm):
@@ -208,6 +224,14 @@ def test_a_speculators_file_unmodified_is_refused_by_sglang_before_any_weight_lo
     plan = export(specreg.load(DATA / "speculators/dflash.json"))
     (finding,) = [f for f in plan.findings if f.code == "sglang-served-differently"]
     assert "no model_type" in finding.message and plan.unmodified.refused
+
+
+def test_an_unmodified_zlab_file_with_sliding_layers_is_refused_by_sglang():
+    # transformers' Qwen3Config drops sliding_window when use_sliding_window is false (the file does not
+    # say it), and SGLang's get_dflash_attention_sliding_window_size then refuses the sliding layers
+    plan = export(specreg.load(DATA / "native/zlab_dflash_nested_schema.json"))
+    assert plan.servable and plan.config["use_sliding_window"] is True
+    assert "sliding_attention layers have no sliding_window" in plan.unmodified.refused
 
 
 def test_an_unmodified_eagle3_file_is_drafted_as_sglangs_default_tree():

@@ -232,6 +232,16 @@ def _block(spec, plan: Trained, config: dict[str, Any], rules, refuse, tensor_na
                f"tokens ({rules['dflash']['block_from']})", "$.sample_from_anchor")
     if spec.algorithm == "dspark" and not config.get("markov_rank"):
         refuse(f"markov_rank is 0 (no Markov head); {rule['markov_required_from']}", "$.markov_rank")
+    elif spec.algorithm == "dspark" and config.get("markov_head_type") is None:
+        refuse("the config names no markov_head_type; SGLang's parse_dspark_draft_config requires one when "
+               "markov_rank > 0 (sglang/srt/speculative/dspark_components/dspark_config.py)", "$.markov_head_type")
+    layers = rules["dflash"]
+    if config.get("model_type") in layers["qwen3_layer_names"]:
+        config["model_type"] = layers["layer_model_type"]  # a trainer's own name for these Qwen3 layers
+    else:
+        refuse(f"the draft's layers are {config.get('model_type')}; SGLang's {config['architectures'][0]} builds "
+               f"{layers['layer_model_type']} layers ({layers['layer_model_type_from']})",
+               "$.transformer_layer_config.model_type")
     # the mask: layer_types plus one top-level is_causal is all SGLang reads
     kinds = ["sliding_attention" if a.kind == "sliding" else "full_attention" for a in spec.attention]
     windows = sorted({a.window for a in spec.attention if a.kind == "sliding"})

@@ -81,6 +81,18 @@ def read(config: Mapping[str, Any], algorithm: str, rules: Mapping[str, Any], *,
         return Reading(refused=f"config.json has no model_type, so SGLang's {rules['config_from']} refuses it")
     if algorithm == "eagle3":
         return _eagle3(config, rules["eagle3"], flags, target_layers, target_architecture)
+    block = rules["dflash"]
+    model_type = config["model_type"]
+    if model_type in block["autoconfig_unknown"]:
+        return Reading(refused=f"transformers' AutoConfig knows no model_type {model_type!r} ({rules['config_from']})")
+    text = _nested(config, "text_config") or config
+    if "sliding_attention" in (text.get("layer_types") or ()):
+        window = text.get("sliding_window")
+        if model_type in block["window_nulled_by"] and not text.get("use_sliding_window"):
+            window = None
+        if window is None:
+            return Reading(refused="its sliding_attention layers have no sliding_window as SGLang reads the file: "
+                           f"{block['window_nulled_from']}")
     return _block(config, algorithm, rules, flags, target_layers)
 
 
