@@ -105,17 +105,17 @@ def _read(draft: Path, algorithm: str, flags: Sequence[str], target_layers: int 
 
 
 def draft_tokens(draft: Path, algorithm: str, flags: Sequence[str]) -> int:
-    """--speculative-num-draft-tokens as SGLang's own resolution of the speculative flags sets it
-    (speculative_hook.py: _handle_dflash / _handle_dspark), run where it can on the CPU."""
+    """--speculative-num-draft-tokens as ServerArgs.resolve_once() sets it (speculative_hook.py:
+    _handle_dflash / _handle_dspark)."""
     resolved = resolve(draft, algorithm, flags)
     return int(resolved.speculative_num_draft_tokens)
 
 
 def resolve(draft: Path, algorithm: str, flags: Sequence[str], *, target: Path | None = None) -> Any:
-    """ServerArgs built from the launch flags as SGLang's launcher parses them, its speculative
-    settings resolved by the release's own handler for the algorithm. The device is "cuda": the
-    handlers refuse DFLASH and DSPARK on "cpu" before reading anything, and none touches a device."""
-    from sglang.srt.arg_groups import speculative_hook
+    """ServerArgs built from the launch flags as SGLang's launcher parses them, then resolve_once(): the
+    settings as the server would run with them. The device is "cuda": the speculative handlers refuse
+    DFLASH and DSPARK on "cpu" before reading anything, and resolution touches no device."""
+    from sglang.srt.arg_groups.overrides import resolved_view
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser()
@@ -126,10 +126,8 @@ def resolve(draft: Path, algorithm: str, flags: Sequence[str], *, target: Path |
     args = parser.parse_args(["--model-path", str(target), "--speculative-draft-model-path", str(draft),
                               "--device", "cuda", *given])
     server_args = ServerArgs.from_cli_args(args)
-    handler = {"eagle3": "_handle_eagle_family", "dflash": "_handle_dflash", "dflash2": "_handle_dflash",
-               "dspark": "_handle_dspark"}[algorithm]
-    getattr(speculative_hook, handler)(server_args)
-    return speculative_hook.resolving_view(server_args)
+    server_args.resolve_once()
+    return resolved_view(server_args)
 
 
 def option_dests(options: Mapping[str, str]) -> dict[str, str]:
