@@ -275,6 +275,21 @@ def test_flags_specreg_writes_are_refused_in_any_spelling(flags, message):
         merge(flags, RULES)
 
 
+@pytest.mark.parametrize("method, flag", [("fp8", "fp8"), ("compressed-tensors", "compressed-tensors")])
+def test_a_quantized_draft_is_served_with_its_own_method(fx, method, flag):
+    cfg = fx("dspark_generated")
+    cfg["transformer_layer_config"]["quantization_config"] = {"quant_method": method}
+    plan = export(specreg.normalize(cfg, source="dspark.json"))
+    assert plan.servable and plan.flags[-2:] == ("--speculative-draft-model-quantization", flag)
+
+
+def test_a_draft_quantization_sglang_does_not_offer_is_refused(fx):
+    cfg = fx("dspark_generated")
+    cfg["transformer_layer_config"]["quantization_config"] = {"quant_method": "hqq"}
+    plan = export(specreg.normalize(cfg, source="dspark.json"))
+    assert [f.path for f in plan.errors] == ["$.quantization_config.quant_method"]
+
+
 def test_the_target_quantization_is_the_users_and_the_draft_keeps_its_own():
     plan = export(specreg.load(DATA / "speculators/dflash.json"))
     argv = plan.argv("/d", extra=merge(["--quantization", "fp8"], RULES))
@@ -298,6 +313,20 @@ def test_the_directory_holds_the_export_and_links_the_weights(tmp_path):
     assert (manifest["engine"], manifest["sglang_version"]) == ("sglang", RULES["sglang"])
     assert done.argv()[:6] == ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
                                "--speculative-draft-model-path"]
+
+
+def test_a_hub_draft_is_checked_by_its_tensor_names_and_its_weights_linked(hub, tmp_path):
+    from tiny import draft_config, safetensors_files, weights
+
+    files = {"config.json": json.dumps(draft_config("dflash")).encode(), **safetensors_files(weights("dflash"))}
+    hub.add("org/dflash", files)
+    assert "lm_head.weight" in sglang_plan("org/dflash").errors[0].message  # read from the safetensors header
+    head_free = {n: s for n, s in weights("dflash").items() if not n.startswith("lm_head.")}
+    hub.add("org/dflash-shared-head", {"config.json": files["config.json"], **safetensors_files(head_free)})
+    plan = sglang_plan("org/dflash-shared-head")
+    assert plan.servable, [f.message for f in plan.errors]
+    plan.materialize(tmp_path / "out")
+    assert (tmp_path / "out/model.safetensors").is_symlink()
 
 
 def test_a_refused_draft_writes_nothing(tmp_path):
