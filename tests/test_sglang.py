@@ -249,6 +249,22 @@ def test_an_unknown_sglang_release_is_refused_by_name():
     assert export(spec).sglang_version == known()[-1]
 
 
+def test_the_installed_sglang_is_targeted_and_a_newer_one_is_said(monkeypatch):
+    from specreg.sglang import rules as rules_module
+
+    spec = specreg.load(DATA / "speculators/dspark_generated.json")
+    monkeypatch.setattr(rules_module, "installed", lambda: known()[-1])
+    assert [f.code for f in export(spec).findings if f.code == "sglang-version-unchecked"] == []
+    monkeypatch.setattr(rules_module, "installed", lambda: "99.0.0")
+    plan = export(spec)
+    assert plan.sglang_version == known()[-1] and plan.servable
+    (finding,) = [f for f in plan.findings if f.code == "sglang-version-unchecked"]
+    assert finding.severity == "warning" and "SGLang 99.0.0 is installed" in finding.message
+    monkeypatch.setattr(rules_module, "installed", lambda: "0.0.1")  # older than any rules: refused by name
+    with pytest.raises(SpecregError, match=r"SGLang '0.0.1' is not a release specreg knows"):
+        export(spec)
+
+
 def test_build_target_layer_ids_is_sglangs_guess():
     # sglang/srt/speculative/dflash_utils.py: build_target_layer_ids (0.5.23), as sglang#37475 quotes it for
     # a 36-layer Qwen3-8B and 5 draft layers

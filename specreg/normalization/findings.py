@@ -607,6 +607,13 @@ CODES: dict[str, Code] = {
             "DRAFT DIR --engine sglang` writes, with the flags `specreg serve DRAFT --engine sglang` prints, "
             "serves it as trained.",
         ),
+        Code(
+            "sglang-version-unchecked",
+            "warning",
+            "the installed SGLang is newer than specreg's SGLang rules",
+            "The installed SGLang is newer than the newest release specreg's SGLang rules were read from; the "
+            "plan uses that newest release's rules, which a newer SGLang may have changed.",
+        ),
     ]
 }
 

@@ -17,6 +17,7 @@ import attrs
 from specreg.normalization.speculator import Finding, thaw
 from specreg.sglang import reading
 from specreg.sglang.rules import rules as release_rules
+from specreg.sglang.rules import target
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
@@ -136,11 +137,16 @@ class SGLangPlan:
 
 def export(spec: "Speculator", *, sglang: str | None = None, tensor_names: Iterable[str] | None = None,
            target_layers: int | None = None, target_architecture: str | None = None) -> SGLangPlan:
-    """The SGLang plan of a normalized draft. `tensor_names`: the checkpoint's tensor names, when
+    """The SGLang plan of a normalized draft for SGLang `sglang` (default: the installed release, else the
+    newest known; see `rules.target`). `tensor_names`: the checkpoint's tensor names, when
     known (a DFlash/DSpark head SGLang would skip is refused); `target_layers` and
     `target_architecture`: the verifier's, when known (they decide SGLang's fallbacks)."""
-    rules = release_rules(sglang)
+    version, unchecked = target(sglang)
+    rules = release_rules(version)
     found: list[Finding] = [f for f in spec.errors if f.code not in VLLM_ONLY_ERRORS]
+    if unchecked:
+        found.append(Finding.of("sglang-version-unchecked", unchecked, None,
+                                fix="upgrade specreg to rules read from that SGLang, or pass sglang= a known release"))
     plan = trained(spec)
     algo = spec.algorithm
     version = rules["sglang"]

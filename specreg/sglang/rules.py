@@ -25,6 +25,30 @@ def newest() -> str:
     return known()[-1]
 
 
+def installed() -> str | None:
+    """The SGLang installed beside specreg, read from its package metadata (SGLang is never imported)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("sglang")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def target(version: str | None = None) -> tuple[str, str | None]:
+    """The release whose rules serve (the one asked for, else the installed one, else the newest known),
+    and why another was asked for or installed, when so: an installed SGLang newer than the newest known
+    is served by the newest rules, with that said (as for vLLM); an older or unknown one is refused."""
+    asked = version or installed()
+    if asked is None or asked in known():
+        return asked or newest(), None
+    if version is None and Version(asked) > Version(newest()):
+        return newest(), (f"SGLang {asked} is installed, newer than the newest release specreg's SGLang rules "
+                          f"were read from ({newest()}); the plan uses {newest()}'s rules, which a newer SGLang "
+                          "may have changed")
+    return rules(asked)["sglang"], None  # refused by name
+
+
 @cache
 def rules(version: str | None = None) -> dict[str, Any]:
     """The rules of one SGLang release (the newest known when None); an unknown release is refused."""
