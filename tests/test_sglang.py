@@ -157,20 +157,20 @@ def test_dflash_trained_from_the_anchor_is_refused(fx):
     assert "never reads sample_from_anchor" in plan.errors[0].message
 
 
-def test_per_layer_causality_that_layer_types_and_is_causal_cannot_say_is_refused():
+@pytest.mark.parametrize("causal_kind, refused", [
+    ("full", True),  # sliding non-causal, full causal: the opposite of SGLang's default, and not one is_causal
+    ("sliding", False),  # sliding causal, full non-causal: SGLang's default for layer_types, no is_causal needed
+])
+def test_per_layer_causality_is_said_with_layer_types_and_is_causal_or_refused(causal_kind, refused):
     spec = specreg.load(DATA / "speculators/dflash2.json")
-    # sliding layers non-causal, the full one causal: SGLang's default is the opposite, one is_causal says one thing
-    mixed = [attrs.evolve(a, causal=a.kind == "full") for a in spec.attention]
-    plan = export(attrs.evolve(spec, attention=mixed))
-    assert [f.path for f in plan.errors] == ["$.transformer_layer_config.layer_types"]
-    assert "one top-level is_causal" in plan.errors[0].message
-
-
-def test_sliding_causal_full_non_causal_needs_no_is_causal():
-    spec = specreg.load(DATA / "speculators/dflash2.json")
-    usual = [attrs.evolve(a, causal=a.kind == "sliding") for a in spec.attention]
-    plan = export(attrs.evolve(spec, attention=usual))
-    assert plan.servable and "is_causal" not in plan.config
+    masks = [attrs.evolve(a, causal=a.kind == causal_kind) for a in spec.attention]
+    plan = export(attrs.evolve(spec, attention=masks))
+    assert "is_causal" not in plan.config
+    if refused:
+        assert [f.path for f in plan.errors] == ["$.transformer_layer_config.layer_types"]
+        assert "one top-level is_causal" in plan.errors[0].message
+    else:
+        assert plan.servable
 
 
 def test_block_draft_layers_are_written_as_the_qwen3_layers_sglang_builds(fx):
