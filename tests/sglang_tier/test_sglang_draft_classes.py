@@ -197,3 +197,11 @@ def specreg_fixture(name: str):
     from conftest import DATA
 
     return DATA / "speculators" / f"{name}.json"
+
+
+def test_sglang_has_no_parallel_xpress_or_mlp_drafting():
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    builtins = set(SpeculativeAlgorithm.__members__)
+    assert {"EAGLE3", "DFLASH", "DSPARK"} <= builtins
+    assert not {n for n in builtins if any(w in n for w in ("PEAGLE", "PARALLEL", "XPRESS", "MLP"))}
