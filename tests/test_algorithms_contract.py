@@ -66,7 +66,7 @@ def test_the_docstring_table_lists_exactly_the_fields_read(name):
     algo = algorithms.get(name)
     cfg = minimal_config(name)
     fields = Fields(cfg)
-    algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg))[0]))
+    algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg), NEWEST_KNOWN)[0]))
     assert fields.reads == {row.name for row in algo.fields()}
 
 

@@ -86,7 +86,7 @@ def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
     read: set[str] = set()
     for fixture in FIXTURE_OF[name]:
         cfg = fixture_config(fixture)
-        envelope, _ = _read_envelope(Fields(cfg))
+        envelope, _ = _read_envelope(Fields(cfg), NEWEST_KNOWN)
         fields = Fields(cfg)
         algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=envelope))
         read |= fields.reads
@@ -251,7 +251,7 @@ def test_the_example_plugins_docstring_table_lists_exactly_the_fields_it_reads(t
         cfg = example_plugin_config()
         cfg["residual_norm_first"], cfg["draft_vocab_size"] = True, 32000
         fields = Fields(cfg)
-        algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg))[0]))
+        algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg), NEWEST_KNOWN)[0]))
         print(json.dumps([sorted(fields.reads), sorted(row.name for row in algo.fields())]))
     """
     out = _run(code, tmp_path)

@@ -7,6 +7,7 @@ import os
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+import attr  # attr.asdict(retain_collection_types=False): tuples as lists, as JSON reads them back
 import attrs
 
 from specreg.normalization.findings import SERVED_DIFFERENTLY, SEVERITIES, code_of
@@ -64,7 +65,7 @@ class Finding:
                    fix=fix if fix is not None else registered.fix)
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attr.asdict(self, retain_collection_types=False)
 
 
 @attrs.frozen
@@ -84,7 +85,7 @@ class Provenance:
     why: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attr.asdict(self, retain_collection_types=False)
 
     def describe(self) -> str:
         if self.kind == "source":
@@ -105,7 +106,7 @@ class LayerAttention:
     causal: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attr.asdict(self, retain_collection_types=False)
 
 
 def _json_value(_: Any, field: attrs.Attribute, value: Any) -> Any:

@@ -13,6 +13,7 @@ import operator
 from itertools import zip_longest
 from typing import Any, Callable, Iterable
 
+import attr  # attr.asdict(retain_collection_types=False): tuples as lists, as JSON reads them back
 import attrs
 
 PREFIX = "vllm:spec_decode_"
@@ -63,12 +64,12 @@ class SpecCounters:
 
     def to_dict(self) -> dict[str, Any]:
         """The four counters."""
-        return attrs.asdict(self, filter=COUNTS)
+        return attr.asdict(self, filter=COUNTS, retain_collection_types=False)
 
     def chunk_dict(self) -> dict[str, Any]:
         """A chunk's delta as result.json keeps it (with its output tokens and seconds: a resumed run
         rebuilds its chunks from these, `from_chunk_dict`)."""
-        return attrs.asdict(self)
+        return attr.asdict(self, retain_collection_types=False)
 
     @classmethod
     def from_chunk_dict(cls, d: Any) -> "SpecCounters":

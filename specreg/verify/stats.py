@@ -17,6 +17,7 @@ import math
 import statistics
 from typing import Any, Sequence
 
+import attr  # attr.asdict(retain_collection_types=False): tuples as lists, as JSON reads them back
 import attrs
 
 from specreg.verify.counters import COUNTS, SpecCounters
@@ -65,7 +66,7 @@ class Statistics:
     def to_dict(self) -> dict[str, Any]:
         """The fields (the counters without the run's output tokens and seconds, which follow with the
         derived figures)."""
-        return {**attrs.asdict(self, filter=COUNTS), "detectable_change": self.detectable_change,
+        return {**attr.asdict(self, filter=COUNTS, retain_collection_types=False), "detectable_change": self.detectable_change,
                 "output_tokens": self.counters.generated, "seconds": self.counters.seconds,
                 "output_tokens_per_s": self.output_tokens_per_s, "ms_per_output_token": self.ms_per_output_token}
 
