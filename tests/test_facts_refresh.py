@@ -190,8 +190,7 @@ def test_refresh_of_a_new_release_adds_it_to_the_list_tested_as_the_newest(tmp_p
         facts_refresh.refresh(f"{major}.{minor}", extract=fake_extractor({"kind": {"x": 1}}), root=tmp_path)
         assert (tmp_path / "releases.json").read_text(encoding="utf-8") == before  # added once
     finally:
-        facts._releases.cache_clear()
-        facts._read.cache_clear()
+        facts.reread()
 
 
 def test_refresh_reports_the_rules_file_and_refuses_a_rule_that_stops_and_starts_again(tmp_path):

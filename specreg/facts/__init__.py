@@ -182,6 +182,12 @@ def rules(read_by: str) -> dict[str, Version]:
     return {name: since(name) for name, r in _metadata().items() if r["read_by"] == read_by}
 
 
+def reread() -> None:
+    """Forget what was read from the committed files (after `refresh` wrote them)."""
+    for cached in (_read, _releases, since):
+        cached.cache_clear()
+
+
 def release_of(text: str) -> str | None:
     """The known release that `text` names ("X.Y" or its wheel "X.Y.0"), else None."""
     for release, record in _releases().items():

@@ -122,7 +122,5 @@ def add_release(path: Path, release: str, wheel: str) -> bool:
     records.sort(key=lambda r: Version(r["release"]))
     lines = ",\n".join("    " + json.dumps(r, sort_keys=True) for r in records)
     path.write_text('{\n  "releases": [\n' + lines + "\n  ]\n}\n", encoding="utf-8")
-    facts._releases.cache_clear()
-    facts._read.cache_clear()
-    facts.since.cache_clear()
+    facts.reread()
     return True
