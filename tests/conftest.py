@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures that test files of several modules share live in these helper modules.
+pytest_plugins = ["verify_helpers"]
+
 DATA = Path(__file__).parent / "data"
 
 

@@ -367,7 +367,7 @@ def test_a_deeply_nested_safetensors_header_is_bad_input(tmp_path):
 def one_run(tmp_path_factory):
     """A real result directory (verify --server against the loopback server)."""
     from openai_server import OpenAIServer
-    from test_verify import ENTRY, verify_args, write_rows
+    from verify_helpers import ENTRY, verify_args, write_rows
 
     root = tmp_path_factory.mktemp("one-run")
     reg = root / "registry"
@@ -472,7 +472,7 @@ def test_an_oversized_result_file_is_not_read_whole(one_run, tmp_path, name, lim
 def test_a_history_that_is_a_link_is_not_followed(tmp_path):
     """sqlite followed a history.sqlite link and created the file it pointed to, outside the run."""
     from openai_server import OpenAIServer
-    from test_verify import ENTRY, verify_args, write_rows
+    from verify_helpers import ENTRY, verify_args, write_rows
 
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
@@ -784,7 +784,7 @@ def test_a_disk_that_fills_up_after_measuring_does_not_lose_the_measurement(tmp_
     from openai_server import OpenAIServer
     from specreg.cli.main import main
     from specreg.verify import outputs
-    from test_verify import ENTRY, verify_args, write_rows
+    from verify_helpers import ENTRY, verify_args, write_rows
 
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)

@@ -19,12 +19,12 @@ from pathlib import Path
 import yaml
 
 from openai_server import OpenAIServer
-from test_verify import ENTRY as VERIFY_ENTRY
+from verify_helpers import ENTRY as VERIFY_ENTRY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def entry(name: str, dataset: str, al: float) -> str:
-    """test_verify's catalog entry, renamed, on `dataset`, with baseline AL `al` (two-sided 5%)."""
+    """verify_helpers' catalog entry, renamed, on `dataset`, with baseline AL `al` (two-sided 5%)."""
     return (VERIFY_ENTRY.replace("org/draft", f"org/{name}").replace('dataset = "gsm8k"', f'dataset = "{dataset}"')
             .replace("value = 2.8", f"value = {al}"))
 
@@ -154,3 +154,18 @@ def test_the_nightly_pins_vllm_to_the_newest_version_specregs_rules_cover():
     code = line.split("-c '", 1)[1].split("'", 1)[0]
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert got == str(NEWEST_KNOWN) and 'pip install -q "vllm==$VLLM"' in install["run"]
+
+
+def test_the_nightly_workflow_is_valid():
+    import yaml
+
+    wf = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "nightly.yml").read_text())
+    on = wf.get("on", wf.get(True))
+    assert "schedule" in on and "workflow_dispatch" in on
+    verify = wf["jobs"]["verify"]
+    assert "H100" in verify["runs-on"] and "self-hosted" in verify["runs-on"]
+    shards = verify["strategy"]["matrix"]["shard"]
+    runs = " ".join(step.get("run", "") for step in verify["steps"])
+    assert "specreg verify --all" in runs and f"/{len(shards)}" in runs and "--resume" in runs
+    report = wf["jobs"]["report"]
+    assert report["needs"] == "verify" and "specreg report" in " ".join(s.get("run", "") for s in report["steps"])

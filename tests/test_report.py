@@ -1,7 +1,8 @@
-"""specreg.verify.report: the pages are rendered from the packaged jinja2 templates, every value
-escaped, and a missing jinja2 is one line saying what to install."""
+"""specreg.verify.report and `specreg report`: the pages are rendered from the packaged jinja2
+templates, every value escaped, and a missing jinja2 is one line saying what to install."""
 
 import json
+import re
 import sys
 import tomllib
 from importlib.resources import files
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from openai_server import OpenAIServer
 from specreg.errors import SpecregError
 from specreg.verify import report
+from verify_helpers import run, two_baseline_report, verify_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,3 +55,122 @@ def test_every_template_is_package_data_the_wheel_carries():
     names = sorted(entry.name for entry in folder.iterdir())
     assert names == ["index.html", "model.html", "page.html", "run.html"]
     assert all(any(Path("templates", name).match(glob) for glob in globs) for name in names)
+
+
+def test_the_report_escapes_what_result_files_say(tmp_path):
+    from html.parser import HTMLParser
+
+    from specreg.verify.report import build
+
+    results = tmp_path / "results" / "x"
+    results.mkdir(parents=True)
+    hostile = "org/x' onmouseover='alert(1)"
+    (results / "result.json").write_text(json.dumps({
+        "model": hostile, "started": "<script>alert(2)</script>", "engine": "e", "verdict": "pass' onclick='x",
+        "statistics": None, "judgement": None, "baseline": None, "harness": {}, "environment": {}, "notes": []}))
+    index = build(tmp_path / "results", tmp_path / "site")
+    attrs_seen, scripts = [], []
+
+    class Parser(HTMLParser):
+        in_script = False
+
+        def handle_starttag(self, tag, attributes):
+            self.in_script = tag == "script"
+            attrs_seen.extend(name for name, _ in attributes)
+
+        def handle_data(self, data):
+            if self.in_script:
+                scripts.append(data)
+
+    for page in (tmp_path / "site").rglob("*.html"):
+        Parser().feed(page.read_text())
+    assert "onmouseover" not in attrs_seen and "onclick" not in attrs_seen
+    assert not any("alert" in s for s in scripts)  # only the page's own image check runs
+    assert index.exists()
+
+
+def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp_path):
+    """After an MT-Bench regression and two later gsm8k runs of the same entry, the index still shows
+    the entry as regressed (the worst of its baselines' latest verdicts), first, with the counts, and
+    its page shows the two baselines' trends apart, saying which check failed."""
+    reg, site = two_baseline_report(tmp_path)
+    index = (site / "index.html").read_text()
+    rows = re.findall(r"<tr class='([\w-]+)' data-model='([^']+)'>", index)
+    assert rows == [("regressed", "org/draft"), ("none", "org/other")]  # regressions first
+    assert "regressed 1</span>" in index and "none 1</span>" in index
+    assert "vLLM of the newest runs: 0.33.0" in index
+    page = (site / "models" / "org--draft.html").read_text()
+    sections = re.findall(r"<section class='series' data-series='([^']+)'><h2>[^<]*<span class='([\w-]+)'>", page)
+    assert sections == [("mt-bench, baseline 0", "regressed"), ("gsm8k, baseline 1", "pass")]
+    assert "failed: acceptance length 1.450 (band 2.660-2.940)" in page
+    assert page.count("<tr class='regressed'>") == 1 and page.count("<tr class='pass'>") == 3
+    for image in ("org--draft-trend.png", "org--draft-trend-2.png"):
+        assert (site / "models" / image).read_bytes()[:4] == b"\x89PNG" and image in page
+
+
+def test_the_change_since_the_previous_night_is_the_verdict_of_the_earlier_runs():
+    from specreg.verify.report import _verdict_before
+
+    def run_(day, verdict, index=0):
+        return {"model": "m", "started": f"{day}T01:00:00+00:00", "verdict": verdict,
+                "harness": {"dataset": "gsm8k"}, "judgement": {"baseline_index": index}}
+
+    runs = [run_("2026-11-29", "pass"), run_("2026-11-30", "pass"), run_("2026-11-30", "pass", 1),
+            run_("2026-12-01", "regressed")]
+    assert _verdict_before(runs, "2026-12-01") == "pass"
+    assert _verdict_before(runs, "2026-11-29") is None
+    assert _verdict_before(runs + [run_("2026-11-30", "regressed", 1)], "2026-12-01") == "regressed"
+
+
+def test_report_json_says_what_it_wrote(setup, tmp_path):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        run(*verify_args(server, reg, rows, out))
+    (out.parent / "broken").mkdir()
+    (out.parent / "broken" / "result.json").write_text("{not json")
+    site, merged = tmp_path / "site", tmp_path / "merged.sqlite"
+    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg), "--history-out", str(merged),
+            "--json")
+    assert r.returncode == 0, r.stderr
+    printed = json.loads(r.stdout)
+    assert printed["index"] == str(site / "index.html") and printed["history_out"] == str(merged)
+    assert len(printed["warnings"]) == 1 and "broken" in printed["warnings"][0]
+    assert r.stderr == ""
+
+
+def test_report_page_lists_the_catalog_and_links_plots(setup, tmp_path):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        run(*verify_args(server, reg, rows, out))
+        run(*verify_args(server, reg, rows, out))  # a second run: a trend
+    site = tmp_path / "site"
+    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    index = (site / "index.html").read_text()
+    assert "data-model='org/draft'" in index and "<td class='verdict'>pass</td>" in index
+    page = (site / "models" / "org--draft.html").read_text()
+    assert "org--draft-per-position.png" in page and "org--draft-trend.png" in page
+    assert (site / "models" / "org--draft-trend.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_replaces_links_planted_in_the_site_and_skips_bad_results(setup, tmp_path):
+    reg, rows, out = setup
+    with OpenAIServer() as server:
+        run(*verify_args(server, reg, rows, out))
+    bad = out.parent / "org--broken"
+    bad.mkdir()
+    (bad / "result.json").write_text("[1, 2")  # malformed
+    (out.parent / "history.sqlite").write_bytes(b"not a database at all" * 100)  # corrupt
+    site, victim, elsewhere = tmp_path / "site", tmp_path / "victim.html", tmp_path / "elsewhere"
+    victim.write_text("theirs")
+    elsewhere.mkdir()
+    site.mkdir()
+    (site / "index.html").symlink_to(victim)
+    (site / "models").symlink_to(elsewhere, target_is_directory=True)
+    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    assert victim.read_text() == "theirs" and list(elsewhere.iterdir()) == []
+    assert not (site / "index.html").is_symlink() and not (site / "models").is_symlink()
+    index = (site / "index.html").read_text()
+    assert "skipped org--broken/result.json" in index and "history history.sqlite not read" in index
+    assert "warning: skipped org--broken/result.json" in r.stderr and "<td class='verdict'>pass</td>" in index

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from openai_server import OpenAIServer
-from test_verify import ENTRY, verify_args, write_rows
+from verify_helpers import ENTRY, verify_args, write_rows
 
 pytestmark = pytest.mark.browser
 
@@ -96,10 +96,10 @@ def bands(image, colour, tolerance=8):
 
 
 def test_a_regressed_entry_with_two_baselines_renders_first_and_with_two_trends(chromium, tmp_path):
-    """The report of test_verify's two-baseline case in Chromium: the index draws the regressed row
+    """The report of verify_helpers' two-baseline case in Chromium: the index draws the regressed row
     (red) above the others, the entry page draws two series, each with its decoded trend image, and
     the regressed series' red band above the passing one's green."""
-    from test_verify import two_baseline_report
+    from verify_helpers import two_baseline_report
 
     _, site = two_baseline_report(tmp_path)
 

@@ -42,7 +42,7 @@ HARNESS = ["--dataset", "gsm8k", "--num-prompts", str(P), "--temperature", "0", 
 
 
 def tiny_entry(name: str) -> str:
-    """test_nightly's entry (test_verify's, renamed) with this harness: 2 raw prompts of 13 tokens, AL 4
+    """test_nightly's entry (verify_helpers', renamed) with this harness: 2 raw prompts of 13 tokens, AL 4
     with every position 1.0 (what the agreeing draft gives by construction)."""
     from test_nightly import entry
 

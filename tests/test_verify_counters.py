@@ -1,0 +1,104 @@
+"""specreg.verify.counters: spec-decode counters from Prometheus text and from LLM.get_metrics(),
+their deltas, and the counters that cannot be a measurement."""
+
+import attrs
+import pytest
+
+from specreg.verify import counters as C
+
+PROM = """# TYPE vllm:spec_decode_num_drafts counter
+vllm:spec_decode_num_drafts_total{engine="0"} 100.0
+vllm:spec_decode_num_drafts_total{engine="1"} 50.0
+# TYPE vllm:spec_decode_num_draft_tokens counter
+vllm:spec_decode_num_draft_tokens_total{engine="0"} 300.0
+vllm:spec_decode_num_draft_tokens_total{engine="1"} 150.0
+# TYPE vllm:spec_decode_num_accepted_tokens counter
+vllm:spec_decode_num_accepted_tokens_total{engine="0"} 180.0
+vllm:spec_decode_num_accepted_tokens_total{engine="1"} 90.0
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 80.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="2"} 40.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 60.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="0"} 40.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="1"} 30.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",position="2"} 20.0
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0"} 3.0
+"""
+
+
+def test_counters_from_prometheus_text_sum_engines_and_order_positions():
+    c = C.from_prometheus(PROM)
+    assert c == C.SpecCounters(drafts=150, draft_tokens=450, accepted=270, per_pos=(120, 90, 60))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("vllm:num_requests_running 1.0\n", "no vllm:spec_decode_num_drafts"),
+    ("this is { not prometheus", "not Prometheus text"),
+])
+def test_counters_missing_or_malformed(text, words):
+    with pytest.raises(C.CounterError, match=words):
+        C.from_prometheus(text)
+
+
+@attrs.define
+class Counter:  # the shape of vllm.v1.metrics.reader.Counter
+    name: str
+    labels: dict
+    value: int
+
+
+@attrs.define
+class Vector:  # the shape of vllm.v1.metrics.reader.Vector
+    name: str
+    labels: dict
+    values: list
+
+
+@attrs.define
+class Gauge:
+    name: str
+    labels: dict
+    value: float
+
+
+def test_counters_from_llm_get_metrics_objects():
+    metrics = [Counter(C.DRAFTS, {"engine": "0"}, 10), Counter(C.DRAFTS, {"engine": "1"}, 5),
+               Counter(C.DRAFT_TOKENS, {}, 45), Counter(C.ACCEPTED, {}, 27), Gauge("vllm:num_requests_running", {}, 1.0),
+               Vector(C.PER_POS, {"engine": "0"}, [8, 6]), Vector(C.PER_POS, {"engine": "1"}, [4, 3, 6])]
+    assert C.from_vllm_metrics(metrics) == C.SpecCounters(15, 45, 27, (12, 9, 6))
+    with pytest.raises(C.CounterError, match="disable_log_stats=False"):
+        C.from_vllm_metrics([Gauge("vllm:x", {}, 1.0)])
+
+
+def test_deltas():
+    after = C.SpecCounters(150, 450, 270, (120, 90, 60))
+    before = C.SpecCounters(100, 300, 180, (80, 60))
+    assert after - before == C.SpecCounters(50, 150, 90, (40, 30, 60))
+
+
+def test_counters_that_cannot_be_a_measurement_are_refused():
+    from specreg.verify.counters import CounterError, SpecCounters, check_delta
+
+    check_delta(SpecCounters(100, 300, 150, (80, 50, 20)), chunk=1)  # a real one passes
+    bad = {
+        "reset": SpecCounters(-100, 300, 150, (80, 50, 20)),
+        "accepted above draft tokens": SpecCounters(100, 300, 400, ()),
+        "a position above drafts": SpecCounters(100, 300, 150, (180, 50, 20)),
+        "positions growing": SpecCounters(100, 300, 150, (50, 80, 20)),
+    }
+    for delta in bad.values():
+        with pytest.raises(CounterError):
+            check_delta(delta, chunk=2)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("vllm:spec_decode_num_drafts_total +Inf\n", "finite"),
+    ("vllm:spec_decode_num_drafts_total -5\n", "finite"),
+    ('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1000000000"} 1\n', "out of range"),
+])
+def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
+    from specreg.verify.counters import CounterError, from_prometheus
+
+    with pytest.raises(CounterError, match=words):
+        from_prometheus(text)

@@ -1,0 +1,57 @@
+"""specreg.verify.prompts: datasets from local files, few-shot examples, templates and categories."""
+
+import json
+
+import pytest
+
+from specreg.verify.prompts import load_prompts
+from verify_helpers import write_rows
+
+
+def test_a_named_dataset_from_a_local_file_is_recorded_by_its_content(tmp_path):
+    import hashlib
+
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    p = load_prompts("gsm8k", dataset_file=str(rows), num_prompts=5, chat=True, few_shot=2)
+    # the file is what ran: never recorded at the Hub dataset's pinned revision or split
+    assert (p.dataset, p.split, p.revision) == ("gsm8k", None, None)
+    assert p.source == f"{rows} (sha256 {hashlib.sha256(rows.read_bytes()).hexdigest()})"
+    # CI's chat form (use_chat_completions): the whole few-shot text is one user message
+    assert len(p.items) == 5 and len(p.items[0]) == 1
+    assert p.items[0][0] == {"role": "user", "content": "Question: What is 0 + 0?\nAnswer: 0\n\nQuestion: What is 1 + 1?"
+                                                        "\nAnswer: 2\n\nQuestion: What is 2 + 2?\nAnswer:"}
+    raw = load_prompts(str(rows), num_prompts=3, chat=False, few_shot=1)
+    assert raw.dataset == "gsm8k.jsonl" and raw.items[0].startswith("Question: What is 0 + 0?\nAnswer: 0\n\n")
+
+
+def test_few_shot_examples_from_another_split_and_templates(tmp_path):
+    from specreg.errors import SpecregError
+
+    test_rows = write_rows(tmp_path / "test.jsonl", n=4)
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"question": f"Shot {i}?", "answer": f"#### {i}"}) + "\n" for i in range(6)))
+    p = load_prompts("gsm8k", dataset_file=str(test_rows), shots_file=str(train), shots_split="train",
+                     few_shot=2, chat=False)
+    # every question is asked (none spent as an example), each after the train split's first two rows
+    assert len(p.items) == 4 and p.shots_split == "train"
+    assert p.items[3] == "Question: Shot 0?\nAnswer: #### 0\n\nQuestion: Shot 1?\nAnswer: #### 1\n\nQuestion: What is 3 + 3?\nAnswer:"
+    assert "shots " in p.source and "sha256" in p.source.split("shots ")[1]
+    with pytest.raises(SpecregError, match="--shots-file"):
+        load_prompts("gsm8k", dataset_file=str(test_rows), shots_split="train", few_shot=2)
+    t = load_prompts("gsm8k", dataset_file=str(test_rows), template="{question}\nPlease reason step by step.")
+    assert t.items[1] == [{"role": "user", "content": "What is 1 + 1?\nPlease reason step by step."}]
+    with pytest.raises(SpecregError, match="template"):
+        load_prompts("gsm8k", dataset_file=str(test_rows), template="{prompt}")
+
+
+def test_dataset_category_and_bad_input(tmp_path):
+    rows = write_rows(tmp_path / "mt.jsonl", category="writing")
+    p = load_prompts("mt-bench:writing", dataset_file=str(rows), num_prompts=None)
+    assert p.subset == "writing" and len(p.items) == 15
+    from specreg.errors import SpecregError
+
+    with pytest.raises(SpecregError, match="no such file"):
+        load_prompts("not-a-dataset")
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    with pytest.raises(SpecregError, match="not a JSONL dataset"):
+        load_prompts(str(tmp_path / "bad.jsonl"))
