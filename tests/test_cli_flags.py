@@ -154,3 +154,15 @@ def test_verify_refuses_a_tensor_parallel_size_out_of_range(value):
     r = run_specreg("verify", "org/x", "--tensor-parallel-size", value)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and "--tensor-parallel-size" in r.stderr, r.stderr
+
+
+run = run_specreg
+
+
+@pytest.mark.parametrize("option", [["--num-prompts", "-1"], ["--few-shot", "-2"], ["--chunks", "0"], ["--k", "-3"],
+                                    ["--max-tokens", "0"], ["--temperature", "nan"], ["--temperature", "inf"],
+                                    ["--timeout", "-5"], ["--concurrency", "0"]])
+def test_verify_range_checks_its_numeric_options(option):
+    out = run("verify", "org/x", "--server", "http://127.0.0.1:9", *option)
+    assert out.returncode == 2
+    assert f"argument {option[0]}: must be" in out.stderr.strip().splitlines()[-1]

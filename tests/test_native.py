@@ -339,3 +339,8 @@ def test_convert_refuses_an_eagle3_whose_twin_vllms_mapping_would_refuse(tmp_pat
     with pytest.raises(specreg.SpecregError, match="'phi3': vLLM's speculators mapping serves Eagle-3 twins"):
         specreg.convert(NATIVE / "specforge_phi4_eagle3.json", tmp_path / "o", verifier=VERIFIER, weights="none")
     assert not (tmp_path / "o").exists()
+
+
+def test_a_file_that_is_not_a_speculators_config_says_so():
+    with pytest.raises(specreg.ConfigError, match="not a draft config specreg reads"):
+        specreg.normalize({"model_type": "llama", "hidden_size": 4096})

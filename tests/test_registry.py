@@ -296,3 +296,16 @@ def test_a_docstring_naming_no_shared_rows_is_an_error():
 
     with pytest.raises(specreg.RegistryError, match=r"names \{LAYER_ROWS\}: the shared rows are"):
         algorithms.shared_rows(draft)
+
+
+def test_an_unknown_type_names_the_value_the_known_types_and_the_closest():
+    cfg = fixture_config("dflash")
+    cfg["speculators_model_type"] = "dflsh"
+    with pytest.raises(specreg.UnknownAlgorithmError) as info:
+        specreg.normalize(cfg)
+    message = str(info.value)
+    assert info.value.path == "$.speculators_model_type"
+    assert "'dflsh'" in message
+    assert "did you mean 'dflash'?" in message
+    assert "dflash, dflash2, dspark, eagle, eagle3, independent, mlp, mtp, peagle, xpress" in message
+    assert isinstance(info.value, specreg.ConfigError)

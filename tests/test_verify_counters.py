@@ -1,9 +1,13 @@
 """specreg.verify.counters: spec-decode counters from Prometheus text and from LLM.get_metrics(),
 their deltas, and the counters that cannot be a measurement."""
 
+import json
+
 import attrs
 import pytest
 
+from conftest import run_specreg
+from openai_server import OpenAIServer
 from specreg.verify import counters as C
 
 PROM = """# TYPE vllm:spec_decode_num_drafts counter
@@ -102,3 +106,14 @@ def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
 
     with pytest.raises(CounterError, match=words):
         from_prometheus(text)
+
+
+def test_a_server_with_impossible_counters_is_a_recorded_invalid_result(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"question": f"q{i}"}) + "\n" for i in range(4)))
+    out = tmp_path / "out"
+    with OpenAIServer(rates=(1.5, 0.2, 0.1)) as server:  # more accepted at position 1 than drafts
+        r = run_specreg("verify", "org/x", "--server", server.url, "--dataset-file", str(rows), "--dataset", "gsm8k",
+                        "--num-prompts", "4", "--out", str(out), env={"HF_HUB_OFFLINE": "1"})
+    result = json.loads((out / "result.json").read_text())
+    assert r.returncode == 2 and result["verdict"] == "invalid" and "Traceback" not in r.stderr, r.stderr

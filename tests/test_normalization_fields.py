@@ -1,13 +1,16 @@
-"""Malformed input: a ConfigError (also a ValueError) naming the JSON path, never anything else."""
-
+"""specreg/normalization/fields.py: a malformed field is a ConfigError (also a ValueError) naming its
+JSON path, and every problem of a config is reported together."""
 
 import pytest
 
 import specreg
-from conftest import DROP, fixture_config
+from conftest import DROP
 
 TOKENS = "speculators_config__proposal_methods__0__speculative_tokens"
+
+
 TOKENS_PATH = "$.speculators_config.proposal_methods[0].speculative_tokens"
+
 
 CASES = [
     # (fixture, changes, expected path, words in the message)
@@ -70,18 +73,6 @@ def test_malformed_field_gives_config_error_naming_the_path(variant, name, chang
     assert str(exc).startswith(f"draft/config.json: {path}: ")
 
 
-@pytest.mark.parametrize("value", [[1, 2], "config", 3, None])
-def test_a_top_level_that_is_not_an_object_is_refused(value):
-    with pytest.raises(specreg.ConfigError) as info:
-        specreg.normalize(value)
-    assert info.value.path == "$"
-
-
-def test_a_file_that_is_not_a_speculators_config_says_so():
-    with pytest.raises(specreg.ConfigError, match="not a draft config specreg reads"):
-        specreg.normalize({"model_type": "llama", "hidden_size": 4096})
-
-
 def test_every_problem_is_reported_together(variant):
     cfg = variant("dflash", mask_token_id=DROP, aux_hidden_state_layer_ids="2", block_size=-1)
     with pytest.raises(specreg.ConfigError) as info:
@@ -89,60 +80,3 @@ def test_every_problem_is_reported_together(variant):
     paths = [p.path for p in info.value.problems]
     assert paths == ["$.aux_hidden_state_layer_ids", "$.mask_token_id", "$.block_size"]
     assert "(and 2 more problems)" in str(info.value)
-
-
-def test_an_unknown_type_names_the_value_the_known_types_and_the_closest():
-    cfg = fixture_config("dflash")
-    cfg["speculators_model_type"] = "dflsh"
-    with pytest.raises(specreg.UnknownAlgorithmError) as info:
-        specreg.normalize(cfg)
-    message = str(info.value)
-    assert info.value.path == "$.speculators_model_type"
-    assert "'dflsh'" in message
-    assert "did you mean 'dflash'?" in message
-    assert "dflash, dflash2, dspark, eagle, eagle3, independent, mlp, mtp, peagle, xpress" in message
-    assert isinstance(info.value, specreg.ConfigError)
-
-
-def test_deep_nesting_is_a_config_error():
-    cfg = fixture_config("dflash")
-    node = cfg["transformer_layer_config"]
-    for _ in range(5000):
-        node["x"] = {}
-        node = node["x"]
-    with pytest.raises(specreg.ConfigError, match="nested too deeply") as info:
-        specreg.normalize(cfg)
-    assert info.value.path == "$"
-
-
-# -- shapes vLLM cannot build: error findings before any GPU time ---------------------------------
-
-
-@pytest.mark.parametrize(("name", "changes", "path", "words"), [
-    ("eagle3_generated", {"hidden_size": 4100}, "$.transformer_layer_config.hidden_size",
-     "hidden_size 4100 is not a multiple of num_attention_heads 32: transformers' LlamaConfig"),
-    ("dflash", {"hidden_size": 4100, "head_dim": None}, "$.transformer_layer_config.hidden_size",
-     "there is no head_dim"),
-    ("dflash", {"num_key_value_heads": 7}, "$.transformer_layer_config.num_key_value_heads",
-     "num_attention_heads 32 is not a multiple of num_key_value_heads 7"),
-    ("peagle", {"num_attention_heads": 0}, "$.transformer_layer_config.num_attention_heads",
-     "must be a positive integer, got 0"),
-    ("dspark_generated", {"num_key_value_heads": 64}, "$.transformer_layer_config.num_key_value_heads",
-     "not a multiple of num_key_value_heads 64"),
-])
-def test_a_draft_shape_vllm_cannot_build_is_an_error_finding(variant, name, changes, path, words):
-    cfg = variant(name)
-    for key, value in changes.items():
-        if value is None:
-            cfg["transformer_layer_config"].pop(key, None)
-        else:
-            cfg["transformer_layer_config"][key] = value
-    spec = specreg.normalize(cfg, vllm="0.33")
-    (f,) = [f for f in spec.findings if f.code == "invalid-draft-shape"]
-    assert f.severity == "error" and f.path == path and words in f.message
-    assert not spec.servable
-
-
-def test_a_qwen3_draft_with_head_dim_need_not_divide_its_hidden_size(variant):
-    cfg = variant("dflash", transformer_layer_config__hidden_size=4100)
-    assert "invalid-draft-shape" not in [f.code for f in specreg.normalize(cfg, vllm="0.33").findings]
