@@ -19,14 +19,12 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from test_served_as_trained import VLLM, materialize  # noqa: F401 - `specreg materialize --json`, as a user runs it
 from trainer_tier import data as trainer_data
 
 TRAINED = Path(__file__).resolve().parents[1] / "data" / "trained"
-VLLM = "0.32"
 Z = 3.0
 #: prompts per served run: ~12 drafts each at AL ~3.8 and 48 tokens, so ~800 drafts: a band of about +-0.16
 PROMPTS = 64
@@ -55,15 +53,6 @@ def stage(root: Path, name: str, folder: str | None = None) -> Path:
     if not dest.exists():
         shutil.copytree(TRAINED / name, dest)
     return dest
-
-
-def materialize(src: Path, out: Path, verifier: Path) -> dict | str:
-    """`specreg materialize SRC OUT --verifier V --vllm 0.32 --json`: the kwargs it prints, or its error."""
-    done = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(out), "--verifier",
-                           str(verifier), "--vllm", VLLM, "--json", "-q"], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        return f"specreg materialize exit {done.returncode}: {done.stderr.strip()}"
-    return json.loads(done.stdout)["llm_kwargs"]
 
 
 def served_al(result: dict) -> float:
