@@ -200,7 +200,7 @@ def test_serve_plan_raises_not_servable_with_the_findings_that_say_why(tmp_path)
 
 
 def test_serve_plan_raises_not_servable_where_no_backend_serves_the_gpu(tmp_path):
-    from test_gpu_preflight import dflash_draft
+    from test_vllm_gpu_plan import dflash_draft
 
     dflash_draft(tmp_path, head_dim=16)  # head size 16 with an FP8 KV cache: no backend of 0.25 on an A100
     with pytest.raises(specreg.NotServable) as err:

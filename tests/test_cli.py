@@ -1,6 +1,7 @@
 """The specreg command line: output, exit codes, and one-line errors."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 import specreg
 import specreg.facts
 from conftest import DATA, fixture_config, run_specreg
+from interrupt import as_from_a_terminal
 from weights import write_draft
 
 
@@ -303,3 +305,24 @@ def test_a_hostile_hub_is_one_line_and_exit_2(hub, tmp_path, case):
         hub.fault("config.json", fault, method="GET")
     r = run_specreg("show", "org/hostile", env={"SPECREG_HUB_DEADLINE": "2", "SPECREG_HUB_RETRIES": "0"}, timeout=60)
     _one_error_line(r, words)
+
+
+def test_ctrl_c_is_one_line_and_exit_130(hub):
+    """Ctrl-C printed a 25-line traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hub.add("org/slow", {"config.json": json.dumps(fixture_config("dflash")).encode()})
+    hub.fault("config.json", "forever:slow:30")
+    proc = subprocess.Popen([sys.executable, "-m", "specreg", "show", "org/slow"], stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "SPECREG_HUB_DEADLINE": "60"},
+                            preexec_fn=as_from_a_terminal)
+    deadline = time.monotonic() + 30
+    while hub.count() == 0 and time.monotonic() < deadline:  # until the request is in flight
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip() == "interrupted: specreg show stopped"

@@ -5,6 +5,8 @@ folders are named and never acted on; swapping DIR for a link mid-write redirect
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -18,6 +20,7 @@ import pytest
 import specreg
 from specreg import dirwrite
 from conftest import fixture_config, run_specreg
+from hostile_helpers import run
 from weights import write_draft
 
 
@@ -305,3 +308,221 @@ def test_dir_swapped_for_a_link_mid_write_redirects_nothing(fails, drafts, tmp_p
     state = snapshot(moved)
     assert (state["config.json"] == draft_a) == fails  # the new draft, or (failed) draft A as it was
     assert not [k for k in state if k.startswith(".specreg-")]
+
+
+# -- concurrent writers of one directory --------------------------------------------------------------
+
+def _sources(tmp_path, n):
+    """n distinct local drafts (different block sizes, so each writes a different config)."""
+    from weights import write_draft
+
+    out = []
+    for i in range(n):
+        cfg = fixture_config("dflash")
+        cfg["block_size"] = 16 + i
+        cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 15 + i
+        out.append(write_draft(tmp_path / f"src{i}", cfg))
+    return out
+
+
+def _one_whole_draft(directory):
+    """DIR holds exactly one draft: config.json and specreg.json from the same source, no temp files."""
+    import hashlib
+
+    names = sorted(p.name for p in directory.iterdir())
+    assert not [n for n in names if "specreg-tmp" in n or "specreg-old" in n], names
+    manifest = json.loads((directory / "specreg.json").read_text())
+    source_config = json.loads(open(manifest["source"]["path"]).read())
+    written = json.loads((directory / "config.json").read_text())
+    assert written["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
+    # config.json and specreg.json from one writer: the config is the one the manifest's source plans
+    from specreg.vllm.vllm_config import plain_path_config
+
+    assert written == json.loads(json.dumps(plain_path_config(specreg.load(manifest["source"]["path"]))[0]))
+    assert manifest["speculative_config"]["num_speculative_tokens"] == source_config["block_size"] - 1
+    assert hashlib.sha256(open(manifest["source"]["path"], "rb").read()).hexdigest() == manifest["source"]["sha256"]
+    assert sorted(manifest["files"]) == sorted(n for n in names)
+
+
+#: trials per concurrency test: a quick count by default, the issue's 50 with `pytest -m stress`
+TRIALS = [pytest.param(10, id="10"), pytest.param(50, id="50", marks=pytest.mark.stress)]
+
+
+@pytest.mark.parametrize("trials", TRIALS)
+def test_eight_threads_writing_one_dir_leave_one_whole_draft_every_time(tmp_path, trials):
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = _sources(tmp_path, 8)
+    specs = [specreg.load(s) for s in sources]
+    for trial in range(trials):
+        target = tmp_path / f"out{trial}"
+        with ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda s, target=target: _attempt(lambda: s.materialize(target, weights="none", force=True)),
+                                    specs))
+        assert all(r is None for r in results), results  # with --force every writer succeeds, in turn
+        _one_whole_draft(target)
+
+
+def _attempt(call):
+    try:
+        call()
+        return None
+    except Exception as exc:  # noqa: BLE001 - reported by the assertion
+        return repr(exc)
+
+
+@pytest.mark.parametrize("trials", [pytest.param(5, id="5"), pytest.param(50, id="50", marks=pytest.mark.stress)])
+def test_eight_processes_writing_one_empty_dir_leave_one_whole_draft(tmp_path, trials):
+    import subprocess
+    import sys
+
+    sources = _sources(tmp_path, 8)
+    for trial in range(trials):
+        target = tmp_path / f"out{trial}"
+        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(s), str(target), "--config-only"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for s in sources]
+        codes = [p.wait(timeout=120) for p in procs]
+        assert codes.count(0) == 1 and codes.count(2) == 7, codes  # one writes; the rest find it not empty
+        _one_whole_draft(target)
+
+
+@pytest.mark.parametrize("trials", [pytest.param(3, id="3"), pytest.param(50, id="50", marks=pytest.mark.stress)])
+def test_eight_processes_forcing_two_drafts_into_one_dir_leave_one_whole_draft(tmp_path, trials):
+    import subprocess
+    import sys
+
+    sources = _sources(tmp_path, 2)
+    for trial in range(trials):
+        target = tmp_path / f"out{trial}"
+        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(sources[i % 2]), str(target),
+                                   "--config-only", "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True) for i in range(8)]
+        codes = [p.wait(timeout=120) for p in procs]
+        assert codes == [0] * 8, [p.stderr.read() for p in procs]  # every writer, in turn
+        _one_whole_draft(target)
+
+
+def test_materializing_a_draft_into_its_own_directory_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    (src,) = _sources(tmp_path, 1)
+    before = (src / "config.json").read_bytes()
+    out = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(src), "--config-only",
+                          "--force"], capture_output=True, text=True)
+    assert out.returncode == 2 and "is the draft's own directory" in out.stderr
+    assert (src / "config.json").read_bytes() == before
+
+
+# -- the manifest key ------------------------------------------------------------------------------
+
+def key_path(tmp_path):
+    return tmp_path / "specreg-cache" / "manifest.key"  # SPECREG_CACHE (tests/conftest.py)
+
+
+def planted(out, files, key: bytes) -> None:
+    """A specreg.json listing `files`, signed the way specreg signs, with `key`."""
+    doc = {"written_by": "specreg", "files": files}
+    body = json.dumps(doc, sort_keys=True).encode()
+    doc["signature"] = hmac.new(key, body, hashlib.sha256).hexdigest()
+    (out / "specreg.json").write_text(json.dumps(doc))
+
+
+@pytest.fixture
+def victim(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    return src, out
+
+
+def test_a_new_key_is_whole_and_private(victim, tmp_path):
+    src, out = victim
+    specreg.load(src).materialize(tmp_path / "fresh", weights="none")
+    key = key_path(tmp_path)
+    assert len(key.read_bytes()) == 32 and (key.stat().st_mode & 0o777) == 0o600
+    assert [p.name for p in key.parent.iterdir() if p.name.startswith(".manifest.key")] == []
+
+
+@pytest.mark.parametrize("shape", ["empty", "short", "world-readable", "symlink", "fifo", "directory"])
+def test_an_unusable_key_trusts_nothing_and_deletes_nothing(victim, tmp_path, shape):
+    """An empty key (a full disk, a crash) would let anyone sign with hmac.new(b"") ; a readable one
+    can be copied; a link can point at anything; a FIFO hung --force; a directory was exit 3."""
+    src, out = victim
+    key = key_path(tmp_path)
+    key.parent.mkdir(parents=True, exist_ok=True)
+    known = b""
+    if shape == "empty":
+        key.write_bytes(b"")
+    elif shape == "short":
+        known = b"x" * 8
+        key.write_bytes(known)
+        key.chmod(0o600)
+    elif shape == "world-readable":
+        known = os.urandom(32)
+        key.write_bytes(known)
+        key.chmod(0o644)
+    elif shape == "symlink":
+        known = os.urandom(32)
+        (tmp_path / "elsewhere.key").write_bytes(known)
+        (tmp_path / "elsewhere.key").chmod(0o600)
+        key.symlink_to(tmp_path / "elsewhere.key")
+    elif shape == "fifo":
+        os.mkfifo(key, 0o600)
+    else:
+        key.mkdir()
+    planted(out, ["precious.txt", "config.json"], known)
+    r = run("materialize", str(src), str(out), "--config-only", "--force", "--verifier", "Qwen/Qwen3-8B")
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert r.returncode == 2, r.stderr
+    assert "manifest key" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- every reader, every file-system shape ---------------------------------------------------------------------
+
+TARGET_SHAPES = ["absent", "empty directory", "regular file", "link to a directory", "dangling link", "fifo"]
+
+
+def make_target(path, shape: str) -> None:
+    if shape == "empty directory":
+        path.mkdir()
+    elif shape == "regular file":
+        path.write_text("mine")
+    elif shape == "link to a directory":
+        (path.parent / "linked").mkdir()
+        path.symlink_to(path.parent / "linked", target_is_directory=True)
+    elif shape == "dangling link":
+        path.symlink_to(path.parent / "gone")
+    elif shape == "fifo":
+        os.mkfifo(path)
+
+
+@pytest.mark.parametrize("writer", ["materialize", "report"])
+@pytest.mark.parametrize("shape", TARGET_SHAPES)
+def test_every_writer_meets_every_target_shape_without_touching_what_is_not_its_own(tmp_path, writer, shape):
+    """A writer writes into an absent or real (empty) directory, and refuses anything else in one line,
+    exit 2, leaving it, and whatever a link points to, as it was."""
+    target = tmp_path / "target"
+    make_target(target, shape)
+    if writer == "materialize":
+        src = write_draft(tmp_path / "src", fixture_config("dflash"))
+        r = run("materialize", str(src), str(target), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    else:
+        (tmp_path / "results").mkdir()
+        r = run("report", str(tmp_path / "results"), "--out", str(target))
+    if shape in ("absent", "empty directory"):
+        assert r.returncode == 0, r.stderr
+        assert target.is_dir() and not target.is_symlink()
+        return
+    assert r.returncode == 2 and "internal error" not in r.stderr and r.stderr.count("\n") <= 3, r.stderr
+    if shape == "regular file":
+        assert target.read_text() == "mine"
+    elif shape == "link to a directory":
+        assert target.is_symlink() and list((tmp_path / "linked").iterdir()) == []
+    elif shape == "dangling link":
+        assert target.is_symlink() and not (tmp_path / "gone").exists()
+    else:
+        import stat
+
+        assert stat.S_ISFIFO(os.lstat(target).st_mode)

@@ -487,3 +487,44 @@ def test_a_hub_drafts_hf_quant_config_is_fetched_at_the_commit(hub, tmp_path):
     out = specreg.load(REPO).materialize(tmp_path / "out")
     assert json.loads((out.directory / "config.json").read_text())["quantization_config"] == QUANT
     assert any(p.endswith(f"/resolve/{commit}/hf_quant_config.json") for m, p, _ in hub.requests if m == "GET")
+
+
+# -- values that would allocate ---------------------------------------------------------------------
+
+def test_a_lone_surrogate_in_a_passed_through_string_is_written_as_it_was(tmp_path):
+    """JSON can carry "\\ud800"; UTF-8 cannot: materialize was exit 3 (UnicodeEncodeError)."""
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["note"] = "\ud800x"
+    src = write_draft(tmp_path / "src", cfg)
+    r = run("materialize", str(src), str(tmp_path / "out"), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["note"] == "\ud800x"
+
+
+# -- the file system says no ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["link to an empty directory", "dangling link", "regular file"])
+def test_a_target_that_is_not_a_real_directory_is_one_line_exit_2(tmp_path, shape):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    target = tmp_path / "out"
+    if shape == "link to an empty directory":
+        (tmp_path / "empty").mkdir()
+        target.symlink_to(tmp_path / "empty", target_is_directory=True)
+    elif shape == "dangling link":
+        target.symlink_to(tmp_path / "gone")
+    else:
+        target.write_text("mine")
+    r = run("materialize", str(src), str(target), "--config-only", "--verifier", "Qwen/Qwen3-8B")
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert str(target) in r.stderr
+    assert not (tmp_path / "gone").exists() and (shape != "link to an empty directory"
+                                                 or list((tmp_path / "empty").iterdir()) == [])
+
+
+def test_an_unusable_specreg_cache_is_one_line_naming_it(tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    (tmp_path / "a-file").write_text("x")
+    r = run("materialize", str(src), str(tmp_path / "out"), "--config-only", "--verifier", "Qwen/Qwen3-8B",
+            env={"SPECREG_CACHE": str(tmp_path / "a-file" / "cache")})
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert str(tmp_path / "a-file") in r.stderr and "not a directory" in r.stderr.lower()

@@ -10,6 +10,7 @@ import pytest
 
 import specreg
 from conftest import DATA, NO_TWIN, codes, finding, fixture_config
+from hostile_helpers import DATA_NATIVE
 from specreg.sources import native
 from weights import write_draft
 
@@ -344,3 +345,22 @@ def test_convert_refuses_an_eagle3_whose_twin_vllms_mapping_would_refuse(tmp_pat
 def test_a_file_that_is_not_a_speculators_config_says_so():
     with pytest.raises(specreg.ConfigError, match="not a draft config specreg reads"):
         specreg.normalize({"model_type": "llama", "hidden_size": 4096})
+
+
+# -- values that would allocate ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [300_000_000, 10**30])
+def test_a_huge_native_layer_count_is_refused_before_anything_is_built_from_it(n):
+    """120 bytes of config once built a 300-million-entry layer list (2.3 GB) before the range check."""
+    import tracemalloc
+
+    cfg = json.loads((DATA_NATIVE / "zlab_dflash_qwen3_8b_fixture.json").read_text())
+    cfg["num_hidden_layers"] = n
+    tracemalloc.start()
+    try:
+        with pytest.raises(specreg.ConfigError, match=r"num_hidden_layers"):
+            specreg.normalize(cfg)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB allocated"

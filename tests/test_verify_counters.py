@@ -117,3 +117,15 @@ def test_a_server_with_impossible_counters_is_a_recorded_invalid_result(tmp_path
                         "--num-prompts", "4", "--out", str(out), env={"HF_HUB_OFFLINE": "1"})
     result = json.loads((out / "result.json").read_text())
     assert r.returncode == 2 and result["verdict"] == "invalid" and "Traceback" not in r.stderr, r.stderr
+
+
+# -- counters -------------------------------------------------------------------------------------------
+
+def test_counters_whose_label_sets_sum_to_infinity_are_refused_not_a_crash():
+    """Two engines each at 1e308 (finite) sum to inf: int(inf) was an OverflowError (exit 3)."""
+    from specreg.verify.counters import CounterError, from_prometheus
+
+    text = "".join(f'vllm:spec_decode_{name}_total{{engine="{e}"}} 1e308\n'
+                   for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens") for e in (0, 1))
+    with pytest.raises(CounterError, match="sums to infinity"):
+        from_prometheus(text)

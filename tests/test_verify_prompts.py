@@ -4,8 +4,11 @@ import json
 
 import pytest
 
+from conftest import fixture_config
+from hostile_helpers import run
 from specreg.verify.prompts import load_prompts
 from verify_helpers import write_rows
+from weights import write_draft
 
 
 def test_a_named_dataset_from_a_local_file_is_recorded_by_its_content(tmp_path):
@@ -55,3 +58,14 @@ def test_dataset_category_and_bad_input(tmp_path):
     (tmp_path / "bad.jsonl").write_text("{not json\n")
     with pytest.raises(SpecregError, match="not a JSONL dataset"):
         load_prompts(str(tmp_path / "bad.jsonl"))
+
+
+# -- catalog values verify would refuse --------------------------------------------------------------------
+
+def test_verify_refuses_a_template_with_a_format_spec_before_allocating(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"question": "q"}\n')
+    r = run("verify", str(write_draft(tmp_path / "d", fixture_config("eagle3_generated"))), "--server",
+            "http://127.0.0.1:9", "--dataset", "gsm8k", "--dataset-file", str(rows), "--template",
+            "{question:>1500000000}")
+    assert r.returncode == 2 and "not a plain field" in r.stderr and "MemoryError" not in r.stderr, r.stderr

@@ -5,7 +5,7 @@ a verdict with the entry's tolerances: `pass`, `regressed` (below a floor or a t
 `improved` (above a one-sided floor by more than its tolerance: fine).
 
 A baseline sourced from vLLM's CI carries CI's own gate (direction and tolerance for AL and for the
-listed per-position rates, with the file and commit; tests/test_ci_gates.py replays CI's rule).
+listed per-position rates, with the file and commit; tests/test_verify_judge.py replays CI's rule).
 Where a baseline states no gate, specreg's own defaults apply and the check says so
 (`tolerance_from = "default"`): at temperature 0, two-sided within 5%; otherwise a floor at 90%.
 """

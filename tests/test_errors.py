@@ -6,7 +6,7 @@ import pytest
 
 import specreg
 from conftest import DATA
-from test_reliability import no_resume_pause  # noqa: F401 - a fixture: huggingface_hub's resume pauses skipped
+from test_sources_hub import no_resume_pause  # noqa: F401 - a fixture: huggingface_hub's resume pauses skipped
 
 REPO = "org/draft"
 CONFIG = (DATA / "speculators" / "dflash.json").read_bytes()

@@ -1,4 +1,5 @@
-"""Hub faults, concurrency and security, against the loopback Hub (never mocks of huggingface_hub)."""
+"""specreg/sources/hub.py against the loopback Hub (never mocks of huggingface_hub): faults, retries,
+deadlines, caps, tokens, and what a Hub answer may make specreg do."""
 
 import json
 import os
@@ -10,9 +11,14 @@ import pytest
 
 import specreg
 from conftest import DATA, fixture_config
+from hostile_helpers import run
 
 REPO = "org/draft"
+
+
 CONFIG = (DATA / "speculators" / "dflash.json").read_bytes()
+
+
 TOKEN = "hf_SECRETtoken0123456789abcdef"
 
 
@@ -269,110 +275,6 @@ def test_a_hub_answer_that_would_place_a_file_outside_the_cache_is_refused(hub, 
     assert not (cache.parent / "specreg-etag-escape").exists()
 
 
-# -- concurrent writers of one directory --------------------------------------------------------------
-
-def _sources(tmp_path, n):
-    """n distinct local drafts (different block sizes, so each writes a different config)."""
-    from weights import write_draft
-
-    out = []
-    for i in range(n):
-        cfg = fixture_config("dflash")
-        cfg["block_size"] = 16 + i
-        cfg["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 15 + i
-        out.append(write_draft(tmp_path / f"src{i}", cfg))
-    return out
-
-
-def _one_whole_draft(directory):
-    """DIR holds exactly one draft: config.json and specreg.json from the same source, no temp files."""
-    import hashlib
-
-    names = sorted(p.name for p in directory.iterdir())
-    assert not [n for n in names if "specreg-tmp" in n or "specreg-old" in n], names
-    manifest = json.loads((directory / "specreg.json").read_text())
-    source_config = json.loads(open(manifest["source"]["path"]).read())
-    written = json.loads((directory / "config.json").read_text())
-    assert written["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]
-    # config.json and specreg.json from one writer: the config is the one the manifest's source plans
-    from specreg.vllm.vllm_config import plain_path_config
-
-    assert written == json.loads(json.dumps(plain_path_config(specreg.load(manifest["source"]["path"]))[0]))
-    assert manifest["speculative_config"]["num_speculative_tokens"] == source_config["block_size"] - 1
-    assert hashlib.sha256(open(manifest["source"]["path"], "rb").read()).hexdigest() == manifest["source"]["sha256"]
-    assert sorted(manifest["files"]) == sorted(n for n in names)
-
-
-#: trials per concurrency test: a quick count by default, the issue's 50 with `pytest -m stress`
-TRIALS = [pytest.param(10, id="10"), pytest.param(50, id="50", marks=pytest.mark.stress)]
-
-
-@pytest.mark.parametrize("trials", TRIALS)
-def test_eight_threads_writing_one_dir_leave_one_whole_draft_every_time(tmp_path, trials):
-    from concurrent.futures import ThreadPoolExecutor
-
-    sources = _sources(tmp_path, 8)
-    specs = [specreg.load(s) for s in sources]
-    for trial in range(trials):
-        target = tmp_path / f"out{trial}"
-        with ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(lambda s, target=target: _attempt(lambda: s.materialize(target, weights="none", force=True)),
-                                    specs))
-        assert all(r is None for r in results), results  # with --force every writer succeeds, in turn
-        _one_whole_draft(target)
-
-
-def _attempt(call):
-    try:
-        call()
-        return None
-    except Exception as exc:  # noqa: BLE001 - reported by the assertion
-        return repr(exc)
-
-
-@pytest.mark.parametrize("trials", [pytest.param(5, id="5"), pytest.param(50, id="50", marks=pytest.mark.stress)])
-def test_eight_processes_writing_one_empty_dir_leave_one_whole_draft(tmp_path, trials):
-    import subprocess
-    import sys
-
-    sources = _sources(tmp_path, 8)
-    for trial in range(trials):
-        target = tmp_path / f"out{trial}"
-        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(s), str(target), "--config-only"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for s in sources]
-        codes = [p.wait(timeout=120) for p in procs]
-        assert codes.count(0) == 1 and codes.count(2) == 7, codes  # one writes; the rest find it not empty
-        _one_whole_draft(target)
-
-
-@pytest.mark.parametrize("trials", [pytest.param(3, id="3"), pytest.param(50, id="50", marks=pytest.mark.stress)])
-def test_eight_processes_forcing_two_drafts_into_one_dir_leave_one_whole_draft(tmp_path, trials):
-    import subprocess
-    import sys
-
-    sources = _sources(tmp_path, 2)
-    for trial in range(trials):
-        target = tmp_path / f"out{trial}"
-        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(sources[i % 2]), str(target),
-                                   "--config-only", "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True) for i in range(8)]
-        codes = [p.wait(timeout=120) for p in procs]
-        assert codes == [0] * 8, [p.stderr.read() for p in procs]  # every writer, in turn
-        _one_whole_draft(target)
-
-
-def test_materializing_a_draft_into_its_own_directory_is_refused(tmp_path):
-    import subprocess
-    import sys
-
-    (src,) = _sources(tmp_path, 1)
-    before = (src / "config.json").read_bytes()
-    out = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(src), "--config-only",
-                          "--force"], capture_output=True, text=True)
-    assert out.returncode == 2 and "is the draft's own directory" in out.stderr
-    assert (src / "config.json").read_bytes() == before
-
-
 # -- every wait bounded ------------------------------------------------------------------------------
 
 def test_the_default_deadline_ends_a_hostile_fetch_within_two_minutes(monkeypatch):
@@ -404,3 +306,18 @@ def test_a_dripping_hanging_or_flooding_config_is_given_up_within_the_deadline(h
     assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert elapsed < 15, elapsed
     assert snapshot_files(tmp_path) == []  # nothing half-written reached the cache
+
+
+# -- names that end in a newline, terminal escapes --------------------------------------------------
+
+def test_a_repo_id_ending_in_a_newline_is_bad_input_on_one_line(hub):
+    r = run("show", "org/x\n")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "org/x\\x0a" in r.stderr
+    assert hub.count() == 0
+
+
+def test_a_revision_ending_in_a_newline_never_reaches_the_hub(hub):
+    r = run("show", "org/x", "--revision", "main\n")
+    assert r.returncode == 2 and "not a valid revision" in r.stderr
+    assert hub.count() == 0

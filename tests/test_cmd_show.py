@@ -1,0 +1,42 @@
+"""`specreg show` on the CLI: what a hostile config makes it print and write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import specreg
+from conftest import fixture_config
+from hostile_helpers import run
+from weights import write_draft
+
+# -- names that end in a newline, terminal escapes --------------------------------------------------
+
+def test_show_escapes_terminal_controls_from_the_config(tmp_path):
+    cfg = fixture_config("eagle3_generated")
+    cfg["speculators_version"] = "0.9.0\x1b[31mRED"
+    cfg["speculators_config"]["verifier"]["name_or_path"] = "org/v\x1b]0;pwned\x07\u202e"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = run("show", str(path))
+    assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout and "\u202e" not in r.stdout
+    assert "org/v\\x1b]0;pwned\\x07\\u202e" in r.stdout
+
+
+# -- bytes vLLM's reader refuses ------------------------------------------------------------------------------
+
+def test_a_config_with_a_byte_order_mark_is_named_and_written_without_it(tmp_path):
+    """transformers reads config.json as `json.loads(open(f, encoding="utf-8").read())`, which refuses a BOM
+    (transformers 5.19.0, configuration_utils.py `PretrainedConfig._dict_from_json_file`; the engine tier
+    shows vLLM failing on such a file); specreg read it and said nothing."""
+    src = write_draft(tmp_path / "src", fixture_config("eagle3_generated"))
+    (src / "config.json").write_bytes(b"\xef\xbb\xbf" + (src / "config.json").read_bytes())
+    with pytest.raises(json.JSONDecodeError, match="BOM"):
+        json.loads((src / "config.json").read_text(encoding="utf-8"))  # what transformers does
+    spec = specreg.load(src)
+    assert "config-byte-order-mark" in [f.code for f in spec.served_differently]
+    r = run("show", str(src))
+    assert "config-byte-order-mark" in r.stdout
+    done = spec.materialize(tmp_path / "out", weights="none")
+    json.loads((done.directory / "config.json").read_text(encoding="utf-8"))  # transformers can read it
