@@ -10,7 +10,7 @@ from test_sources_hub import no_resume_pause  # noqa: F401 - a fixture: huggingf
 
 REPO = "org/draft"
 CONFIG = (DATA / "speculators" / "dflash.json").read_bytes()
-#: org/draft may be a local directory too: the Hub's answer follows that (tests/test_load_hub.py)
+#: org/draft may be a local directory too: the Hub's answer follows that (tests/test_api.py)
 NOT_HERE = f"{REPO}: no local directory {REPO}; as a Hub repository: "
 
 
