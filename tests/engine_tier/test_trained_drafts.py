@@ -52,7 +52,7 @@ def served(tmp_path_factory):
 
 
 def test_every_trained_draft_is_committed_with_its_trainers_numbers():
-    assert {"dflash-2l", "eagle3"} <= set(DRAFTS), DRAFTS
+    assert {"dflash-2l", "eagle3", "peagle"} <= set(DRAFTS), DRAFTS
     for name in DRAFTS:
         r = trained.record(name)
         assert r["trainer"]["speculators"] == "0.9.0" and len(r["per_position"]) == r["num_speculative_tokens"]
@@ -74,7 +74,7 @@ def test_the_file_and_the_materialized_directory_are_served_alike(served, name):
 
 #: what specreg reports vLLM 0.32's own mapping serves differently, per trained draft; and whether that
 #: difference moves the AL out of the band (measured: the causal mask costs this DFlash ~0.05 AL)
-SERVED_OTHERWISE = {"dflash-2l": (["served-causal-mismatch"], False), "eagle3": ([], False)}
+SERVED_OTHERWISE = {"dflash-2l": (["served-causal-mismatch"], False), "eagle3": ([], False), "peagle": ([], False)}
 
 
 @pytest.mark.parametrize("name", DRAFTS)

@@ -40,6 +40,8 @@ DRAFTS = {
                                 "0", "1", "--block-size", str(K + 1), "--max-anchors", "128"]),
     # K test-time-training steps, a reduced draft vocabulary (d2t)
     "eagle3": ("eagle3", 1, ["--speculator-type", "eagle3", "--num-layers", "1", "--ttt-steps", str(K)]),
+    # K parallel depths, drafted in one pass (vLLM's V1 runner: parallel_drafting)
+    "peagle": ("peagle", 1, ["--speculator-type", "peagle", "--num-layers", "1", "--num-depths", str(K)]),
 }
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false",
        "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_HOST_IP": "127.0.0.1", "COLUMNS": "200"}
@@ -101,13 +103,20 @@ def trainer_numbers(metrics: dict, algorithm: str) -> tuple[float, list[float], 
         # speculators/models/dflash/metrics.py: eal counts the bonus token; position i's accuracy on its own
         per = [metrics[f"position_{i}_acc_epoch"] for i in range(1, K + 1)]
         return metrics["eal_epoch"], per, "P(position i right), block positions 1..k (dflash/metrics.py)"
-    # speculators/models/eagle3/metrics.py: P(step i right | the steps before it right); AL = 1 + sum of products
-    per = [metrics[f"cond_acc_{i}_epoch"] for i in range(K)]
+    if algorithm == "peagle":
+        # speculators/models/peagle/metrics.py: each depth's accuracy on its own (no AL is printed); the AL
+        # below takes the depths as independent
+        per = [metrics[f"position_{i}_acc_epoch"] for i in range(K)]
+        means = "P(depth i right), depths 0..k-1 (peagle/metrics.py); AL: 1 + sum of their running products"
+    else:
+        # speculators/models/eagle3/metrics.py: P(step i right | the steps before it right)
+        per = [metrics[f"cond_acc_{i}_epoch"] for i in range(K)]
+        means = "P(step i right | steps before right), steps 0..k-1 (eagle3/metrics.py)"
     al, run = 1.0, 1.0
     for p in per:
         run *= p
         al += run
-    return al, per, "P(step i right | steps before right), steps 0..k-1 (eagle3/metrics.py)"
+    return al, per, means
 
 
 def train(name: str, verifier_dir: Path, prep: Path, work: Path, out: Path, rows: int) -> None:

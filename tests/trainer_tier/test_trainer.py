@@ -46,7 +46,7 @@ def test_the_verifier_is_rebuilt_byte_for_byte(fresh):
         assert (fresh / "verifier" / name).read_bytes() == (TRAINED / "verifier" / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("name", ["dflash-2l", "eagle3"])
+@pytest.mark.parametrize("name", ["dflash-2l", "eagle3", "peagle"])
 def test_the_trainer_reaches_the_aim_and_writes_the_committed_config(fresh, name):
     record = json.loads((fresh / name / "trainer.json").read_text())
     assert record["acceptance_length"] >= AIM, record["validation"]
@@ -56,7 +56,7 @@ def test_the_trainer_reaches_the_aim_and_writes_the_committed_config(fresh, name
 
 
 def test_the_committed_drafts_reach_the_aim():
-    for name in ("dflash-2l", "eagle3"):
+    for name in ("dflash-2l", "eagle3", "peagle"):
         assert json.loads((TRAINED / name / "trainer.json").read_text())["acceptance_length"] >= AIM, name
 
 
