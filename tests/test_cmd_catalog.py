@@ -1,4 +1,5 @@
-"""`specreg catalog` on the CLI: what its filters refuse."""
+"""`specreg catalog` on the CLI: what its filters refuse, and hostile entry files and values (links out of
+the catalog, terminal controls, case-only id twins, oversized configs to pin)."""
 
 import json
 import os

@@ -1,4 +1,5 @@
-"""`specreg report` on the CLI: what it refuses before writing anything."""
+"""`specreg report` on the CLI with hostile files: nothing of the user's is deleted by `--out`, and a
+malformed, oversized or linked result or history is skipped or given up, never an internal error."""
 
 import json
 

@@ -1,5 +1,6 @@
 """specreg/normalization/fields.py: a malformed field is a ConfigError (also a ValueError) naming its
-JSON path, and every problem of a config is reported together."""
+JSON path, every problem of a config is reported together, and a key nothing read that is a near miss
+of a field is an `unread-field` finding."""
 
 import json
 from pathlib import Path

@@ -1,4 +1,5 @@
-"""specreg.verify.engines: the in-process engine and the GPU names it records."""
+"""specreg.verify.engines: the in-process engine, the GPU names it records, and a server's answers read
+bounded and shown escaped."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""specreg.verify.judge: verdicts against a catalog entry's baselines and tolerances, harness differences."""
+"""specreg.verify.judge: verdicts against a catalog entry's baselines and tolerances, harness differences,
+and the CI-sourced entries judged by vLLM CI's own rule."""
 
 import attrs
 import pytest
