@@ -9,6 +9,8 @@ import sys
 from typing import Any
 
 from specreg import facts
+from specreg.cli import sglang
+from specreg.cli.sglang import engine_arg
 from specreg.cli.common import (EXIT_OK, Refused, directory_args, gpu_name, load_draft, print_lines, progress_line,
                                 source_args)
 
@@ -39,12 +41,14 @@ def add_serve(sub: Any) -> None:
                        "draft's own kv_cache_dtype or attention_backend into the speculative config where that makes "
                        "it start")
     serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+    engine_arg(serve)
 
 
 def add_materialize(sub: Any) -> None:
     mat = sub.add_parser("materialize", help="write a vLLM-ready draft directory (config.json as trained + weights)")
     directory_args(mat, "DIR")
     mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
+    engine_arg(mat)
 
 
 def add_convert(sub: Any) -> None:
@@ -72,6 +76,8 @@ def _refused(exc, source: str) -> Refused:
 def _serve(args: argparse.Namespace) -> int:
     from specreg.api.serve import NotServable, serve_plan, vllm_settings
 
+    if args.engine == "sglang":
+        return sglang.serve(args)
     vllm_settings(args.vllm_args)  # bad flags are refused before anything is read
     spec = load_draft(args)
     _report(spec)
@@ -92,6 +98,8 @@ def _materialize(args: argparse.Namespace) -> int:
     from specreg.api.serve import NotServable, materialize, serve_argv, serve_line
     from specreg.normalization.speculator import thaw
 
+    if args.engine == "sglang":
+        return sglang.materialize(args)
     spec = load_draft(args)
     _report(spec)
     weights = "none" if args.config_only else "copy" if args.copy else "link"

@@ -6,14 +6,17 @@ import argparse
 import json
 from typing import Any
 
+from specreg.cli import sglang
 from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, json_value, load_draft, gpu_name, harness_int, print_lines,
                                 source_args)
+from specreg.cli.sglang import engine_arg
 
 
 def add_show(sub: Any) -> None:
     show = sub.add_parser("show", help="the normalized config, attention plan, provenance and findings")
     source_args(show)
     show.add_argument("--json", action="store_true", help="print Speculator.to_dict() as JSON")
+    engine_arg(show)
 
 
 def add_check(sub: Any) -> None:
@@ -21,6 +24,7 @@ def add_check(sub: Any) -> None:
     source_args(chk)
     chk.add_argument("--json", action="store_true", help="print Speculator.to_dict() (with `checks`) as JSON")
     chk.add_argument("--no-weights", action="store_true", help="skip the weight headers")
+    engine_arg(chk)
     tp = harness_int("tensor_parallel_size")
     chk.add_argument("--tensor-parallel-size", type=tp, metavar="N", help="the verifier's tensor parallel size")
     chk.add_argument("--draft-tensor-parallel-size", type=tp, metavar="N", help="the draft's tensor parallel size")
@@ -52,6 +56,8 @@ def add_algorithms(sub: Any) -> None:
 def _show(args: argparse.Namespace) -> int:
     from specreg.normalization.speculator import thaw
 
+    if args.engine == "sglang":
+        return sglang.show(args)
     spec = load_draft(args)
     if args.json:
         print(spec.to_json())
@@ -112,6 +118,8 @@ def _show(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from specreg.api.check import check
 
+    if args.engine == "sglang":
+        return sglang.check(args)
     report = check(load_draft(args), verifier=args.verifier, weights=not args.no_weights,
                    tensor_parallel_size=args.tensor_parallel_size,
                    draft_tensor_parallel_size=args.draft_tensor_parallel_size, max_model_len=args.max_model_len,

@@ -1,0 +1,78 @@
+"""`--engine sglang` on the command line: serve prints the launch_server command, materialize writes the
+directory, check reports the findings without writing, show says what SGLang would serve."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from conftest import DATA, run_in_process
+from tiny import write_pair
+
+
+def test_serve_prints_the_launch_command_of_the_written_directory(tmp_path):
+    draft, _verifier = write_pair(tmp_path, "dspark")
+    out = tmp_path / "out"
+    done = run_in_process("serve", str(draft), "--engine", "sglang", "--dir", str(out), "--", "--port", "30000")
+    assert done.returncode == 0, done.stderr
+    argv = shlex.split(done.stdout)
+    assert argv[:6] == ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
+                        "--speculative-draft-model-path"]
+    assert argv[6] == str(out) and argv[-2:] == ["--port", "30000"]
+    assert argv[argv.index("--speculative-dspark-block-size") + 1] == "8"
+    assert json.loads((out / "config.json").read_text())["architectures"] == ["Qwen3DSparkModel"]
+
+
+def test_serve_json_gives_argv_and_env(tmp_path):
+    draft, _verifier = write_pair(tmp_path, "dspark")
+    done = run_in_process("serve", str(draft), "--engine", "sglang", "--dir", str(tmp_path / "o"), "--json")
+    doc = json.loads(done.stdout)
+    assert doc["env"] == {} and doc["argv"][2] == "sglang.launch_server"
+
+
+def test_a_flag_specreg_writes_is_refused_in_one_line_exit_2(tmp_path):
+    draft, _verifier = write_pair(tmp_path, "dspark")
+    done = run_in_process("serve", str(draft), "--engine", "sglang", "--", "--speculative-num-draft-tokens", "4")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "--speculative-num-draft-tokens after --: specreg writes the model, the draft and its speculative settings "
+        "itself; pass SGLang's other flags there")
+    assert "Traceback" not in done.stderr
+
+
+def test_materialize_writes_the_directory_and_prints_the_command(tmp_path):
+    draft, _verifier = write_pair(tmp_path, "dspark")
+    done = run_in_process("materialize", str(draft), str(tmp_path / "out"), "--engine", "sglang")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"wrote {tmp_path / 'out'}: config.json, specreg.json, 1 weight files linked")
+    assert (tmp_path / "out/model.safetensors").is_symlink()
+
+
+def test_a_draft_sglang_cannot_serve_is_refused_with_the_reason_and_nothing_written(tmp_path):
+    draft, _verifier = write_pair(tmp_path, "dflash")  # its checkpoint holds lm_head.weight
+    done = run_in_process("materialize", str(draft), str(tmp_path / "out"), "--engine", "sglang")
+    assert done.returncode == 1
+    assert "# error: sglang-unservable: the checkpoint holds lm_head.weight" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_reports_the_findings_without_writing(tmp_path):
+    done = run_in_process("check", str(DATA / "speculators/peagle.json"), "--engine", "sglang")
+    assert done.returncode == 1
+    assert "sglang-unservable" in done.stdout and "no parallel drafting" in done.stdout
+    ok = run_in_process("check", str(DATA / "speculators/dspark_generated.json"), "--engine", "sglang")
+    assert ok.returncode == 0 and "sglang-served-differently" in ok.stdout
+
+
+def test_show_says_what_sglang_would_serve_from_the_unmodified_file():
+    done = run_in_process("show", str(DATA / "native/zlab_dflash_nested_schema.json"), "--engine", "sglang")
+    assert done.returncode == 0, done.stderr
+    assert "warning sglang-served-differently" in done.stdout
+    assert "sliding_attention layers have no sliding_window" in done.stdout
+    assert "--speculative-dflash-block-size 16" in done.stdout
+
+
+def test_vllm_options_are_refused_with_the_sglang_engine(tmp_path):
+    done = run_in_process("serve", str(DATA / "speculators/dspark_generated.json"), "--engine", "sglang",
+                          "--gpu", "H100")
+    assert done.returncode == 2 and "--gpu is about vLLM" in done.stderr
