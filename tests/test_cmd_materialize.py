@@ -18,8 +18,8 @@ def big_draft(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     (src / "config.json").write_text(json.dumps(fixture_config("dflash")))
-    import numpy as np
     from safetensors.numpy import save_file
+    import numpy as np
 
     save_file({"fc.weight": np.zeros((48, 2**18), np.float32)}, str(src / "model.safetensors"))
     return src

@@ -42,6 +42,7 @@ def test_to_dict_has_the_documented_keys(fx):
 
 def test_every_provenance_kind_is_a_documented_one():
     from conftest import DATA
+
     from specreg.normalization.speculator import Provenance
 
     refused = ("domino", "peagle")  # layouts specreg refuses (tests/test_native.py)
