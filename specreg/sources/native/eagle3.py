@@ -84,8 +84,12 @@ def convert(config: Mapping[str, Any], verifier: str | None, source: str | None)
     }
     paths["$.eagle_aux_hidden_state_layer_ids"] = ids_path or "$.eagle_aux_hidden_state_layer_ids"
     paths["$.draft_vocab_size"] = "$.draft_vocab_size" if "draft_vocab_size" in config else "$.vocab_size"
-    # SpecForge and the EAGLE-3 release take the residual after the hidden-state norm
-    out["norm_before_residual"] = config.get("norm_before_residual", True)
+    # The trainers keep the residual from before the hidden-state norm (`residual = hidden_states`, then
+    # `hidden_norm`): SafeAILab EAGLE's eagle/model/cnets.py, SpecForge's
+    # specforge/modeling/draft/llama3_eagle.py LlamaDecoderLayer.forward; speculators' converter of
+    # those checkpoints defaults to false too (speculators 0.9.0 convert/eagle/eagle3_converter.py), and
+    # so does vLLM reading a native config (llama_eagle3.py: getattr(config, "norm_before_residual", False))
+    out["norm_before_residual"] = config.get("norm_before_residual", False)
     for name in ("norm_before_fc", "fc_norm", "norm_output"):
         if name in config:
             out[name] = config[name]
@@ -102,8 +106,8 @@ def convert(config: Mapping[str, Any], verifier: str | None, source: str | None)
     defaults = {"$.speculators_config.proposal_methods[0].speculative_tokens":
                 f"native EAGLE-3 configs carry no draft length; {EAGLE3_DEFAULT_TOKENS} is the k vLLM's Eagle-3 CI measures"}
     if "norm_before_residual" not in config:
-        defaults["$.norm_before_residual"] = ("SpecForge and the EAGLE-3 release take the residual after the "
-                                              "hidden-state norm (norm_before_residual = true)")
+        defaults["$.norm_before_residual"] = ("SpecForge and the EAGLE-3 release keep the residual from before "
+                                              "the hidden-state norm (norm_before_residual = false)")
     else:
         paths["$.norm_before_residual"] = "$.norm_before_residual"
     derived = {}
