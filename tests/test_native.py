@@ -165,6 +165,8 @@ def test_native_eagle3_defaults_say_so():
     assert spec.draft_config["architectures"] == ("Eagle3LlamaForCausalLM",)
     assert spec.provenance["num_speculative_tokens"].kind == "default"
     assert spec.provenance["draft_config.norm_before_residual"].kind == "default"
+    # SpecForge keeps the residual from before hidden_norm (llama3_eagle.py LlamaDecoderLayer.forward)
+    assert spec.draft_config["norm_before_residual"] is False
     assert {"native-draft-length-default", "aux-layers-missing", "native-format"} <= set(codes(spec))
 
 
