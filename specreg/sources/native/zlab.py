@@ -72,6 +72,6 @@ LAYOUTS = (
         format="zlab-dflash2",
         label="z-lab DFlash2",
         names={"DFlash2DraftModel": Serves("DFlash2DraftModel", module="qwen3_dflash2")},
-        convert=_convert("zlab-dflash2"),
+        convert=_convert("zlab-dflash2", ("DFlash2DraftModel",)),
     ),
 )
