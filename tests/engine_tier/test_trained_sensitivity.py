@@ -77,6 +77,13 @@ TWINS = {
                                             "the residual with or without hidden_norm proposes nearly the same"),
     "eagle3/without-d2t": ("eagle3", "file", drop_d2t, None),
     "eagle3/one-longer": ("eagle3", "materialized", one_longer, None),
+    "peagle/aux-ids-minus-one": ("peagle", "file", shift_ids("eagle_aux_hidden_state_layer_ids", -1),
+                                 "as for EAGLE-3, the last verified token carries what the aux states do: "
+                                 "~0.1 AL lost, inside the band"),
+    "peagle/norm-before-residual-flipped": ("peagle", "file", flip("norm_before_residual"),
+                                            "the residual with or without hidden_norm proposes nearly the same"),
+    "peagle/without-d2t": ("peagle", "file", drop_d2t, None),
+    "peagle/one-longer": ("peagle", "materialized", one_longer, None),
 }
 
 
