@@ -27,20 +27,21 @@ from engines import collect, require_engine, start_engines
 pytestmark = pytest.mark.trainer
 
 
-def shift_ids(key: str, by: int):
+def config_edit(key: str, value):
+    """A twin's change: config[key] = value(config[key]) in the twin's config.json."""
     def change(folder: Path, kwargs: dict) -> None:
         config = json.loads((folder / "config.json").read_text())
-        config[key] = [i + by for i in config[key]]
+        config[key] = value(config.get(key))
         (folder / "config.json").write_text(json.dumps(config, indent=2))
     return change
+
+
+def shift_ids(key: str, by: int):
+    return config_edit(key, lambda ids: [i + by for i in ids])
 
 
 def flip(key: str):
-    def change(folder: Path, kwargs: dict) -> None:
-        config = json.loads((folder / "config.json").read_text())
-        config[key] = not config[key]
-        (folder / "config.json").write_text(json.dumps(config, indent=2))
-    return change
+    return config_edit(key, lambda on: not on)
 
 
 def drop_d2t(folder: Path, kwargs: dict) -> None:
@@ -51,10 +52,7 @@ def drop_d2t(folder: Path, kwargs: dict) -> None:
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
-def causal(folder: Path, kwargs: dict) -> None:
-    config = json.loads((folder / "config.json").read_text())
-    config["is_causal"] = True
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
+causal = config_edit("is_causal", lambda _: True)
 
 
 def one_longer(folder: Path, kwargs: dict) -> None:
