@@ -17,13 +17,13 @@ REFUSED = {
     "eagle": (
         "`eagle` (EAGLE-1/HASS) is a legacy speculators type, removed in speculators 0.5, and vLLM's "
         "speculators path never mapped it. Retrain or convert the draft as eagle3, or serve an original "
-        "EAGLE checkpoint with --speculative-config '{\"method\": \"eagle\", \"model\": ...}'."
+        'EAGLE checkpoint with --speculative-config \'{"method": "eagle", "model": ...}\'.'
     ),
     # a standalone small model used as the draft (speculators <= 0.4)
     "independent": (
         "`independent` is a legacy speculators type (<= 0.4) and vLLM's speculators path never mapped it: "
         "the file is the draft model's own Hugging Face config. Serve it as an ordinary draft model: "
-        "--speculative-config '{\"method\": \"draft_model\", \"model\": DRAFT, \"num_speculative_tokens\": K}'."
+        '--speculative-config \'{"method": "draft_model", "model": DRAFT, "num_speculative_tokens": K}\'.'
     ),
     "mlp": (
         "`mlp` is a legacy speculators type (<= 0.4) whose class never produced a loadable checkpoint, and "
@@ -34,12 +34,12 @@ REFUSED = {
     "mtp": (
         f"speculators 0.9 writes `mtp` configs, but vLLM's speculators path has no `mtp` mapping {_ACCEPTED}. "
         "MTP layers are served from the verifier's own checkpoint: vllm serve VERIFIER --speculative-config "
-        "'{\"method\": \"mtp\", \"num_speculative_tokens\": K}'."
+        '\'{"method": "mtp", "num_speculative_tokens": K}\'.'
     ),
     # a DFlash-style draft with low-rank Jacobi refinement passes (speculators 0.9)
     "xpress": (
         f"speculators 0.9 writes `xpress` configs, but vLLM's speculators path has no `xpress` mapping {_ACCEPTED}. "
-        "vLLM serves XPress drafts as method \"dflash\" only from their native checkpoint format (e.g. "
+        'vLLM serves XPress drafts as method "dflash" only from their native checkpoint format (e.g. '
         "UIUC-SSAIL/Qwen3-8B-XPress-b16)."
     ),
 }

@@ -53,10 +53,17 @@ def dspark(cfg, ctx):
     rank = 0 if rank == 0 and not isinstance(rank, bool) else None
     if rank == 0 and cfg.raw("confidence_head_with_markov") is True:
         # speculators' DSpark model refuses it: "confidence_head_with_markov=True requires markov_rank > 0"
-        cfg.problem(cfg.at("confidence_head_with_markov"), "is true, but markov_rank is 0: a confidence head that "
-                    "reads the Markov features needs a Markov head (markov_rank > 0)")
+        cfg.problem(
+            cfg.at("confidence_head_with_markov"),
+            "is true, but markov_rank is 0: a confidence head that "
+            "reads the Markov features needs a Markov head (markov_rank > 0)",
+        )
     plan = normalize(cfg, ctx, DSPARK)
     if rank == 0:
-        plan.find("markov-head-off", "markov_rank is 0: the draft has no Markov head; vLLM builds a zero-width "
-                  "one, which adds nothing to the logits", cfg.at("markov_rank"))
+        plan.find(
+            "markov-head-off",
+            "markov_rank is 0: the draft has no Markov head; vLLM builds a zero-width "
+            "one, which adds nothing to the logits",
+            cfg.at("markov_rank"),
+        )
     return plan

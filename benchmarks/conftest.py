@@ -46,8 +46,14 @@ def process(argv: list[str], *, runs: int = 7, env: dict | None = None, cwd: Pat
     environ.pop("PYTHONDONTWRITEBYTECODE", None)
     times, peaks = [], []
     for i in range(runs + 1):
-        r = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, json.dumps(argv)], capture_output=True,
-                           text=True, env=environ, cwd=cwd, timeout=900)
+        r = subprocess.run(
+            [sys.executable, "-S", "-c", LAUNCHER, json.dumps(argv)],
+            capture_output=True,
+            text=True,
+            env=environ,
+            cwd=cwd,
+            timeout=900,
+        )
         elapsed, maxrss_kib, code = json.loads(r.stdout.strip().splitlines()[-1])
         if code not in (0, 1):
             raise RuntimeError(f"{argv} failed: {r.stderr[-2000:]}")

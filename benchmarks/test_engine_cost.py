@@ -31,15 +31,22 @@ def test_engine_start_with_and_without_the_plugin(tmp_path):
     from engines import RUNNER, engine_env
 
     verifier = constructed.verifier(tmp_path / "verifier", "zero")
-    draft = constructed.dflash(tmp_path / "draft", verifier, layer_type="sliding_attention",
-                               sliding_window_non_causal=True)
+    draft = constructed.dflash(
+        tmp_path / "draft", verifier, layer_type="sliding_attention", sliding_window_non_causal=True
+    )
     jobs = tmp_path / "jobs.json"
     jobs.write_text(json.dumps([{"name": "d", "model": str(draft), "prompts": [[10, 11]], "max_tokens": 13}]))
 
     def once(plugin: bool) -> tuple[float, float]:
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, str(RUNNER), str(jobs)], capture_output=True, text=True, timeout=600,
-                              env=engine_env(plugin), cwd=tmp_path)
+        done = subprocess.run(
+            [sys.executable, str(RUNNER), str(jobs)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=engine_env(plugin),
+            cwd=tmp_path,
+        )
         whole = time.perf_counter() - start
         line = next(x for x in done.stdout.splitlines() if x.startswith("ENGINE-RESULT "))
         r = json.loads(line.removeprefix("ENGINE-RESULT "))
@@ -49,13 +56,17 @@ def test_engine_start_with_and_without_the_plugin(tmp_path):
     once(True)  # warm-up: vLLM's model-inspection cache, .pyc files
     on, off = [], []
     for i in range(PAIRS):
-        for plugin in ((True, False) if i % 2 == 0 else (False, True)):
+        for plugin in (True, False) if i % 2 == 0 else (False, True):
             (on if plugin else off).append(once(plugin))
     whole = [a[0] - b[0] for a, b in zip(on, off)]
     llm = [a[1] - b[1] for a, b in zip(on, off)]
-    record("engine process (vllm.LLM start to exit), plugin on vs off, median of 5 pairs",
-           f"{statistics.median(whole) * 1000:+.0f} ms",
-           f"({statistics.median(a[0] for a in on):.1f} s vs {statistics.median(b[0] for b in off):.1f} s)")
-    record("vllm.LLM(...) construction alone, plugin on vs off, median of 5 pairs",
-           f"{statistics.median(llm) * 1000:+.0f} ms",
-           f"({statistics.median(a[1] for a in on):.2f} s vs {statistics.median(b[1] for b in off):.2f} s)")
+    record(
+        "engine process (vllm.LLM start to exit), plugin on vs off, median of 5 pairs",
+        f"{statistics.median(whole) * 1000:+.0f} ms",
+        f"({statistics.median(a[0] for a in on):.1f} s vs {statistics.median(b[0] for b in off):.1f} s)",
+    )
+    record(
+        "vllm.LLM(...) construction alone, plugin on vs off, median of 5 pairs",
+        f"{statistics.median(llm) * 1000:+.0f} ms",
+        f"({statistics.median(a[1] for a in on):.2f} s vs {statistics.median(b[1] for b in off):.2f} s)",
+    )

@@ -41,7 +41,11 @@ def test_request_counts(hub, monkeypatch):
     offline = _delta(hub, lambda: specreg.load("org/model", vllm="0.33"))
     assert cold[2] == {"config.json"}  # a cold load transfers config.json only
     assert pinned[0] == 0 and offline[0] == 0
-    for label, (n, size, _) in [("cold (org/name, nothing cached)", cold), ("warm (org/name, cached)", warm),
-                                ("pinned (org/name@commit, after the branch load)", pinned_cold),
-                                ("pinned, again", pinned), ("offline (HF_HUB_OFFLINE=1, cached)", offline)]:
+    for label, (n, size, _) in [
+        ("cold (org/name, nothing cached)", cold),
+        ("warm (org/name, cached)", warm),
+        ("pinned (org/name@commit, after the branch load)", pinned_cold),
+        ("pinned, again", pinned),
+        ("offline (HF_HUB_OFFLINE=1, cached)", offline),
+    ]:
         record(f"requests: {label}", f"{n} requests, {size} body bytes", "")

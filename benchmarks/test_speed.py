@@ -53,8 +53,11 @@ def test_load_pinned_cached(benchmark, tmp_path, monkeypatch):
         benchmark(specreg.load, source, vllm="0.33")
         requests = hub.count() - before
     assert requests == 0
-    record("load(org/name@commit), cached, warm, median", f"{benchmark.stats.stats.median * 1e3:.2f} ms, "
-           f"{requests} HTTP requests", "target < 2 ms, 0 requests")
+    record(
+        "load(org/name@commit), cached, warm, median",
+        f"{benchmark.stats.stats.median * 1e3:.2f} ms, {requests} HTTP requests",
+        "target < 2 ms, 0 requests",
+    )
 
 
 def _synthetic_catalog(root: Path, n: int) -> Path:
@@ -82,15 +85,22 @@ def test_catalog_check_scaling(benchmark, tmp_path, n):
     tracemalloc.stop()
     benchmark.pedantic(entries.check, args=(root,), rounds=3 if n == 1000 else 5, iterations=1)
     median = benchmark.stats.stats.median
-    record(f"catalog check, {n} entries", f"{median * 1000:.0f} ms, peak {peak / 2**20:.1f} MiB "
-           f"({median / n * 1e6:.0f} us/entry)", "target < 1 s at 1,000" if n == 1000 else "")
+    record(
+        f"catalog check, {n} entries",
+        f"{median * 1000:.0f} ms, peak {peak / 2**20:.1f} MiB ({median / n * 1e6:.0f} us/entry)",
+        "target < 1 s at 1,000" if n == 1000 else "",
+    )
 
 
 # -- side by side: a vLLM-ready config from the same local draft, as whole processes ----------------
 
-SPECULATORS_CODE = "import sys; from speculators import SpeculatorModelConfig; SpeculatorModelConfig.from_pretrained(sys.argv[1])"
-VLLM_CODE = ("import sys; from vllm.transformers_utils.configs.speculators import SpeculatorsConfig; "
-             "SpeculatorsConfig.from_pretrained(sys.argv[1])")
+SPECULATORS_CODE = (
+    "import sys; from speculators import SpeculatorModelConfig; SpeculatorModelConfig.from_pretrained(sys.argv[1])"
+)
+VLLM_CODE = (
+    "import sys; from vllm.transformers_utils.configs.speculators import SpeculatorsConfig; "
+    "SpeculatorsConfig.from_pretrained(sys.argv[1])"
+)
 
 
 def _works(python: Path, code: str, arg: str) -> str | None:
@@ -103,8 +113,10 @@ def _works(python: Path, code: str, arg: str) -> str | None:
 def test_side_by_side(draft_dir):
     ours = process([PY, "-m", "specreg", "show", str(draft_dir), "--json"], runs=7)
     record("side by side: specreg show --json", f"{ours[0]:.2f} s, {ours[1]:.0f} MiB", "")
-    rows = [("vLLM SpeculatorsConfig.from_pretrained", VLLM_PY, VLLM_CODE),
-            ("speculators SpeculatorModelConfig.from_pretrained", SPEC_PY, SPECULATORS_CODE)]
+    rows = [
+        ("vLLM SpeculatorsConfig.from_pretrained", VLLM_PY, VLLM_CODE),
+        ("speculators SpeculatorModelConfig.from_pretrained", SPEC_PY, SPECULATORS_CODE),
+    ]
     skipped = []
     for label, python, code in rows:
         why = _works(python, code, str(draft_dir))
@@ -113,7 +125,10 @@ def test_side_by_side(draft_dir):
             record(f"side by side: {label}", "not measured", why[:60])
             continue
         theirs = process([str(python), "-c", code, str(draft_dir)], runs=3)
-        record(f"side by side: {label}", f"{theirs[0]:.2f} s, {theirs[1]:.0f} MiB",
-               f"{theirs[0] / ours[0]:.0f}x the time, {theirs[1] / ours[1]:.0f}x the memory of specreg")
+        record(
+            f"side by side: {label}",
+            f"{theirs[0]:.2f} s, {theirs[1]:.0f} MiB",
+            f"{theirs[0] / ours[0]:.0f}x the time, {theirs[1] / ours[1]:.0f}x the memory of specreg",
+        )
     if len(skipped) == len(rows):
         pytest.skip("neither vLLM nor speculators is installed here: " + "; ".join(skipped))

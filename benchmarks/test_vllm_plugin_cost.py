@@ -24,8 +24,11 @@ def test_plugin_load_inside_vllm_startup():
     """vLLM's own plugin loading step in a fresh process, with the plugin and with it switched off."""
     on, on_mib = process([sys.executable, "-c", LOAD], runs=7)
     off, off_mib = process([sys.executable, "-c", LOAD], runs=7, env={"SPECREG_VLLM_PLUGIN": "0"})
-    record("vLLM load_general_plugins(), plugin on vs off", f"+{(on - off) * 1000:.0f} ms, +{on_mib - off_mib:.1f} MiB",
-           f"({on * 1000:.0f} vs {off * 1000:.0f} ms whole process)")
+    record(
+        "vLLM load_general_plugins(), plugin on vs off",
+        f"+{(on - off) * 1000:.0f} ms, +{on_mib - off_mib:.1f} MiB",
+        f"({on * 1000:.0f} vs {off * 1000:.0f} ms whole process)",
+    )
 
 
 def test_plugin_load_at_the_point_vllm_serve_loads_it():
@@ -34,13 +37,28 @@ def test_plugin_load_at_the_point_vllm_serve_loads_it():
     import subprocess
 
     def median(env):
-        runs = [float(subprocess.run([sys.executable, "-c", AT_STARTUP], capture_output=True, text=True, timeout=600,
-                                     env={**os.environ, **env}).stdout.strip().splitlines()[-1]) for _ in range(7)]
+        runs = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", AT_STARTUP],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    env={**os.environ, **env},
+                )
+                .stdout.strip()
+                .splitlines()[-1]
+            )
+            for _ in range(7)
+        ]
         return statistics.median(runs)
 
     on, off = median({}), median({"SPECREG_VLLM_PLUGIN": "0"})
-    record("plugin load inside vLLM after EngineArgs is imported", f"{on * 1000:.1f} ms (off: {off * 1000:.1f} ms)",
-           "in-process, median of 7")
+    record(
+        "plugin load inside vLLM after EngineArgs is imported",
+        f"{on * 1000:.1f} ms (off: {off * 1000:.1f} ms)",
+        "in-process, median of 7",
+    )
 
 
 def test_planning_a_draft_when_vllm_reads_it(benchmark):

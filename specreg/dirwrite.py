@@ -79,9 +79,11 @@ def key() -> bytes:
             _create_key(path)
             continue
         except OSError as exc:
-            raise KeyUnusable(f"{path}: cannot open the manifest key ({exc.strerror}: a link or not a file); "
-                              "remove it and specreg makes a new one (directories it wrote before then need --force "
-                              "into an empty directory)") from None
+            raise KeyUnusable(
+                f"{path}: cannot open the manifest key ({exc.strerror}: a link or not a file); "
+                "remove it and specreg makes a new one (directories it wrote before then need --force "
+                "into an empty directory)"
+            ) from None
         try:
             st = os.fstat(fd)
             why = None
@@ -128,6 +130,7 @@ def mac(body: bytes) -> str:
 
 
 # -- the test seam: every change to the file system goes through one call --------------------------------------
+
 
 def _step(what: str) -> None:
     """Called before each change to DIR or the stage; tests replace it to kill the writer there."""
@@ -193,8 +196,9 @@ def opened(path: Path) -> Iterator[Directory]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
     except OSError as exc:
-        raise SpecregError(f"{path}: cannot open the directory ({exc.strerror}); name a real directory",
-                           source=str(path)) from None
+        raise SpecregError(
+            f"{path}: cannot open the directory ({exc.strerror}); name a real directory", source=str(path)
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         directory = Directory(path=path, fd=fd, created=created)
@@ -232,8 +236,13 @@ def foreign_leftovers(directory: Directory) -> list[str]:
     return [n for n in directory.entries() if _LOOKS_OURS.match(n)]
 
 
-def write(directory: Directory, files: dict[str, Content], *, set_aside: list[str] | tuple[str, ...] = (),
-          say: Callable[[str], None] = lambda _m: None) -> None:
+def write(
+    directory: Directory,
+    files: dict[str, Content],
+    *,
+    set_aside: list[str] | tuple[str, ...] = (),
+    say: Callable[[str], None] = lambda _m: None,
+) -> None:
     """Replace the entries `files` names in `directory` with the new contents, and set aside the names in
     `set_aside` (a previous draft's files the new one has not), as one write: see the module docstring.
     Entries not named are never touched. A name whose entry is a directory is refused before anything

@@ -92,7 +92,9 @@ def catalog_page() -> str:
             if h.k:
                 dataset += f" (k={h.k})"
             mark = " (secondary)" if b.secondary else ""
-            lines.append(f"| `{e.id}` | {e.algorithm} | `{e.verifier.id}` | {e.status} | {dataset} | {shown}{mark} | {b.source} |\n")
+            lines.append(
+                f"| `{e.id}` | {e.algorithm} | `{e.verifier.id}` | {e.status} | {dataset} | {shown}{mark} | {b.source} |\n"
+            )
     return "".join(lines)
 
 
@@ -151,8 +153,13 @@ def readme_page() -> str:
     return spliced("../README.md", text, f"what `specreg show {EXAMPLE}` prints", "\n" + example_output() + "\n")
 
 
-PAGES = {"findings.md": findings_page, "algorithms.md": algorithms_page, "catalog.md": catalog_page,
-         "semantics.md": semantics_page, "../README.md": readme_page}
+PAGES = {
+    "findings.md": findings_page,
+    "algorithms.md": algorithms_page,
+    "catalog.md": catalog_page,
+    "semantics.md": semantics_page,
+    "../README.md": readme_page,
+}
 
 
 def main(argv: list[str]) -> int:

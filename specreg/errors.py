@@ -90,8 +90,9 @@ class HubError(SpecregError):
     ``transient``: a failure worth retrying (HTTP 408/429/5xx, a dropped connection, a timeout).
     """
 
-    def __init__(self, message: str, *, source: str | None = None, transient: bool = False,
-                 cache_fallback: bool | None = None):
+    def __init__(
+        self, message: str, *, source: str | None = None, transient: bool = False, cache_fallback: bool | None = None
+    ):
         self.transient = transient
         #: whether a cached copy may stand in (the Hub failed, rather than refused)
         self.cache_fallback = transient if cache_fallback is None else cache_fallback
@@ -132,9 +133,9 @@ def printable(text: str) -> str:
     out = []
     for ch in text:
         code = ord(ch)
-        if code < 0x20 or 0x7f <= code <= 0x9f:
+        if code < 0x20 or 0x7F <= code <= 0x9F:
             out.append(f"\\x{code:02x}")
-        elif ch in _BIDI or 0xd800 <= code <= 0xdfff:
+        elif ch in _BIDI or 0xD800 <= code <= 0xDFFF:
             out.append(f"\\u{code:04x}")
         else:
             out.append(ch)

@@ -40,9 +40,16 @@ def hub(tmp_path, monkeypatch):
 
 #: native files with no speculators-format twin: causal everywhere, layouts vLLM cannot serve, Eagle-3
 #: layers vLLM's speculators mapping refuses (convert refuses each; tests/test_native.py)
-NO_TWIN = frozenset({"deepspec_dspark_qwen3_8b_causal.json", "specforge_qwen3_8b_domino.json",
-                     "specforge_qwen3_8b_peagle.json", "specforge_phi4_eagle3.json", "specforge_qwq_32b_eagle3.json",
-                     "nemo_jetspec_qwen3_8b.json"})
+NO_TWIN = frozenset(
+    {
+        "deepspec_dspark_qwen3_8b_causal.json",
+        "specforge_qwen3_8b_domino.json",
+        "specforge_qwen3_8b_peagle.json",
+        "specforge_phi4_eagle3.json",
+        "specforge_qwq_32b_eagle3.json",
+        "nemo_jetspec_qwen3_8b.json",
+    }
+)
 
 
 def run_specreg(*args: str, env: dict | None = None, cwd=None, timeout: float = 120):
@@ -51,8 +58,14 @@ def run_specreg(*args: str, env: dict | None = None, cwd=None, timeout: float = 
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "specreg", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def run_in_process(*args: str, env: dict | None = None):

@@ -19,8 +19,17 @@ MINIMAL = 'id = "{id}"\nalgorithm = "eagle3"\nstatus = "unpinned"\n\n[verifier]\
 def local_verifier(tmp_path):
     folder = tmp_path / "verifier"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
-                                                    "hidden_size": 4096, "num_hidden_layers": 36, "vocab_size": 151936}))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3ForCausalLM"],
+                "model_type": "qwen3",
+                "hidden_size": 4096,
+                "num_hidden_layers": 36,
+                "vocab_size": 151936,
+            }
+        )
+    )
     return folder
 
 

@@ -64,8 +64,15 @@ class FakeHub:
         self.server.shutdown()
         self.server.server_close()
 
-    def add(self, repo_id: str, files: dict[str, bytes], *, commit: str | None = None, ref: str = "main",
-            gated: bool = False) -> str:
+    def add(
+        self,
+        repo_id: str,
+        files: dict[str, bytes],
+        *,
+        commit: str | None = None,
+        ref: str = "main",
+        gated: bool = False,
+    ) -> str:
         """Add (or extend) a repo with one commit holding `files`; `ref` points at it. Returns the commit."""
         commit = commit or hashlib.sha1(repr(sorted(files.items())).encode()).hexdigest()
         repo = self.repos.setdefault(repo_id, Repo({}, {}, gated))
@@ -124,7 +131,7 @@ class FakeHub:
             self.requests.append((h.command, h.path, dict(h.headers)))
         path = h.path.split("?")[0]
         if path.startswith("/api/models/"):
-            return self._api(h, unquote(path[len("/api/models/"):]), body)
+            return self._api(h, unquote(path[len("/api/models/") :]), body)
         if "/resolve/" not in path:
             return self._error(h, 404, "RepoNotFound", body)
         fault = self._take_fault(path, h.command)
@@ -172,12 +179,12 @@ class FakeHub:
         wanted = h.headers.get("Range")
         status, part = 200, data
         if wanted and wanted.startswith("bytes="):
-            first, _, last = wanted[len("bytes="):].partition("-")
+            first, _, last = wanted[len("bytes=") :].partition("-")
             start = int(first)
             end = min(int(last) if last else len(data) - 1, len(data) - 1)
             if start >= len(data):
                 return self._error(h, 416, "RangeNotSatisfiable", body)
-            status, part = 206, data[start:end + 1]
+            status, part = 206, data[start : end + 1]
             headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
         if isinstance(fault, tuple) and fault[0] in ("drip", "flood") and body:
             import time
@@ -191,7 +198,7 @@ class FakeHub:
             sent = 0
             try:
                 while sent < size:
-                    chunk = part[sent:sent + 1] if fault[0] == "drip" else b" " * min(65536, size - sent)
+                    chunk = part[sent : sent + 1] if fault[0] == "drip" else b" " * min(65536, size - sent)
                     h.wfile.write(chunk)
                     h.wfile.flush()
                     sent += len(chunk)
@@ -241,10 +248,18 @@ class FakeHub:
             return self._error(h, 404, "RevisionNotFound", body)
         files = repo.files_by_commit[commit]
         if kind == "/tree/":
-            answer: object = [{"type": "file", "path": name, "size": len(data),
-                               "oid": hashlib.sha1(data).hexdigest()} for name, data in sorted(files.items())]
+            answer: object = [
+                {"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
+                for name, data in sorted(files.items())
+            ]
         else:
-            answer = {"id": repo_id, "modelId": repo_id, "sha": commit, "private": False,
-                      "siblings": [{"rfilename": name} for name in sorted(files)]}
-        self._send(h, 200, {"Content-Type": "application/json", "X-Repo-Commit": commit},
-                   json.dumps(answer).encode(), body)
+            answer = {
+                "id": repo_id,
+                "modelId": repo_id,
+                "sha": commit,
+                "private": False,
+                "siblings": [{"rfilename": name} for name in sorted(files)],
+            }
+        self._send(
+            h, 200, {"Content-Type": "application/json", "X-Repo-Commit": commit}, json.dumps(answer).encode(), body
+        )

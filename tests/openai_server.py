@@ -19,8 +19,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class OpenAIServer:
-    def __init__(self, *, rates=(0.8, 0.6, 0.4), drafts_per_request=100, model="org/verifier", version="0.33.0",
-                 speculative=True, port=0):
+    def __init__(
+        self,
+        *,
+        rates=(0.8, 0.6, 0.4),
+        drafts_per_request=100,
+        model="org/verifier",
+        version="0.33.0",
+        speculative=True,
+        port=0,
+    ):
         self.rates = list(rates)
         self.k = len(self.rates)
         self.drafts_per_request = drafts_per_request
@@ -29,8 +37,9 @@ class OpenAIServer:
         self.lock = threading.Lock()
         #: False: a server of the verifier alone (one token per step, no spec-decode counters)
         self.speculative = speculative
-        self.engines = [{"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * self.k, "generated": 0}
-                        for _ in range(2)]
+        self.engines = [
+            {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [0] * self.k, "generated": 0} for _ in range(2)
+        ]
         self.requests: list[tuple[str, dict]] = []
         #: every completion request is answered with this status and an error body: vLLM's ErrorResponse
         #: (`{"error": {"message", "type", "param", "code"}}`, vllm/entrypoints/serve/engine/protocol.py in
@@ -89,7 +98,7 @@ class OpenAIServer:
                 try:
                     if server.metrics_drip:
                         for i in range(size):
-                            self.wfile.write(text[i:i + 1])
+                            self.wfile.write(text[i : i + 1])
                             self.wfile.flush()
                             time.sleep(server.metrics_drip)
                     else:
@@ -113,18 +122,41 @@ class OpenAIServer:
                 if server.fail_status:
                     if server.fail_body is not None:
                         return self._send(server.fail_status, server.fail_body, "text/plain")
-                    return self._send(server.fail_status, {"error": {
-                        "message": server.fail_message, "type": "BadRequestError", "param": None,
-                        "code": server.fail_status}})
+                    return self._send(
+                        server.fail_status,
+                        {
+                            "error": {
+                                "message": server.fail_message,
+                                "type": "BadRequestError",
+                                "param": None,
+                                "code": server.fail_status,
+                            }
+                        },
+                    )
                 if self.path not in ("/v1/completions", "/v1/chat/completions"):
                     return self._send(404, {"error": "not found"})
                 server._count(len(server.requests) % 2)
                 if self.path == "/v1/completions":
-                    return self._send(200, {"id": "c", "object": "text_completion", "model": server.model,
-                                            "choices": [{"index": 0, "text": " 42", "finish_reason": "stop"}]})
-                return self._send(200, {"id": "c", "object": "chat.completion", "model": server.model,
-                                        "choices": [{"index": 0, "finish_reason": "stop",
-                                                     "message": {"role": "assistant", "content": "42"}}]})
+                    return self._send(
+                        200,
+                        {
+                            "id": "c",
+                            "object": "text_completion",
+                            "model": server.model,
+                            "choices": [{"index": 0, "text": " 42", "finish_reason": "stop"}],
+                        },
+                    )
+                return self._send(
+                    200,
+                    {
+                        "id": "c",
+                        "object": "chat.completion",
+                        "model": server.model,
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "42"}}
+                        ],
+                    },
+                )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -146,21 +178,38 @@ class OpenAIServer:
         lines = []
         with self.lock:
             lines += ["# HELP vllm:generation_tokens Generation tokens.", "# TYPE vllm:generation_tokens counter"]
-            lines += [f'vllm:generation_tokens_total{{engine="{i}",model_name="{self.model}"}} {float(e["generated"])}'
-                      for i, e in enumerate(self.engines)]
-            for name, key in (("num_drafts", "drafts"), ("num_draft_tokens", "draft_tokens"),
-                              ("num_accepted_tokens", "accepted")):
-                lines += [f"# HELP vllm:spec_decode_{name} Spec decode counter.", f"# TYPE vllm:spec_decode_{name} counter"]
+            lines += [
+                f'vllm:generation_tokens_total{{engine="{i}",model_name="{self.model}"}} {float(e["generated"])}'
+                for i, e in enumerate(self.engines)
+            ]
+            for name, key in (
+                ("num_drafts", "drafts"),
+                ("num_draft_tokens", "draft_tokens"),
+                ("num_accepted_tokens", "accepted"),
+            ):
+                lines += [
+                    f"# HELP vllm:spec_decode_{name} Spec decode counter.",
+                    f"# TYPE vllm:spec_decode_{name} counter",
+                ]
                 for i, e in enumerate(self.engines if self.speculative else ()):
-                    lines.append(f'vllm:spec_decode_{name}_total{{engine="{i}",model_name="{self.model}"}} {float(e[key])}')
-            lines += ["# HELP vllm:spec_decode_num_accepted_tokens_per_pos Accepted tokens per position.",
-                      "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter"]
+                    lines.append(
+                        f'vllm:spec_decode_{name}_total{{engine="{i}",model_name="{self.model}"}} {float(e[key])}'
+                    )
+            lines += [
+                "# HELP vllm:spec_decode_num_accepted_tokens_per_pos Accepted tokens per position.",
+                "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter",
+            ]
             for i, e in enumerate(self.engines if self.speculative else ()):
                 for pos, value in enumerate(e["per_pos"]):
-                    lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{i}",'
-                                 f'model_name="{self.model}",position="{pos}"}} {float(value)}')
-            lines += ["# HELP vllm:num_requests_running Running requests.", "# TYPE vllm:num_requests_running gauge",
-                      'vllm:num_requests_running{engine="0"} 0.0']
+                    lines.append(
+                        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{i}",'
+                        f'model_name="{self.model}",position="{pos}"}} {float(value)}'
+                    )
+            lines += [
+                "# HELP vllm:num_requests_running Running requests.",
+                "# TYPE vllm:num_requests_running gauge",
+                'vllm:num_requests_running{engine="0"} 0.0',
+            ]
         return "\n".join(lines) + "\n"
 
     def __enter__(self) -> "OpenAIServer":
@@ -180,18 +229,28 @@ def main(argv=None) -> None:
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--model", default="org/verifier", help="the model /v1/models lists")
     parser.add_argument("--version", default="0.33.0", help="what /version answers")
-    parser.add_argument("--rates", default="0.8,0.6,0.4",
-                        help="acceptance rate per draft position, comma-separated (k is their number)")
+    parser.add_argument(
+        "--rates", default="0.8,0.6,0.4", help="acceptance rate per draft position, comma-separated (k is their number)"
+    )
     parser.add_argument("--drafts-per-request", type=int, default=100)
-    parser.add_argument("--no-speculative", dest="speculative", action="store_false",
-                        help="a server of the verifier alone (no spec-decode counters)")
+    parser.add_argument(
+        "--no-speculative",
+        dest="speculative",
+        action="store_false",
+        help="a server of the verifier alone (no spec-decode counters)",
+    )
     parser.add_argument("--fail-status", type=int, help="answer every completion with this HTTP status")
     parser.add_argument("--fail-message", default="injected failure", help="the error message of --fail-status")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before answering each completion")
     args = parser.parse_args(argv)
-    server = OpenAIServer(rates=tuple(float(r) for r in args.rates.split(",")), model=args.model,
-                          version=args.version, drafts_per_request=args.drafts_per_request,
-                          speculative=args.speculative, port=args.port)
+    server = OpenAIServer(
+        rates=tuple(float(r) for r in args.rates.split(",")),
+        model=args.model,
+        version=args.version,
+        drafts_per_request=args.drafts_per_request,
+        speculative=args.speculative,
+        port=args.port,
+    )
     server.fail_status, server.fail_message, server.delay = args.fail_status, args.fail_message, args.delay
     print(server.url, flush=True)
     try:

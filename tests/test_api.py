@@ -81,10 +81,16 @@ def entry(entry_id: str, *, al: float | None = None, rate: float | None = None) 
 
 
 def test_catalog_list_for_a_verifier_is_best_published_acceptance_first(tmp_path):
-    root = registry_with(tmp_path, {
-        "org/a.toml": entry("org/a"), "org/b.toml": entry("org/b", al=2.1), "org/c.toml": entry("org/c", rate=0.4),
-        "org/d.toml": entry("org/d", al=3.4), "org/e.toml": entry("org/e", al=2.8, rate=0.3),
-    })
+    root = registry_with(
+        tmp_path,
+        {
+            "org/a.toml": entry("org/a"),
+            "org/b.toml": entry("org/b", al=2.1),
+            "org/c.toml": entry("org/c", rate=0.4),
+            "org/d.toml": entry("org/d", al=3.4),
+            "org/e.toml": entry("org/e", al=2.8, rate=0.3),
+        },
+    )
     listing = specreg.catalog_list(verifier="Qwen/Qwen3-32B", registry=root)
     assert [e.id for e in listing.entries] == ["org/d", "org/e", "org/b", "org/c", "org/a"]
     assert listing.total == 5
@@ -96,7 +102,9 @@ def test_catalog_list_for_a_verifier_is_best_published_acceptance_first(tmp_path
 
 def test_catalog_list_refuses_a_verifier_no_entry_has(tmp_path):
     root = registry_with(tmp_path, {"org/a.toml": entry("org/a")})
-    with pytest.raises(specreg.SpecregError, match="--verifier 'Qwen/Qwen3-33B': no catalog entry has it .*did you mean"):
+    with pytest.raises(
+        specreg.SpecregError, match="--verifier 'Qwen/Qwen3-33B': no catalog entry has it .*did you mean"
+    ):
         specreg.catalog_list(verifier="Qwen/Qwen3-33B", registry=root)
 
 
@@ -106,8 +114,12 @@ def test_catalog_show_separates_baselines_with_blank_lines_not_escapes(tmp_path)
     assert r.returncode == 0
     assert "\\x0a" not in r.stdout
     assert "  file       " in r.stdout and r.stdout.split("  file       ")[1].splitlines()[1:3] == [
-        "", "baseline 0: published, https://example.org/card"]
-    empty = run("catalog", "show", "org/a", "--registry", str(registry_with(tmp_path / "2", {"org/a.toml": entry("org/a")})))
+        "",
+        "baseline 0: published, https://example.org/card",
+    ]
+    empty = run(
+        "catalog", "show", "org/a", "--registry", str(registry_with(tmp_path / "2", {"org/a.toml": entry("org/a")}))
+    )
     assert empty.stdout.splitlines()[-2:] == ["", "no baselines (nothing published with numbers)"]
 
 
@@ -121,7 +133,7 @@ def test_catalog_entry_and_check_as_values(tmp_path):
 
 
 def test_catalog_check_json_lists_every_problem(tmp_path):
-    root = registry_with(tmp_path, {"org/b.toml": entry("org/b").replace('algorithm = "dflash"', 'algorithm = 3')})
+    root = registry_with(tmp_path, {"org/b.toml": entry("org/b").replace('algorithm = "dflash"', "algorithm = 3")})
     r = run("catalog", "check", "--registry", str(root), "--json")
     assert r.returncode == 1
     doc = json.loads(r.stdout)
@@ -135,12 +147,18 @@ def test_catalog_pin_json(hub, tmp_path):
     root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
     r = run("catalog", "pin", "org/draft", "--registry", str(root), "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"entry_id": "org/draft", "path": str(root / "org" / "draft.toml"),
-                                    "revision": commit, "config_sha256": hashlib.sha256(config).hexdigest(),
-                                    "previous_revision": None, "changed": True}
+    assert json.loads(r.stdout) == {
+        "entry_id": "org/draft",
+        "path": str(root / "org" / "draft.toml"),
+        "revision": commit,
+        "config_sha256": hashlib.sha256(config).hexdigest(),
+        "previous_revision": None,
+        "changed": True,
+    }
 
 
 # -- a draft fresh from the speculators trainer: its verifier is the local path it trained with -----
+
 
 def trained(tmp_path, verifier: str):
     config = fixture_config("dflash")
@@ -182,8 +200,12 @@ def test_convert_json_says_what_was_written(tmp_path):
     (src / "config.json").write_bytes(native.read_bytes())
     r = run("convert", str(src), str(tmp_path / "twin"), "--verifier", "Qwen/Qwen3-8B", "--config-only", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"directory": str(tmp_path / "twin"), "format": "zlab",
-                                    "files": ["config.json", "specreg.json"], "verifier": "Qwen/Qwen3-8B"}
+    assert json.loads(r.stdout) == {
+        "directory": str(tmp_path / "twin"),
+        "format": "zlab",
+        "files": ["config.json", "specreg.json"],
+        "verifier": "Qwen/Qwen3-8B",
+    }
 
 
 def test_serve_plan_raises_not_servable_with_the_findings_that_say_why(tmp_path):
@@ -204,8 +226,14 @@ def test_serve_plan_raises_not_servable_where_no_backend_serves_the_gpu(tmp_path
 
     dflash_draft(tmp_path, head_dim=16)  # head size 16 with an FP8 KV cache: no backend of 0.25 on an A100
     with pytest.raises(specreg.NotServable) as err:
-        specreg.serve_plan(str(tmp_path / "draft"), verifier=str(tmp_path / "verifier"), vllm="0.25", gpu="A100",
-                           vllm_args=["--kv-cache-dtype", "fp8"], write=False)
+        specreg.serve_plan(
+            str(tmp_path / "draft"),
+            verifier=str(tmp_path / "verifier"),
+            vllm="0.25",
+            gpu="A100",
+            vllm_args=["--kv-cache-dtype", "fp8"],
+            write=False,
+        )
     assert err.value.gpu == "A100" and [f.code for f in err.value.findings] == ["no-attention-backend"]
 
 
@@ -265,7 +293,8 @@ def test_offline_without_cache_is_a_clear_error(hub, monkeypatch):
     # it may be a local directory too; as it is a catalog id, what the catalog knows and how to go on without the Hub
     assert str(info.value).startswith(
         f"{REPO}: no local directory {REPO}; as a Hub repository: config.json is not in the Hugging Face cache and "
-        f"offline mode is on (HF_HUB_OFFLINE). {REPO} is in specreg's catalog: a dflash draft for Qwen/Qwen3-8B")
+        f"offline mode is on (HF_HUB_OFFLINE). {REPO} is in specreg's catalog: a dflash draft for Qwen/Qwen3-8B"
+    )
     assert f"`specreg catalog show {REPO}` works offline" in str(info.value) and "specreg show DIR" in str(info.value)
     assert str(info.value).count(REPO) == 5  # the source, no such directory, the entry, the two commands
     assert hub.count() == 0
@@ -276,18 +305,34 @@ def test_an_unreachable_hub_for_a_catalog_id_says_what_the_catalog_knows(tmp_pat
     import subprocess
     import sys
 
-    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_CACHE": str(tmp_path / "cache"),
-           "HF_HUB_OFFLINE": "0"}
-    shown = subprocess.run([sys.executable, "-m", "specreg", "show", "RedHatAI/gemma-4-31B-it-speculator.dflash"],
-                           capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+        "HF_HUB_CACHE": str(tmp_path / "cache"),
+        "HF_HUB_OFFLINE": "0",
+    }
+    shown = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", "RedHatAI/gemma-4-31B-it-speculator.dflash"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert shown.returncode == 2 and "Traceback" not in shown.stderr
     line = shown.stderr.strip()
     assert line.count("could not fetch config.json: the connection failed") == 1
-    assert "is in specreg's catalog: a dflash draft for google/gemma-4-31B-it; serving hints tensor_parallel_size=2" in line
+    assert (
+        "is in specreg's catalog: a dflash draft for google/gemma-4-31B-it; serving hints tensor_parallel_size=2"
+        in line
+    )
     assert "works offline" in line
-    catalog = subprocess.run([sys.executable, "-m", "specreg", "catalog", "show",
-                              "RedHatAI/gemma-4-31B-it-speculator.dflash"], capture_output=True, text=True, env=env,
-                             timeout=120)
+    catalog = subprocess.run(
+        [sys.executable, "-m", "specreg", "catalog", "show", "RedHatAI/gemma-4-31B-it-speculator.dflash"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert catalog.returncode == 0 and "verifier" in catalog.stdout
 
 
@@ -301,8 +346,10 @@ def test_a_mistyped_local_directory_says_it_is_neither_here_nor_on_the_hub(hub, 
     (tmp_path / "drafts" / "q8").mkdir(parents=True)
     with pytest.raises(specreg.RepoNotFoundError) as info:
         specreg.load("drafts/q9")
-    assert str(info.value) == ("drafts/q9: no local directory drafts/q9, and no repository drafts/q9 on the Hub "
-                               "(or it is private and no valid token was sent)")
+    assert str(info.value) == (
+        "drafts/q9: no local directory drafts/q9, and no repository drafts/q9 on the Hub "
+        "(or it is private and no valid token was sent)"
+    )
 
 
 def test_a_mistyped_local_directory_offline_says_it_is_not_here(hub, tmp_path, monkeypatch):
@@ -310,26 +357,32 @@ def test_a_mistyped_local_directory_offline_says_it_is_not_here(hub, tmp_path, m
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(specreg.OfflineError) as info:
         specreg.load("drafts/q9")
-    assert str(info.value) == ("drafts/q9: no local directory drafts/q9; as a Hub repository: config.json is not in "
-                               "the Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)")
+    assert str(info.value) == (
+        "drafts/q9: no local directory drafts/q9; as a Hub repository: config.json is not in "
+        "the Hugging Face cache and offline mode is on (HF_HUB_OFFLINE)"
+    )
     assert hub.count() == 0
 
 
 def test_a_mistyped_local_directory_with_no_hub_server_is_one_line_saying_it_is_not_here(tmp_path):
     from conftest import run_specreg
 
-    done = run_specreg("show", "drafts/q9", cwd=tmp_path,
-                       env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"})
+    done = run_specreg(
+        "show", "drafts/q9", cwd=tmp_path, env={"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"}
+    )
     assert done.returncode == 2
-    assert done.stderr.splitlines() == ["error: drafts/q9: no local directory drafts/q9; as a Hub repository: could "
-                                        "not fetch config.json: the connection failed (ConnectError) (tried 3 times)"]
+    assert done.stderr.splitlines() == [
+        "error: drafts/q9: no local directory drafts/q9; as a Hub repository: could "
+        "not fetch config.json: the connection failed (ConnectError) (tried 3 times)"
+    ]
 
 
 def test_a_source_with_a_revision_names_a_hub_repository_only(hub):
     with pytest.raises(specreg.RepoNotFoundError) as info:
         specreg.load("drafts/q9@main")
-    assert str(info.value) == ("drafts/q9@main: no repository drafts/q9 on the Hub (or it is private and no valid "
-                               "token was sent)")
+    assert str(info.value) == (
+        "drafts/q9@main: no repository drafts/q9 on the Hub (or it is private and no valid token was sent)"
+    )
 
 
 def test_a_gated_repo_is_a_clear_error(hub):
@@ -388,12 +441,14 @@ def test_a_hub_500_is_one_line_naming_the_status_with_specregs_retries_only(hub,
     hub.add("org/broken", {"config.json": b"{}"})
     hub.fault("config.json", "forever:500")
     start = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "specreg", "show", "org/broken"], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", "org/broken"], capture_output=True, text=True, timeout=120
+    )
     took = time.monotonic() - start
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "error: org/broken: the Hub answered HTTP 500 for config.json of org/broken (tried 3 times)"]
+        "error: org/broken: the Hub answered HTTP 500 for config.json of org/broken (tried 3 times)"
+    ]
     heads = [r for r in hub.requests if r[0] == "HEAD" and r[1].endswith("config.json")]
     assert len(heads) == 3  # the first try and SPECREG_HUB_RETRIES=2 (default); none of huggingface_hub's own
     print(f"HTTP 500 reported after {took:.1f} s")
@@ -429,8 +484,14 @@ def test_every_fetch_follows_one_hub_policy_against_an_unreachable_endpoint(tmp_
     root = Path(__file__).resolve().parents[1]
     registry = tmp_path / "registry"
     shutil.copytree(root / "registry", registry)
-    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_CACHE": str(tmp_path / "hf"),
-           "HF_DATASETS_CACHE": str(tmp_path / "ds"), "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+        "HF_HUB_CACHE": str(tmp_path / "hf"),
+        "HF_DATASETS_CACHE": str(tmp_path / "ds"),
+        "HF_HUB_OFFLINE": "0",
+        "HF_DATASETS_OFFLINE": "0",
+    }
     commands = [
         ["show", "RedHatAI/Qwen3-8B-speculator.dflash"],
         ["check", str(root / "examples" / "qwen3-8b-dflash"), "--verifier", "Qwen/Qwen3-8B", "--no-weights"],
@@ -438,8 +499,9 @@ def test_every_fetch_follows_one_hub_policy_against_an_unreachable_endpoint(tmp_
         ["verify", "RedHatAI/Qwen3-8B-speculator.eagle3", "--server", "http://127.0.0.1:9"],
     ]
     for argv in commands:
-        done = subprocess.run([sys.executable, "-m", "specreg", *argv], capture_output=True, text=True, env=env,
-                              timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "specreg", *argv], capture_output=True, text=True, env=env, timeout=300
+        )
         lines = [line for line in done.stderr.splitlines() if not line.startswith("#")]
         assert done.returncode == 2, (argv, done.stderr)
         assert len(lines) == 1 and lines[0].startswith("error: "), (argv, done.stderr)

@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the stages, earliest first; a module may import its own stage and earlier ones
 STAGES = ("base", "sources", "normalization", "entries", "vllm", "api", "sglang", "verify", "cli", "facade")
 BASE = {"specreg.errors", "specreg.atomic", "specreg.dirwrite", "specreg.version", "specreg.facts"}
-FACADE = {"specreg", "specreg.__main__", "specreg.docs", "specreg.facts.__main__", "specreg.facts.diff",
-          "specreg.facts.refresh"}
+FACADE = {
+    "specreg",
+    "specreg.__main__",
+    "specreg.docs",
+    "specreg.facts.__main__",
+    "specreg.facts.diff",
+    "specreg.facts.refresh",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -121,6 +127,8 @@ def test_the_private_import_check_sees_absolute_and_relative_imports(tmp_path):
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     path = pkg / "thing.py"
-    path.write_text("from specreg.cli.common import _load, ok\nfrom .common import _fmt\nfrom specreg import __version__\n")
+    path.write_text(
+        "from specreg.cli.common import _load, ok\nfrom .common import _fmt\nfrom specreg import __version__\n"
+    )
     got = [line.split(": ", 1)[1] for line in private_imports(path, "specreg.cli.thing")]
     assert got == ["from specreg.cli.common import _load", "from specreg.cli.common import _fmt"]

@@ -18,8 +18,13 @@ SHIPPED = ROOT / "registry"
 
 
 def run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "specreg", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 MINIMAL = """\
@@ -43,6 +48,7 @@ def registry_with(tmp_path, files: dict[str, str]) -> Path:
 
 # -- the shipped catalog --------------------------------------------------------------------------
 
+
 def test_the_shipped_catalog_is_valid():
     report = entries.check(SHIPPED)
     assert report.problems == ()
@@ -60,7 +66,12 @@ def test_seed_numbers_are_stored_as_published():
     assert llama.metrics.acceptance_length.direction == "two-sided"
     assert llama.metrics.acceptance_length.tolerance == 0.05
     assert llama.metrics.per_position.values == (0.7296, 0.5208, 0.3545)
-    assert (llama.harness.num_prompts, llama.harness.seed, llama.harness.max_tokens, llama.harness.k) == (80, 42, 256, 3)
+    assert (llama.harness.num_prompts, llama.harness.seed, llama.harness.max_tokens, llama.harness.k) == (
+        80,
+        42,
+        256,
+        3,
+    )
     dflash = cat["nm-testing/dflash-qwen3-8b-speculators"].baselines[0]
     assert dflash.metrics.accuracy.value == 0.885
     assert (dflash.metrics.acceptance_length.direction, dflash.metrics.acceptance_length.tolerance) == ("higher", 0.15)
@@ -86,7 +97,8 @@ def test_secondary_numbers_stay_marked():
 def test_entries_without_numbers_are_listed_with_what_is_known():
     bare = [e for e in specreg.catalog().values() if not e.baselines]
     assert {"RedHatAI/gemma-4-31B-it-speculator.dflash2", "RedHatAI/gemma-4-31B-it-speculator.dspark"} <= {
-        e.id for e in bare}
+        e.id for e in bare
+    }
     assert all(e.notes for e in bare), [e.id for e in bare if not e.notes]
     # the headline draft has the published community baseline (issue 40)
     headline = specreg.catalog()["RedHatAI/gemma-4-31B-it-speculator.dflash"].baselines[0]
@@ -96,10 +108,15 @@ def test_entries_without_numbers_are_listed_with_what_is_known():
 
 # -- the API --------------------------------------------------------------------------------------
 
+
 def test_lookup_filter_and_natural_sort(tmp_path):
     files = {f"org/m{n}.toml": MINIMAL.replace("org/draft", f"org/m{n}") for n in (10, 2, 1)}
-    files["org/e.toml"] = MINIMAL.replace("org/draft", "org/e").replace('"dflash"', '"eagle3"').replace(
-        'status = "unpinned"', 'status = "unpinned"\ntags = ["fast"]').replace("Qwen/Qwen3-8B", "meta-llama/L")
+    files["org/e.toml"] = (
+        MINIMAL.replace("org/draft", "org/e")
+        .replace('"dflash"', '"eagle3"')
+        .replace('status = "unpinned"', 'status = "unpinned"\ntags = ["fast"]')
+        .replace("Qwen/Qwen3-8B", "meta-llama/L")
+    )
     cat = specreg.catalog(registry_with(tmp_path, files))
     assert list(cat) == ["org/e", "org/m1", "org/m2", "org/m10"]  # a Mapping of ids
     assert [e.id for e in cat.values()] == list(cat) and dict(cat.items())["org/e"].algorithm == "eagle3"
@@ -115,7 +132,9 @@ def test_lookup_filter_and_natural_sort(tmp_path):
 
 
 def test_every_problem_is_reported_at_once_with_file_and_path(tmp_path):
-    bad = MINIMAL.replace('status = "unpinned"', 'status = "unpinned"\ncolour = 3') + """
+    bad = (
+        MINIMAL.replace('status = "unpinned"', 'status = "unpinned"\ncolour = 3')
+        + """
 [serving]
 k = "three"
 
@@ -129,7 +148,8 @@ temperature = true
 [baselines.metrics.acceptance_length]
 value = 2.5
 """
-    root = registry_with(tmp_path, {"org/draft.toml": bad, "org/other.toml": "id = \"org/other\"\n"})
+    )
+    root = registry_with(tmp_path, {"org/draft.toml": bad, "org/other.toml": 'id = "org/other"\n'})
     r = run("catalog", "check", "--registry", str(root))
     assert r.returncode == 1
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
@@ -148,7 +168,11 @@ value = 2.5
         (("org/draft", "org/elsewhere"), "$.id", "belongs in org/elsewhere.toml"),
         (('"dflash"', '"dflash9"'), "$.algorithm", "not a registered algorithm"),
         (('status = "unpinned"', 'status = "pinned"'), ["$.revision", "$.config_sha256"], "needs revision"),
-        (('status = "unpinned"', 'status = "unpinned"\nrevision = "main"'), ["$.revision", "$.status"], "not a 40-hex commit"),
+        (
+            ('status = "unpinned"', 'status = "unpinned"\nrevision = "main"'),
+            ["$.revision", "$.status"],
+            "not a 40-hex commit",
+        ),
         (('status = "unpinned"', 'status = "unpinned"\nconfig_sha256 = "' + "a" * 64 + '"'), "$.status", "is pinned"),
         (('id = "Qwen/Qwen3-8B"', 'id = "/mnt/qwen"'), "$.verifier.id", "not a Hub repo id"),
     ],
@@ -162,21 +186,33 @@ def test_rules_beyond_types(tmp_path, change, path, message):
 
 
 def test_a_verified_entry_needs_a_measured_baseline(tmp_path):
-    text = MINIMAL.replace('status = "unpinned"', f'status = "verified"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"')
+    text = MINIMAL.replace(
+        'status = "unpinned"', f'status = "verified"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"'
+    )
     _, found = entries.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
     assert [p.message for _, p in found] == ['status "verified" needs a measured baseline']
 
 
-@pytest.mark.parametrize("metric, problem", [
-    ("[baselines.metrics.acceptance_length]\nvalue = 0.5\n", "$.baselines[0].metrics.acceptance_length.value"),
-    ("[baselines.metrics.acceptance_length]\nvalue = 2.0\ntolerance = 1.5\n", "$.baselines[0].metrics.acceptance_length.tolerance"),
-    ("[baselines.metrics.acceptance_length]\nlow = 3.0\n", "$.baselines[0].metrics.acceptance_length"),
-    ("[baselines.metrics.per_position]\nvalues = [0.5, 1.2]\n", "$.baselines[0].metrics.per_position.values[1]"),
-    ("[baselines.metrics.accuracy]\nnotes = \"no number\"\n", "$.baselines[0].metrics.accuracy"),
-    ("", "$.baselines[0].metrics"),
-])
+@pytest.mark.parametrize(
+    "metric, problem",
+    [
+        ("[baselines.metrics.acceptance_length]\nvalue = 0.5\n", "$.baselines[0].metrics.acceptance_length.value"),
+        (
+            "[baselines.metrics.acceptance_length]\nvalue = 2.0\ntolerance = 1.5\n",
+            "$.baselines[0].metrics.acceptance_length.tolerance",
+        ),
+        ("[baselines.metrics.acceptance_length]\nlow = 3.0\n", "$.baselines[0].metrics.acceptance_length"),
+        ("[baselines.metrics.per_position]\nvalues = [0.5, 1.2]\n", "$.baselines[0].metrics.per_position.values[1]"),
+        ('[baselines.metrics.accuracy]\nnotes = "no number"\n', "$.baselines[0].metrics.accuracy"),
+        ("", "$.baselines[0].metrics"),
+    ],
+)
 def test_metric_ranges(tmp_path, metric, problem):
-    text = MINIMAL + '\n[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\n\n[baselines.metrics]\n' + metric
+    text = (
+        MINIMAL
+        + '\n[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\n\n[baselines.metrics]\n'
+        + metric
+    )
     _, found = entries.read_catalog(registry_with(tmp_path, {"org/draft.toml": text}))
     assert [p.path for _, p in found] == [problem]
 
@@ -185,12 +221,15 @@ def test_a_config_snapshot_must_normalize_without_errors(tmp_path):
     good = json.dumps(fixture_config("dflash"))
     broken = fixture_config("dflash")
     broken["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 9  # block 16 wants 15
-    root = registry_with(tmp_path, {
-        "org/draft.toml": MINIMAL,
-        "org/draft.config.json": good,
-        "org/bad.toml": MINIMAL.replace("org/draft", "org/bad"),
-        "org/bad.config.json": json.dumps(broken),
-    })
+    root = registry_with(
+        tmp_path,
+        {
+            "org/draft.toml": MINIMAL,
+            "org/draft.config.json": good,
+            "org/bad.toml": MINIMAL.replace("org/draft", "org/bad"),
+            "org/bad.config.json": json.dumps(broken),
+        },
+    )
     report = entries.check(root)
     assert [(Path(f).name, p.message.split(":")[0]) for f, p in report.problems] == [
         ("bad.config.json", "draft-length-mismatch")
@@ -198,9 +237,13 @@ def test_a_config_snapshot_must_normalize_without_errors(tmp_path):
 
 
 def test_a_snapshot_must_match_its_pin(tmp_path):
-    text = MINIMAL.replace('status = "unpinned"', f'status = "pinned"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"')
-    root = registry_with(tmp_path, {"org/draft.toml": text, "org/draft.config.json": json.dumps(fixture_config("dflash"))})
-    (file, p), = entries.check(root).problems
+    text = MINIMAL.replace(
+        'status = "unpinned"', f'status = "pinned"\nrevision = "{"a" * 40}"\nconfig_sha256 = "{"b" * 64}"'
+    )
+    root = registry_with(
+        tmp_path, {"org/draft.toml": text, "org/draft.config.json": json.dumps(fixture_config("dflash"))}
+    )
+    ((file, p),) = entries.check(root).problems
     assert file.endswith("draft.config.json") and "is not the pinned config_sha256" in p.message
 
 
@@ -211,13 +254,17 @@ CONFIG = json.dumps(fixture_config("dflash")).encode()
 
 
 def pinned_entry(revision, sha):
-    return MINIMAL.replace('status = "unpinned"', f'status = "pinned"\nrevision = "{revision}"\nconfig_sha256 = "{sha}"')
+    return MINIMAL.replace(
+        'status = "unpinned"', f'status = "pinned"\nrevision = "{revision}"\nconfig_sha256 = "{sha}"'
+    )
 
 
 def test_load_attaches_the_matching_entry(hub, tmp_path, monkeypatch):
     commit = hub.add(REPO, {"config.json": CONFIG})
-    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {
-        "org/draft.toml": pinned_entry(commit, hashlib.sha256(CONFIG).hexdigest())})))
+    monkeypatch.setenv(
+        "SPECREG_REGISTRY",
+        str(registry_with(tmp_path, {"org/draft.toml": pinned_entry(commit, hashlib.sha256(CONFIG).hexdigest())})),
+    )
     spec = specreg.load(REPO)
     assert spec.catalog.id == REPO and spec.catalog.status == "pinned"
     assert not {"catalog-pin-mismatch", "catalog-other-revision"} & {f.code for f in spec.findings}
@@ -231,8 +278,10 @@ def test_a_changed_repository_under_a_pin_is_an_error(hub, tmp_path, monkeypatch
     changed = json.loads(CONFIG)
     changed["speculators_version"] = "0.9.1"
     new = hub.add(REPO, {"config.json": json.dumps(changed).encode()})
-    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {
-        "org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})))
+    monkeypatch.setenv(
+        "SPECREG_REGISTRY",
+        str(registry_with(tmp_path, {"org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})),
+    )
     spec = specreg.load(REPO)  # main now points at the new commit
     found = {f.code: f for f in spec.findings}
     assert found["catalog-pin-mismatch"].severity == "error"
@@ -245,8 +294,10 @@ def test_a_changed_repository_under_a_pin_is_an_error(hub, tmp_path, monkeypatch
 def test_the_same_content_at_another_revision_is_only_info(hub, tmp_path, monkeypatch):
     old = hub.add(REPO, {"config.json": CONFIG}, commit="a" * 40)
     hub.add(REPO, {"config.json": CONFIG, "README.md": b"x"}, commit="b" * 40)
-    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {
-        "org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})))
+    monkeypatch.setenv(
+        "SPECREG_REGISTRY",
+        str(registry_with(tmp_path, {"org/draft.toml": pinned_entry(old, hashlib.sha256(CONFIG).hexdigest())})),
+    )
     codes = [f.code for f in specreg.load(REPO).findings]
     assert "catalog-other-revision" in codes and "catalog-pin-mismatch" not in codes
 
@@ -313,6 +364,7 @@ def test_pin_of_an_unknown_entry_or_repo_is_a_clear_error(hub, tmp_path):
 
 # -- list and show ---------------------------------------------------------------------------------
 
+
 def test_list_table_filters_and_json():
     r = run("catalog", "list", "--algorithm", "dspark")
     assert r.returncode == 0
@@ -334,8 +386,10 @@ def test_show_prints_baselines_and_suggests_a_close_id():
     assert "per-pos   0.6541 / 0.3993 / 0.202" in r.stdout
     r = run("catalog", "show", "RedHatAI/Qwen3-8B-speculator.eagle33")
     assert r.returncode == 2
-    assert r.stderr == ("error: no catalog entry RedHatAI/Qwen3-8B-speculator.eagle33 "
-                        "(did you mean RedHatAI/Qwen3-8B-speculator.eagle3?)\n")
+    assert r.stderr == (
+        "error: no catalog entry RedHatAI/Qwen3-8B-speculator.eagle33 "
+        "(did you mean RedHatAI/Qwen3-8B-speculator.eagle3?)\n"
+    )
 
 
 def test_show_names_the_catalog_entry(hub, tmp_path):
@@ -346,17 +400,21 @@ def test_show_names_the_catalog_entry(hub, tmp_path):
     assert "  catalog       org/draft (unpinned; 0 baselines: specreg catalog show org/draft)" in r.stdout
 
 
-@pytest.mark.parametrize(("line", "path", "words"), [
-    ('tags = "vllm-ci"', "$.tags", 'expected a list of strings, got "vllm-ci"'),
-    ("license = 5", "$.license", "expected a string, got 5"),
-    ("license = " + "9" * 5000, "$", "invalid TOML: Exceeds the limit"),
-])
+@pytest.mark.parametrize(
+    ("line", "path", "words"),
+    [
+        ('tags = "vllm-ci"', "$.tags", 'expected a list of strings, got "vllm-ci"'),
+        ("license = 5", "$.license", "expected a string, got 5"),
+        ("license = " + "9" * 5000, "$", "invalid TOML: Exceeds the limit"),
+    ],
+)
 def test_catalog_values_are_taken_as_written_never_coerced(tmp_path, line, path, words):
     from specreg.entries import check
 
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "x.toml").write_text(
-        f'id = "org/x"\nalgorithm = "dflash"\nstatus = "unpinned"\n{line}\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n')
+        f'id = "org/x"\nalgorithm = "dflash"\nstatus = "unpinned"\n{line}\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n'
+    )
     problems = [p for _f, p in check(tmp_path).problems]
     assert any(p.path == path and words in p.message for p in problems), problems
 
@@ -369,6 +427,7 @@ def test_a_non_finite_baseline_number_is_a_problem(tmp_path, value):
     (tmp_path / "org" / "x.toml").write_text(
         'id = "org/x"\nalgorithm = "dflash"\nstatus = "unpinned"\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n\n'
         f'[[baselines]]\nkind = "published"\nsource = "s"\n[baselines.harness]\ndataset = "gsm8k"\n'
-        f'[baselines.metrics.acceptance_length]\nvalue = {value}\n')
+        f"[baselines.metrics.acceptance_length]\nvalue = {value}\n"
+    )
     problems = [p for _f, p in check(tmp_path).problems]
     assert any(p.path == "$.baselines[0].metrics.acceptance_length.value" and "finite" in p.message for p in problems)

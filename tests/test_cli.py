@@ -31,7 +31,7 @@ def test_show_prints_the_plan_provenance_and_findings(draft):
     assert "  method        dflash\n" in out
     assert "  verifier      Qwen/Qwen3-8B\n" in out
     assert "  0      full     -       no\n" in out
-    assert '  dflash_config.target_layer_ids = [1, 9, 17, 25, 33]\n' in out
+    assert "  dflash_config.target_layer_ids = [1, 9, 17, 25, 33]\n" in out
     assert "derived from $.aux_hidden_state_layer_ids" in out
     assert "warning served-causal-mismatch  at $.sliding_window_non_causal" in out
 
@@ -41,7 +41,11 @@ def test_show_json_prints_to_dict(draft):
     assert r.returncode == 0
     d = json.loads(r.stdout)
     assert d["vllm_version"] == "0.26"
-    assert d["draft_config"]["dflash_config"] == {"mask_token_id": 151669, "target_layer_ids": [1, 9, 17, 25, 33], "causal": False}
+    assert d["draft_config"]["dflash_config"] == {
+        "mask_token_id": 151669,
+        "target_layer_ids": [1, 9, 17, 25, 33],
+        "causal": False,
+    }
     assert d["origin"]["path"].endswith("config.json")
 
 
@@ -98,8 +102,10 @@ def test_a_bad_vllm_version_exits_2(draft):
     r = run("show", str(draft), "--vllm", "newest")
     assert r.returncode == 2
     newest = specreg.facts.known()[-1]
-    assert r.stderr == (f"error: {draft}: --vllm: not a vLLM version: 'newest' "
-                        f"(expected e.g. {newest} or {specreg.facts.wheel(newest)})\n")
+    assert r.stderr == (
+        f"error: {draft}: --vllm: not a vLLM version: 'newest' "
+        f"(expected e.g. {newest} or {specreg.facts.wheel(newest)})\n"
+    )
 
 
 def test_serve_prints_an_explicit_speculative_config(tmp_path):
@@ -128,7 +134,9 @@ def test_serve_adds_parallel_drafting_for_peagle(tmp_path):
     r = run("serve", str(tmp_path))
     cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
     assert {k: v for k, v in cfg.items() if k != "model"} == {
-        "method": "eagle3", "num_speculative_tokens": 8, "parallel_drafting": True
+        "method": "eagle3",
+        "num_speculative_tokens": 8,
+        "parallel_drafting": True,
     }
 
 
@@ -230,21 +238,41 @@ DEEP = ENTRY + "notes = " + "[" * 400 + "1" + "]" * 400 + "\n"
 
 
 LOCAL = {
-    "infinity-as-hidden-size": (lambda t: ["show", str(_local(t, config=json.dumps(fixture_config("dflash"))
-                                                            .replace('"hidden_size": 4096', '"hidden_size": 1e400')))],
-                                "1e400"),
-    "index-names-config-json": (lambda t: ["materialize", str(_local(t, index={"fc.weight": "config.json"})),
-                                           str(t / "out")], "config.json"),
-    "index-names-python": (lambda t: ["materialize", str(_local(t, index={"fc.weight": "modeling_evil.py"})),
-                                      str(t / "out")], "modeling_evil.py"),
-    "materialize-into-the-source": (lambda t: ["materialize", str(_local(t)), str(t / "src"), "--config-only",
-                                               "--force"], "own directory"),
+    "infinity-as-hidden-size": (
+        lambda t: [
+            "show",
+            str(
+                _local(
+                    t,
+                    config=json.dumps(fixture_config("dflash")).replace('"hidden_size": 4096', '"hidden_size": 1e400'),
+                )
+            ),
+        ],
+        "1e400",
+    ),
+    "index-names-config-json": (
+        lambda t: ["materialize", str(_local(t, index={"fc.weight": "config.json"})), str(t / "out")],
+        "config.json",
+    ),
+    "index-names-python": (
+        lambda t: ["materialize", str(_local(t, index={"fc.weight": "modeling_evil.py"})), str(t / "out")],
+        "modeling_evil.py",
+    ),
+    "materialize-into-the-source": (
+        lambda t: ["materialize", str(_local(t)), str(t / "src"), "--config-only", "--force"],
+        "own directory",
+    ),
     "convert-into-the-source": (lambda t: ["convert", str(_native(t)), str(t / "zlab"), "--force"], "own directory"),
     "catalog-tags-a-string": (lambda t: _catalog(t, 'tags = "vllm-ci"\n' + ENTRY), "list of strings"),
     "catalog-id-an-integer": (lambda t: _catalog(t, ENTRY.replace('"org/x"', "5")), "expected a string"),
-    "catalog-nan": (lambda t: _catalog(t, ENTRY + '[[baselines]]\nkind = "published"\nsource = "s"\n'
-                                       '[baselines.harness]\n[baselines.metrics.acceptance_length]\nvalue = nan\n'),
-                    "finite"),
+    "catalog-nan": (
+        lambda t: _catalog(
+            t,
+            ENTRY + '[[baselines]]\nkind = "published"\nsource = "s"\n'
+            "[baselines.harness]\n[baselines.metrics.acceptance_length]\nvalue = nan\n",
+        ),
+        "finite",
+    ),
     "catalog-5000-digits": (lambda t: _catalog(t, ENTRY + "[serving]\nk = " + "9" * 5000 + "\n"), "digits"),
     "catalog-deep-nesting": (lambda t: _catalog(t, DEEP), "x.toml"),
     "catalog-2-MB-entry": (lambda t: _catalog(t, ENTRY + "# " + "x" * (2 * 1024 * 1024) + "\n"), "larger than"),
@@ -253,9 +281,13 @@ LOCAL = {
 
 
 FLAGS = {
-    "negative-num-prompts": ["--num-prompts", "-1"], "negative-few-shot": ["--few-shot", "-1"],
-    "zero-chunks": ["--chunks", "0"], "zero-k": ["--k", "0"], "negative-max-tokens": ["--max-tokens", "-5"],
-    "nan-temperature": ["--temperature", "nan"], "negative-timeout": ["--timeout", "-1"],
+    "negative-num-prompts": ["--num-prompts", "-1"],
+    "negative-few-shot": ["--few-shot", "-1"],
+    "zero-chunks": ["--chunks", "0"],
+    "zero-k": ["--k", "0"],
+    "negative-max-tokens": ["--max-tokens", "-5"],
+    "nan-temperature": ["--temperature", "nan"],
+    "negative-timeout": ["--timeout", "-1"],
     "zero-max-model-len": ["--max-model-len", "0"],
 }
 
@@ -316,9 +348,14 @@ def test_ctrl_c_is_one_line_and_exit_130(hub):
 
     hub.add("org/slow", {"config.json": json.dumps(fixture_config("dflash")).encode()})
     hub.fault("config.json", "forever:slow:30")
-    proc = subprocess.Popen([sys.executable, "-m", "specreg", "show", "org/slow"], stderr=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env={**os.environ, "SPECREG_HUB_DEADLINE": "60"},
-                            preexec_fn=as_from_a_terminal)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specreg", "show", "org/slow"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "SPECREG_HUB_DEADLINE": "60"},
+        preexec_fn=as_from_a_terminal,
+    )
     deadline = time.monotonic() + 30
     while hub.count() == 0 and time.monotonic() < deadline:  # until the request is in flight
         time.sleep(0.05)

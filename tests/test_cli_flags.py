@@ -39,16 +39,20 @@ def refusal(capsys, *argv: str) -> str:
 
 # -- serve: an abbreviation is the flag argparse resolves it to ----------------------------------------
 
-@pytest.mark.parametrize("flags, full", [
-    (["--speculative-conf", '{"method": "eagle3"}'], "--speculative-config"),
-    (['--speculative-c={"method": "eagle3"}'], "--speculative-config"),
-    (["--speculative_conf", "{}"], "--speculative-config"),
-    (["--spec-mode", "x"], "--spec-model"),
-    (["--spec-to=3"], "--spec-tokens"),
-    (["--mod", "x"], "--model"),
-    (["-s", "{}"], "-sc"),
-    (["--speculative-conf.num_speculative_tokens", "3"], "--speculative-config"),
-])
+
+@pytest.mark.parametrize(
+    "flags, full",
+    [
+        (["--speculative-conf", '{"method": "eagle3"}'], "--speculative-config"),
+        (['--speculative-c={"method": "eagle3"}'], "--speculative-config"),
+        (["--speculative_conf", "{}"], "--speculative-config"),
+        (["--spec-mode", "x"], "--spec-model"),
+        (["--spec-to=3"], "--spec-tokens"),
+        (["--mod", "x"], "--model"),
+        (["-s", "{}"], "-sc"),
+        (["--speculative-conf.num_speculative_tokens", "3"], "--speculative-config"),
+    ],
+)
 def test_an_abbreviation_of_a_flag_serve_writes_is_refused_like_the_flag(draft, capsys, flags, full):
     line = refusal(capsys, "serve", str(draft), "--", "--port", "8001", *flags)
     user = flags[0].partition("=")[0]
@@ -57,15 +61,30 @@ def test_an_abbreviation_of_a_flag_serve_writes_is_refused_like_the_flag(draft, 
 
 def test_an_ambiguous_abbreviation_is_refused_as_argparse_refuses_it(draft, capsys):
     line = refusal(capsys, "serve", str(draft), "--", "--spec-m", "x")
-    assert line == ("error: the vLLM flags after --: ambiguous option: --spec-m could match --spec-method, "
-                    "--spec-model")
+    assert line == (
+        "error: the vLLM flags after --: ambiguous option: --spec-m could match --spec-method, --spec-model"
+    )
 
 
 def test_a_flag_vllm_alone_knows_is_passed_through(tmp_path, draft, capsys):
     """A table flag is a prefix of `--data-parallel-size-local`, not the other way round: argparse leaves it to
     vLLM, as it leaves `--port`."""
-    assert main(["serve", str(draft), "--dir", str(tmp_path / "d"), "--config-only", "--",
-                 "--data-parallel-size-local", "1", "--port=8001"]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "serve",
+                str(draft),
+                "--dir",
+                str(tmp_path / "d"),
+                "--config-only",
+                "--",
+                "--data-parallel-size-local",
+                "1",
+                "--port=8001",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     assert capsys.readouterr().out.rstrip().endswith("--data-parallel-size-local 1 --port=8001")
 
 
@@ -80,12 +99,14 @@ def _vllm_like_parser():
     return parser
 
 
-@pytest.mark.parametrize("flags, user, full", [
-    (["--speculative-conf", "{}"], "--speculative-conf", "--speculative-config"),
-    (["--spec-mode=x"], "--spec-mode", "--spec-model"),
-])
-def test_with_vllms_parser_an_abbreviation_is_named_as_the_user_wrote_it(draft, capsys, monkeypatch, flags, user,
-                                                                          full):
+@pytest.mark.parametrize(
+    "flags, user, full",
+    [
+        (["--speculative-conf", "{}"], "--speculative-conf", "--speculative-config"),
+        (["--spec-mode=x"], "--spec-mode", "--spec-model"),
+    ],
+)
+def test_with_vllms_parser_an_abbreviation_is_named_as_the_user_wrote_it(draft, capsys, monkeypatch, flags, user, full):
     monkeypatch.setattr(vllm_flags, "_live_parser", _vllm_like_parser)
     line = refusal(capsys, "serve", str(draft), "--", *flags)
     assert line == f"error: {user} after --: vLLM reads it as {full}; {OWNED_TAIL}"
@@ -95,38 +116,56 @@ def test_with_vllms_parser_its_own_refusal_is_one_line(draft, capsys, monkeypatc
     """`--data-parallel` is unique in the table but ambiguous to vLLM: vLLM's own words, on one line."""
     monkeypatch.setattr(vllm_flags, "_live_parser", _vllm_like_parser)
     line = refusal(capsys, "serve", str(draft), "--", "--data-parallel", "2")
-    assert line == ("error: the vLLM flags after --: ambiguous option: --data-parallel could match "
-                    "--data-parallel-size, --data-parallel-size-local")
+    assert line == (
+        "error: the vLLM flags after --: ambiguous option: --data-parallel could match "
+        "--data-parallel-size, --data-parallel-size-local"
+    )
 
 
 def test_with_vllms_parser_an_abbreviated_hint_is_the_users(monkeypatch):
     monkeypatch.setattr(vllm_flags, "_live_parser", _vllm_like_parser)
     assert vllm_flags.settings(["--tensor-parallel", "2", "--max-model=9"]) == (
-        {"tensor_parallel_size": "2", "max_model_len": "9"}, "vLLM's parser")
+        {"tensor_parallel_size": "2", "max_model_len": "9"},
+        "vLLM's parser",
+    )
 
 
 def test_without_vllm_an_abbreviated_hint_is_the_users():
     assert vllm_flags.settings(["--tensor-parallel", "2", "--max-model=9", "--port", "1", "-qfp8"]) == (
-        {"tensor_parallel_size": "2", "max_model_len": "9", "quantization": "fp8"}, "table")
+        {"tensor_parallel_size": "2", "max_model_len": "9", "quantization": "fp8"},
+        "table",
+    )
 
 
 @pytest.mark.parametrize("value", ["--trust-remote-code", "-x"])
 def test_a_verifier_starting_with_a_dash_is_refused(draft, capsys, value):
     line = refusal(capsys, "serve", str(draft), f"--verifier={value}")
-    assert line == (f"error: specreg serve: argument --verifier: {value!r} starts with '-': no Hub id does, and "
-                    "vLLM would read it as a flag; write a local directory as ./NAME (see specreg serve --help)")
+    assert line == (
+        f"error: specreg serve: argument --verifier: {value!r} starts with '-': no Hub id does, and "
+        "vLLM would read it as a flag; write a local directory as ./NAME (see specreg serve --help)"
+    )
 
 
 # -- integer flags: positive, with an upper bound, at parsing -------------------------------------------
 
-@pytest.mark.parametrize("flag, value", [
-    ("--max-model-len", "-1"), ("--max-model-len", "0"), ("--max-model-len", str(10**23)),
-    ("--tensor-parallel-size", "0"), ("--draft-tensor-parallel-size", "0"), ("--tensor-parallel-size", "-3"),
-])
+
+@pytest.mark.parametrize(
+    "flag, value",
+    [
+        ("--max-model-len", "-1"),
+        ("--max-model-len", "0"),
+        ("--max-model-len", str(10**23)),
+        ("--tensor-parallel-size", "0"),
+        ("--draft-tensor-parallel-size", "0"),
+        ("--tensor-parallel-size", "-3"),
+    ],
+)
 def test_check_refuses_an_integer_flag_out_of_range(capsys, flag, value):
     line = refusal(capsys, "check", "org/x", flag, value)
-    assert line == (f"error: specreg check: argument {flag}: must be an integer from 1 to 1000000000, got {value} "
-                    "(see specreg check --help)")
+    assert line == (
+        f"error: specreg check: argument {flag}: must be an integer from 1 to 1000000000, got {value} "
+        "(see specreg check --help)"
+    )
 
 
 @pytest.mark.parametrize("flag", ["--max-model-len", "--tensor-parallel-size", "--draft-tensor-parallel-size"])
@@ -159,9 +198,20 @@ def test_verify_refuses_a_tensor_parallel_size_out_of_range(value):
 run = run_specreg
 
 
-@pytest.mark.parametrize("option", [["--num-prompts", "-1"], ["--few-shot", "-2"], ["--chunks", "0"], ["--k", "-3"],
-                                    ["--max-tokens", "0"], ["--temperature", "nan"], ["--temperature", "inf"],
-                                    ["--timeout", "-5"], ["--concurrency", "0"]])
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--num-prompts", "-1"],
+        ["--few-shot", "-2"],
+        ["--chunks", "0"],
+        ["--k", "-3"],
+        ["--max-tokens", "0"],
+        ["--temperature", "nan"],
+        ["--temperature", "inf"],
+        ["--timeout", "-5"],
+        ["--concurrency", "0"],
+    ],
+)
 def test_verify_range_checks_its_numeric_options(option):
     out = run("verify", "org/x", "--server", "http://127.0.0.1:9", *option)
     assert out.returncode == 2

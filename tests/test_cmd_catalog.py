@@ -12,9 +12,14 @@ from hostile_helpers import BIG_CONFIG, MINIMAL
 run = run_specreg
 
 
-@pytest.mark.parametrize(("flag", "value", "hint"), [("--algorithm", "dflsh", "did you mean 'dflash'?"),
-                                                     ("--tag", "vllm_ci", "did you mean 'vllm-ci'?"),
-                                                     ("--verifier", "Qwen/Qwen3-9B", "known: ")])
+@pytest.mark.parametrize(
+    ("flag", "value", "hint"),
+    [
+        ("--algorithm", "dflsh", "did you mean 'dflash'?"),
+        ("--tag", "vllm_ci", "did you mean 'vllm-ci'?"),
+        ("--verifier", "Qwen/Qwen3-9B", "known: "),
+    ],
+)
 def test_catalog_list_filters_refuse_values_no_entry_has(flag, value, hint):
     out = run("catalog", "list", flag, value)
     assert out.returncode == 2 and out.stderr.startswith(f"error: {flag} {value!r}: no catalog entry has it")
@@ -23,13 +28,16 @@ def test_catalog_list_filters_refuse_values_no_entry_has(flag, value, hint):
 
 # -- names that end in a newline, terminal escapes --------------------------------------------------
 
+
 @pytest.mark.parametrize("field", ["revision", "config_sha256"])
 def test_the_catalog_refuses_a_hash_ending_in_a_newline(tmp_path, field):
     value = "a" * (40 if field == "revision" else 64) + "\n"
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
-    (reg / "org" / "x.toml").write_text(f'id = "org/x"\nalgorithm = "eagle3"\nstatus = "pinned"\n{field} = {json.dumps(value)}\n'
-                                        '\n[verifier]\nid = "org/v"\n')
+    (reg / "org" / "x.toml").write_text(
+        f'id = "org/x"\nalgorithm = "eagle3"\nstatus = "pinned"\n{field} = {json.dumps(value)}\n'
+        '\n[verifier]\nid = "org/v"\n'
+    )
     r = run("catalog", "check", "--registry", str(reg))
     assert r.returncode == 1 and f"$.{field}" in r.stderr
 
@@ -37,8 +45,10 @@ def test_the_catalog_refuses_a_hash_ending_in_a_newline(tmp_path, field):
 def test_catalog_show_escapes_terminal_controls_from_the_entry(tmp_path):
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
-    (reg / "org" / "x.toml").write_text('id = "org/x"\nalgorithm = "eagle3"\nstatus = "unpinned"\n'
-                                        'notes = "fine\\u001b[2J\\u001b[Hcleared"\n\n[verifier]\nid = "org/v"\n')
+    (reg / "org" / "x.toml").write_text(
+        'id = "org/x"\nalgorithm = "eagle3"\nstatus = "unpinned"\n'
+        'notes = "fine\\u001b[2J\\u001b[Hcleared"\n\n[verifier]\nid = "org/v"\n'
+    )
     for args in (("catalog", "show", "org/x"), ("catalog", "list")):
         r = run(*args, "--registry", str(reg))
         assert r.returncode == 0, r.stderr
@@ -46,6 +56,7 @@ def test_catalog_show_escapes_terminal_controls_from_the_entry(tmp_path):
 
 
 # -- catalog files ------------------------------------------------------------------------------------
+
 
 def registry_with(tmp_path, **files):
     reg = tmp_path / "registry"
@@ -75,14 +86,18 @@ def test_an_entry_file_that_links_out_of_the_catalog_is_refused(tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "dangling link"])
 def test_an_entry_path_that_is_not_a_file_is_reported_not_dropped(tmp_path, kind):
-    make = {"fifo": lambda p: os.mkfifo(p), "directory": lambda p: p.mkdir(),
-            "dangling link": lambda p: p.symlink_to(tmp_path / "registry" / "org" / "gone.toml")}[kind]
+    make = {
+        "fifo": lambda p: os.mkfifo(p),
+        "directory": lambda p: p.mkdir(),
+        "dangling link": lambda p: p.symlink_to(tmp_path / "registry" / "org" / "gone.toml"),
+    }[kind]
     reg = registry_with(tmp_path, x=make)
     r = run("catalog", "check", "--registry", str(reg))
     assert r.returncode == 1 and "x.toml" in r.stderr and "cannot read" in r.stderr, r.stderr
 
 
 # -- every config fetch is capped ------------------------------------------------------------------------
+
 
 def test_catalog_pin_is_capped(hub, tmp_path):
     hub.add("org/huge", {"config.json": BIG_CONFIG})
@@ -96,18 +111,23 @@ def test_catalog_pin_is_capped(hub, tmp_path):
 
 # -- catalog values verify would refuse --------------------------------------------------------------------
 
-HARNESS_ENTRY = ('id = "org/x"\nalgorithm = "eagle3"\nstatus = "unpinned"\n\n[verifier]\nid = "org/v"\n\n'
-                 '[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\ndataset = "gsm8k"\n{harness}\n'
-                 '[baselines.metrics.acceptance_length]\nvalue = 2.0\n')
+HARNESS_ENTRY = (
+    'id = "org/x"\nalgorithm = "eagle3"\nstatus = "unpinned"\n\n[verifier]\nid = "org/v"\n\n'
+    '[[baselines]]\nkind = "published"\nsource = "s"\n\n[baselines.harness]\ndataset = "gsm8k"\n{harness}\n'
+    "[baselines.metrics.acceptance_length]\nvalue = 2.0\n"
+)
 
 
-@pytest.mark.parametrize("line, path", [
-    ("temperature = 200.0", "harness.temperature"),
-    ("seed = -1", "harness.seed"),
-    ("max_tokens = 2000000000", "harness.max_tokens"),
-    ('\n[baselines.harness.prompt]\ntemplate = "{question:>1500000000}"', "harness.prompt.template"),
-    ('\n[baselines.harness.prompt]\ntemplate = "{question.__class__}"', "harness.prompt.template"),
-])
+@pytest.mark.parametrize(
+    "line, path",
+    [
+        ("temperature = 200.0", "harness.temperature"),
+        ("seed = -1", "harness.seed"),
+        ("max_tokens = 2000000000", "harness.max_tokens"),
+        ('\n[baselines.harness.prompt]\ntemplate = "{question:>1500000000}"', "harness.prompt.template"),
+        ('\n[baselines.harness.prompt]\ntemplate = "{question.__class__}"', "harness.prompt.template"),
+    ],
+)
 def test_catalog_check_refuses_a_harness_value_verify_would_refuse(tmp_path, line, path):
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)

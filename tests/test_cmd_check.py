@@ -13,6 +13,7 @@ from weights import write_draft
 
 # -- every config fetch is capped ------------------------------------------------------------------------
 
+
 def test_the_verifier_config_of_the_pre_flight_is_capped(hub, tmp_path):
     """A 300 MiB verifier config.json was downloaded into the HF cache and kept."""
     hub.add("org/huge-verifier", {"config.json": BIG_CONFIG})
@@ -23,6 +24,7 @@ def test_the_verifier_config_of_the_pre_flight_is_capped(hub, tmp_path):
 
 
 # -- every reader, every file-system shape ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("where", ["speculators", "native"])
 def test_a_hidden_size_that_is_an_object_is_not_an_internal_error(tmp_path, where):

@@ -13,6 +13,7 @@ from hostile_helpers import run
 
 # -- a write killed half-way --------------------------------------------------------------------------------
 
+
 def big_draft(tmp_path):
     """A draft whose weight takes a while to copy (48 MiB), so a write can be killed inside it."""
     src = tmp_path / "src"
@@ -36,9 +37,24 @@ def materialize_then_kill(src, out, when, extra=()):
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(src), str(out), "--copy",
-                             "--verifier", "Qwen/Qwen3-8B", "-q", *extra], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "materialize",
+            str(src),
+            str(out),
+            "--copy",
+            "--verifier",
+            "Qwen/Qwen3-8B",
+            "-q",
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline and not when(out):
         time.sleep(0.002)
@@ -48,8 +64,9 @@ def materialize_then_kill(src, out, when, extra=()):
 
 def copying(out):
     """A weight is being copied into the write's stage folder (specreg/dirwrite.py)."""
-    return out.is_dir() and any((p / "files" / "model.safetensors").exists() for p in out.iterdir()
-                                if p.name.startswith(".specreg-stage-"))
+    return out.is_dir() and any(
+        (p / "files" / "model.safetensors").exists() for p in out.iterdir() if p.name.startswith(".specreg-stage-")
+    )
 
 
 DEBRIS = (".specreg-",)

@@ -18,6 +18,7 @@ def test_report_on_a_missing_directory_exits_2(tmp_path):
 
 # -- report --out --------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def results(tmp_path):
     folder = tmp_path / "results"
@@ -53,6 +54,7 @@ def test_report_refuses_a_file_where_it_writes_its_model_pages(results, tmp_path
 
 # -- what report reads -------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def one_run(tmp_path_factory):
     """A real result directory (verify --server against the loopback server)."""
@@ -66,8 +68,10 @@ def one_run(tmp_path_factory):
     rows = write_rows(root / "gsm8k.jsonl")
     out = root / "results" / "org--draft"
     with OpenAIServer() as server:  # in-process; set up before the per-test environment, so it is given here
-        done = run_in_process(*verify_args(server, reg, rows, out), env={
-            "SPECREG_CACHE": str(root / "specreg-cache"), "SPECREG_VERIFY_IDLE_WAIT": "0"})
+        done = run_in_process(
+            *verify_args(server, reg, rows, out),
+            env={"SPECREG_CACHE": str(root / "specreg-cache"), "SPECREG_VERIFY_IDLE_WAIT": "0"},
+        )
     assert done.returncode == 0, done.stderr
     return reg, out
 
@@ -82,9 +86,19 @@ def results_copy(one_run, tmp_path):
 
 
 RETYPES = {
-    "started": 5, "model": "o/" + "x" * 300, "verdict": 7, "harness": [1], "statistics": "none",
-    "statistics.acceptance_length": "2.8", "statistics.acceptance_length ": True, "statistics.al_interval": [2.5],
-    "statistics.per_position": ["a"], "judgement": "x", "judgement.checks": [1], "baseline": 3, "environment": "x",
+    "started": 5,
+    "model": "o/" + "x" * 300,
+    "verdict": 7,
+    "harness": [1],
+    "statistics": "none",
+    "statistics.acceptance_length": "2.8",
+    "statistics.acceptance_length ": True,
+    "statistics.al_interval": [2.5],
+    "statistics.per_position": ["a"],
+    "judgement": "x",
+    "judgement.checks": [1],
+    "baseline": 3,
+    "environment": "x",
 }
 
 
@@ -140,9 +154,11 @@ def test_a_history_whose_runs_is_a_recursive_view_is_given_up(one_run, tmp_path)
     reg, results = results_copy(one_run, tmp_path)
     (results / "history.sqlite").unlink()
     with sqlite3.connect(results / "history.sqlite") as db:
-        db.execute("CREATE VIEW runs AS WITH RECURSIVE n(model, dataset, started, verdict, acceptance_length, "
-                   "draft_acceptance_rate, vllm_version, gpu, result) AS (SELECT 'a', 'b', 'c', 'd', 1, 1, 'v', 'g', 'r' "
-                   "UNION ALL SELECT * FROM n) SELECT * FROM n")
+        db.execute(
+            "CREATE VIEW runs AS WITH RECURSIVE n(model, dataset, started, verdict, acceptance_length, "
+            "draft_acceptance_rate, vllm_version, gpu, result) AS (SELECT 'a', 'b', 'c', 'd', 1, 1, 'v', 'g', 'r' "
+            "UNION ALL SELECT * FROM n) SELECT * FROM n"
+        )
     r = run_specreg("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "history history.sqlite not read" in r.stderr
@@ -181,6 +197,7 @@ def test_a_history_that_is_a_link_is_not_followed(tmp_path):
 
 
 # -- every reader, every file-system shape ---------------------------------------------------------------------
+
 
 def _result_paths(value, path=()):
     """Every key path of a result, with the first item of each list standing for the others."""

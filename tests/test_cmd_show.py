@@ -13,6 +13,7 @@ from weights import write_draft
 
 # -- names that end in a newline, terminal escapes --------------------------------------------------
 
+
 def test_show_escapes_terminal_controls_from_the_config(tmp_path):
     cfg = fixture_config("eagle3_generated")
     cfg["speculators_version"] = "0.9.0\x1b[31mRED"
@@ -25,6 +26,7 @@ def test_show_escapes_terminal_controls_from_the_config(tmp_path):
 
 
 # -- bytes vLLM's reader refuses ------------------------------------------------------------------------------
+
 
 def test_a_config_with_a_byte_order_mark_is_named_and_written_without_it(tmp_path):
     """transformers reads config.json as `json.loads(open(f, encoding="utf-8").read())`, which refuses a BOM

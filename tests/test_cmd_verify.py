@@ -37,13 +37,19 @@ def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup
     assert result["harness"]["k"] == 3  # from the server's own counters: 6000 draft tokens / 2000 drafts
     assert len(chat_requests) == 20 and chat_requests[0]["temperature"] == 0.0
     summary = (out / "summary.md").read_text()
-    assert summary.startswith("## org/draft: **pass**") and "| acceptance length | 2.800" in summary and "| position 1 | 0.800" in summary
+    assert (
+        summary.startswith("## org/draft: **pass**")
+        and "| acceptance length | 2.800" in summary
+        and "| position 1 | 0.800" in summary
+    )
     assert "None" not in summary and "GPU unset" in summary
     suite = ET.fromstring((out / "junit.xml").read_bytes())
     assert suite.get("failures") == "0" and int(suite.get("tests")) == 4
     assert (out / "per_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with sqlite3.connect(out.parent / "history.sqlite") as db:
-        assert db.execute("SELECT model, verdict, acceptance_length FROM runs").fetchall() == [("org/draft", "pass", 2.8)]
+        assert db.execute("SELECT model, verdict, acceptance_length FROM runs").fetchall() == [
+            ("org/draft", "pass", 2.8)
+        ]
 
 
 def test_a_run_far_below_the_baseline_is_regressed_with_exit_1(setup):
@@ -81,9 +87,31 @@ def test_vllm_ci_harness_is_sent_as_the_baseline_states_it(setup, tmp_path):
     reg, rows, out = setup
     train = write_rows(tmp_path / "train.jsonl", n=6)
     with OpenAIServer() as server:
-        r = run(*verify_args(server, reg, rows, out, "--raw", "--few-shot", "5", "--shots-split", "train",
-                             "--shots-file", str(train), "--num-prompts", "6", "--mode", "prompt-at-a-time",
-                             "--stop", "Question", "--stop", "Assistant:", "--stop", "<|separator|>"))
+        r = run(
+            *verify_args(
+                server,
+                reg,
+                rows,
+                out,
+                "--raw",
+                "--few-shot",
+                "5",
+                "--shots-split",
+                "train",
+                "--shots-file",
+                str(train),
+                "--num-prompts",
+                "6",
+                "--mode",
+                "prompt-at-a-time",
+                "--stop",
+                "Question",
+                "--stop",
+                "Assistant:",
+                "--stop",
+                "<|separator|>",
+            )
+        )
         assert r.returncode in (0, 1), r.stderr
         bodies = [b for p, b in server.requests if p == "/v1/completions"]
     assert len(bodies) == 6 and all(b["stop"] == ["Question", "Assistant:", "<|separator|>"] for b in bodies)
@@ -91,8 +119,11 @@ def test_vllm_ci_harness_is_sent_as_the_baseline_states_it(setup, tmp_path):
     assert bodies[0]["prompt"].endswith("Question: What is 0 + 0?\nAnswer:")  # test row 0, after 5 train rows
     result = json.loads((out / "result.json").read_text())
     h = result["harness"]
-    assert (h["mode"], h["statistic"], h["stop"]) == ("prompt-at-a-time", "mean-per-prompt",
-                                                      ["Question", "Assistant:", "<|separator|>"])
+    assert (h["mode"], h["statistic"], h["stop"]) == (
+        "prompt-at-a-time",
+        "mean-per-prompt",
+        ["Question", "Assistant:", "<|separator|>"],
+    )
     assert h["prompt"] == {"chat_template": False, "few_shot": 5, "shots_split": "train"}
     assert result["statistics"]["chunks"] == 6 and result["statistics"]["statistic"] == "mean-per-prompt"
 
@@ -129,8 +160,9 @@ def test_the_servers_error_message_is_in_verifys_error_line(setup):
         r = run(*verify_args(server, reg, rows, out))
     assert r.returncode == 5
     error = json.loads((out / "result.json").read_text())["error"]
-    assert error == (f"{server.url}/v1/chat/completions: HTTP 400 Bad Request: the server said "
-                     "'The decoder prompt cannot be empty'")
+    assert error == (
+        f"{server.url}/v1/chat/completions: HTTP 400 Bad Request: the server said 'The decoder prompt cannot be empty'"
+    )
     assert r.stdout.splitlines()[0] == f"org/draft: error; {error}"
 
 
@@ -161,8 +193,23 @@ def test_verify_json_without_out_prints_a_failed_run_too(setup):
     with OpenAIServer() as server:
         server.fail_status = 400
         server.fail_message = "The decoder prompt cannot be empty"
-        r = run("verify", "org/draft", "--server", server.url, "--dataset", "gsm8k", "--dataset-file", str(rows),
-                "--num-prompts", "20", "--k", "3", "--registry", str(reg), "--json")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset",
+            "gsm8k",
+            "--dataset-file",
+            str(rows),
+            "--num-prompts",
+            "20",
+            "--k",
+            "3",
+            "--registry",
+            str(reg),
+            "--json",
+        )
     assert r.returncode == 5
     printed = json.loads(r.stdout)
     assert printed["verdict"] == "error" and printed["statistics"] is None
@@ -187,7 +234,12 @@ def test_update_baseline_writes_a_measured_baseline(setup):
     assert len(measured) == 1
     b = measured[0]
     assert b.metrics.acceptance_length.value == 2.8 and b.metrics.per_position.values == (0.8, 0.6, 0.4)
-    assert (b.harness.dataset, b.harness.num_prompts, b.harness.gpu, b.harness.vllm_version) == ("gsm8k", 20, "1xH100", "0.33.0")
+    assert (b.harness.dataset, b.harness.num_prompts, b.harness.gpu, b.harness.vllm_version) == (
+        "gsm8k",
+        20,
+        "1xH100",
+        "0.33.0",
+    )
     assert (reg / "org" / "draft.toml").read_text().startswith(ENTRY.split("\n[[baselines]]")[0])
     assert entries.check(reg).problems == ()
 
@@ -199,10 +251,32 @@ def test_all_through_the_cli_against_the_server(tmp_path):
     (reg / "org" / "chat.toml").write_text(ENTRY.replace("org/draft", "org/chat").replace('"gsm8k"', '"mt-bench"'))
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
-        plain = run("verify", "--all", "--server", server.url, "--dataset-file", str(rows), "--out",
-                    str(tmp_path / "n"), "--registry", str(reg))
-        r = run("verify", "--all", "--server", server.url, "--dataset-file", f"gsm8k={rows}", "--out",
-                str(tmp_path / "n"), "--registry", str(reg), "--shard", "1/1")
+        plain = run(
+            "verify",
+            "--all",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--out",
+            str(tmp_path / "n"),
+            "--registry",
+            str(reg),
+        )
+        r = run(
+            "verify",
+            "--all",
+            "--server",
+            server.url,
+            "--dataset-file",
+            f"gsm8k={rows}",
+            "--out",
+            str(tmp_path / "n"),
+            "--registry",
+            str(reg),
+            "--shard",
+            "1/1",
+        )
     # one file is never fed to every entry whatever its dataset
     assert plain.returncode == 2 and "name the dataset of each --dataset-file" in plain.stderr
     assert r.returncode == 0, r.stderr + r.stdout
@@ -216,8 +290,18 @@ def test_all_through_the_cli_with_an_invalid_entry_measures_the_rest_and_exits_1
     invalid_catalog(reg)
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
-        r = run("verify", "--all", "--server", server.url, "--dataset-file", f"gsm8k={rows}", "--out",
-                str(tmp_path / "n"), "--registry", str(reg))
+        r = run(
+            "verify",
+            "--all",
+            "--server",
+            server.url,
+            "--dataset-file",
+            f"gsm8k={rows}",
+            "--out",
+            str(tmp_path / "n"),
+            "--registry",
+            str(reg),
+        )
     assert r.returncode == 1, r.stderr + r.stdout
     assert r.stdout.strip().splitlines()[-1] == "4 entries: invalid 2, pass 2"
     for name in ("a", "b"):
@@ -235,12 +319,15 @@ def test_an_unservable_model_is_an_invalid_result_with_exit_2(tmp_path):
     assert result["verdict"] == "invalid" and "not servable" in result["error"]
 
 
-@pytest.mark.parametrize("hostile, verdict, words, code", [
-    ({"metrics_flood": 64 * 1024 * 1024}, "invalid", "the answer passed 33554432 bytes", 2),
-    ({"metrics_drip": 0.5}, "timeout", "--timeout", 5),
-    ({"models_body": b'{"data": [{"name": 5}]}'}, "invalid", "the first model has no id", 2),
-    ({"models_body": b"not json"}, "invalid", "not JSON", 2),
-])
+@pytest.mark.parametrize(
+    "hostile, verdict, words, code",
+    [
+        ({"metrics_flood": 64 * 1024 * 1024}, "invalid", "the answer passed 33554432 bytes", 2),
+        ({"metrics_drip": 0.5}, "timeout", "--timeout", 5),
+        ({"models_body": b'{"data": [{"name": 5}]}'}, "invalid", "the first model has no id", 2),
+        ({"models_body": b"not json"}, "invalid", "not JSON", 2),
+    ],
+)
 def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile, verdict, words, code):
     import time
 
@@ -260,8 +347,18 @@ def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile
 def test_verify_entry_with_no_harness_flag_reproduces_its_primary_baseline(mt_setup, rates, code, verdict):
     reg, rows, out = mt_setup
     with OpenAIServer(rates=rates) as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out))
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+        )
         bodies = [b for p, b in server.requests if p == "/v1/chat/completions"]
     assert r.returncode == code, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
@@ -274,8 +371,20 @@ def test_verify_entry_with_no_harness_flag_reproduces_its_primary_baseline(mt_se
 def test_a_flag_given_overrides_the_baseline_and_is_recorded(mt_setup):
     reg, rows, out = mt_setup
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--num-prompts", "10")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--num-prompts",
+            "10",
+        )
     result = json.loads((out / "result.json").read_text())
     assert result["harness"]["num_prompts"] == 10 and result["harness_from"]["overridden"] == ["num_prompts"]
     assert "overridden here: num_prompts" in r.stdout
@@ -286,8 +395,20 @@ def test_a_run_that_matches_no_baseline_exits_4_naming_what_it_could_be_compared
     reg, _, out = mt_setup
     rows = write_rows(out.parent / "gsm8k.jsonl")
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset", "gsm8k", "--dataset-file", str(rows),
-                "--registry", str(reg), "--out", str(out))
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset",
+            "gsm8k",
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+        )
     assert r.returncode == 4, r.stdout + r.stderr
     assert "unmatched" in r.stdout and "baseline 0: mt-bench, k=3" in r.stdout
 
@@ -295,8 +416,19 @@ def test_a_run_that_matches_no_baseline_exits_4_naming_what_it_could_be_compared
 def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     with OpenAIServer() as server:
-        r = run("verify", "org/unknown", "--server", server.url, "--dataset-file", str(rows), "--num-prompts", "4",
-                "--registry", str(tmp_path), env={"HF_HUB_OFFLINE": "1"})
+        r = run(
+            "verify",
+            "org/unknown",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--num-prompts",
+            "4",
+            "--registry",
+            str(tmp_path),
+            env={"HF_HUB_OFFLINE": "1"},
+        )
     assert r.returncode == 0, r.stderr
     assert "no-baseline" in r.stdout and "not in the catalog" in r.stdout
 
@@ -305,30 +437,76 @@ def test_update_baseline_of_a_regressed_run_changes_no_file_and_exits_non_zero(m
     reg, rows, out = mt_setup
     before = (reg / "org" / "draft.toml").read_bytes()
     with OpenAIServer(rates=(0.3, 0.1, 0.05)) as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--update-baseline")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--update-baseline",
+        )
     assert r.returncode == 1 and "nothing written: the run's verdict is regressed" in r.stderr
     assert (reg / "org" / "draft.toml").read_bytes() == before
     # and a passing run still needs a catalog directory named: the shipped one is never written
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--out", str(out),
-                "--update-baseline", env={"SPECREG_REGISTRY": ""})
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--out",
+            str(out),
+            "--update-baseline",
+            env={"SPECREG_REGISTRY": ""},
+        )
     assert r.returncode != 0
 
 
 def test_update_baseline_of_a_passing_run_prints_the_change_and_never_shadows_the_published_one(mt_setup):
     reg, rows, out = mt_setup
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--update-baseline", "--gpu", "1xH100")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--update-baseline",
+            "--gpu",
+            "1xH100",
+        )
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "+kind = \"measured\"" in r.stdout and "review the change" in r.stdout
+    assert '+kind = "measured"' in r.stdout and "review the change" in r.stdout
     entry = entries.lookup("org/draft", reg)
     assert [b.kind for b in entry.baselines] == ["published", "measured"]
     # the same harness regressing now: the published baseline still judges it, the measured one beside it
     with OpenAIServer(rates=(0.3, 0.1, 0.05)) as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--gpu", "1xH100")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--gpu",
+            "1xH100",
+        )
     result = json.loads((out / "result.json").read_text())
     assert r.returncode == 1 and result["verdict"] == "regressed" and result["judgement"]["baseline_index"] == 0
 
@@ -336,22 +514,56 @@ def test_update_baseline_of_a_passing_run_prints_the_change_and_never_shadows_th
 def test_strict_harness_refuses_before_measuring(mt_setup):
     reg, rows, out = mt_setup
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--strict-harness", "--num-prompts", "10")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--strict-harness",
+            "--num-prompts",
+            "10",
+        )
         sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
     assert r.returncode == 2 and sent == []
     assert "num_prompts: here 10, baseline 20" in json.loads((out / "result.json").read_text())["error"]
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--strict-harness")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--strict-harness",
+        )
     assert r.returncode == 0, r.stdout + r.stderr  # the baseline's own harness passes strict
 
 
 def test_a_server_serving_another_model_is_invalid(mt_setup):
     reg, rows, out = mt_setup
     with OpenAIServer(model="someone/else") as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out))
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+        )
         sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
     result = json.loads((out / "result.json").read_text())
     assert r.returncode == 2 and result["verdict"] == "invalid" and sent == []
@@ -365,9 +577,27 @@ def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
     reg, rows, out = mt_setup
     with OpenAIServer() as server:
         server.delay = 0.2
-        proc = subprocess.Popen([sys.executable, "-m", "specreg", "verify", "org/draft", "--server", server.url,
-                                 "--dataset-file", str(rows), "--registry", str(reg), "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "specreg",
+                "verify",
+                "org/draft",
+                "--server",
+                server.url,
+                "--dataset-file",
+                str(rows),
+                "--registry",
+                str(reg),
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=as_from_a_terminal,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len([p for p, _ in server.requests if p.startswith("/v1/chat")]) < 6:
             time.sleep(0.05)
@@ -382,8 +612,19 @@ def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
 
     # --resume continues: the kept chunks are not sent again, the run completes and is judged
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--resume")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--resume",
+        )
         sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
     assert r.returncode == 0, r.stdout + r.stderr
     resumed = json.loads((out / "result.json").read_text())
@@ -399,8 +640,20 @@ def test_throughput_and_the_speedup_against_a_server_without_the_draft(mt_setup)
         # the same time per request: the speedup is the tokens per request. The pause must dwarf the rest
         # of a request's time, which a loaded machine stretches (at 0.02 s the speedup read 3.6 once)
         server.delay = plain.delay = 0.1
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--out", str(out), "--compare-baseline-engine", plain.url)
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--out",
+            str(out),
+            "--compare-baseline-engine",
+            plain.url,
+        )
         plain_requests = [p for p, _ in plain.requests if p.startswith("/v1/chat")]
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
@@ -417,8 +670,18 @@ def test_throughput_and_the_speedup_against_a_server_without_the_draft(mt_setup)
 def test_a_k_sweep_needs_the_in_process_engine(mt_setup):
     reg, rows, out = mt_setup
     with OpenAIServer() as server:
-        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg),
-                "--k", "1,3,5")
+        r = run(
+            "verify",
+            "org/draft",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--registry",
+            str(reg),
+            "--k",
+            "1,3,5",
+        )
     assert r.returncode == 2 and "a server's draft length is fixed" in r.stderr
     r = run("verify", "org/draft", "--k", "3,3")
     assert r.returncode == 2 and "given twice" in r.stderr

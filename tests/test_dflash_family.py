@@ -90,6 +90,7 @@ def test_dflash_provenance_names_sources_and_derivations(fx):
     assert p["num_speculative_tokens"].sources == ("$.speculators_config.proposal_methods[0].speculative_tokens",)
     assert p["speculative_config.method"].kind == "derived"
     assert p["attention[3]"].sources == ("$.transformer_layer_config.layer_types[3]",)
+
     # every output value has provenance
     def leaves(prefix, value):
         if isinstance(value, dict):
@@ -97,6 +98,7 @@ def test_dflash_provenance_names_sources_and_derivations(fx):
                 yield from leaves(f"{prefix}.{k}", v)
         else:
             yield prefix
+
     for leaf in leaves("draft_config", spec.draft_config_dict()):
         assert any(leaf == k or leaf.startswith(k + ".") for k in p), leaf
     for key in spec.speculative_config:
@@ -149,7 +151,9 @@ def test_mixed_causal_layers_need_per_layer_masks_from_026(variant, version):
 def test_a_layer_configs_own_is_causal_is_cleared_when_layers_differ(variant):
     spec = specreg.normalize(mixed_dflash(variant, transformer_layer_config__is_causal=True), vllm="0.33")
     assert spec.draft_config_dict()["is_causal"] is None and spec.servable
-    assert "applies the layer config's is_causal = true to every layer" in finding(spec, "served-causal-mismatch").message
+    assert (
+        "applies the layer config's is_causal = true to every layer" in finding(spec, "served-causal-mismatch").message
+    )
 
 
 def all_sliding_dflash(variant):
@@ -165,7 +169,9 @@ def all_sliding_dflash(variant):
 def test_uniform_causal_layers_at_023_025_are_stated_by_the_global_flag(variant, version):
     spec = specreg.normalize(all_sliding_dflash(variant), vllm=version)
     assert spec.draft_config_dict()["dflash_config"]["causal"] is True
-    assert "applies one causal flag, unset in the file, to every layer" in finding(spec, "served-causal-mismatch").message
+    assert (
+        "applies one causal flag, unset in the file, to every layer" in finding(spec, "served-causal-mismatch").message
+    )
 
 
 def test_causal_layers_cannot_be_served_before_023(variant):
@@ -178,7 +184,10 @@ def test_causal_layers_cannot_be_served_before_023(variant):
 def test_all_sliding_causal_layers_get_causal_true(variant):
     spec = specreg.normalize(all_sliding_dflash(variant), vllm="0.33")
     assert spec.draft_config_dict()["is_causal"] is True
-    assert specreg.normalize(all_sliding_dflash(variant), vllm="0.27").draft_config_dict()["dflash_config"]["causal"] is True
+    assert (
+        specreg.normalize(all_sliding_dflash(variant), vllm="0.27").draft_config_dict()["dflash_config"]["causal"]
+        is True
+    )
     assert "served-causal-mismatch" not in codes(spec)
 
 
@@ -221,8 +230,12 @@ def test_a_dflash_draft_sampling_from_the_anchor_is_served_by_no_vllm(variant, v
 def gemma_like_v05(variant, **more):
     """Shaped like the RedHat gemma-4-31B DFlash release: block 8, 8 speculative tokens, no
     sample_from_anchor, written by speculators 0.5.0."""
-    changes = {"sample_from_anchor": DROP, "block_size": 8, "speculators_version": "0.5.0",
-               "speculators_config__proposal_methods__0__speculative_tokens": 8}
+    changes = {
+        "sample_from_anchor": DROP,
+        "block_size": 8,
+        "speculators_version": "0.5.0",
+        "speculators_config__proposal_methods__0__speculative_tokens": 8,
+    }
     return variant("dflash", **{**changes, **more})
 
 
@@ -243,8 +256,9 @@ def test_a_pre_07_dflash_with_block_size_tokens_keeps_the_anchor_drop_layout(var
 
 
 def test_a_pre_07_dflash_with_block_size_minus_one_tokens_has_no_length_finding(variant):
-    spec = specreg.normalize(gemma_like_v05(variant, speculators_config__proposal_methods__0__speculative_tokens=7),
-                             vllm="0.33")
+    spec = specreg.normalize(
+        gemma_like_v05(variant, speculators_config__proposal_methods__0__speculative_tokens=7), vllm="0.33"
+    )
     assert spec.num_speculative_tokens == 7
     assert "served-length-mismatch" not in codes(spec) and "draft-length-mismatch" not in codes(spec)
 
@@ -380,8 +394,10 @@ def test_dspark_with_causal_sliding_layers_cannot_be_served_by_025(variant):
     assert not spec.servable
 
 
-@pytest.mark.parametrize(("version", "field"), [("0.26", "dflash_config.causal"), ("0.27", "dflash_config.causal"),
-                                                ("0.28", "is_causal"), ("0.33", "is_causal")])
+@pytest.mark.parametrize(
+    ("version", "field"),
+    [("0.26", "dflash_config.causal"), ("0.27", "dflash_config.causal"), ("0.28", "is_causal"), ("0.33", "is_causal")],
+)
 def test_dspark_with_non_causal_sliding_layers_gets_the_flag_its_version_reads(variant, version, field):
     spec = specreg.normalize(dspark_sliding(variant, True), vllm=version)
     assert [a.causal for a in spec.attention] == [False, False, False]

@@ -53,8 +53,9 @@ def whole_or_unloadable(state, before, after) -> bool:
         return False
     work = [entry for name, entry in state.items() if dirwrite._WORK.match(name)]
     old = work[0][1].get("old", ("dir", {}))[1] if work else {}
-    return (all(plain.get(name) == entry or old.get(name) == entry for name, entry in before.items())
-            and all(entry in (before.get(name), after.get(name)) for name, entry in plain.items()))
+    return all(plain.get(name) == entry or old.get(name) == entry for name, entry in before.items()) and all(
+        entry in (before.get(name), after.get(name)) for name, entry in plain.items()
+    )
 
 
 def in_child(action, hook) -> int:
@@ -130,8 +131,10 @@ def prepare(kind, out, drafts):
 def test_a_kill_at_every_step_leaves_the_previous_or_the_new_draft_and_the_rerun_succeeds(scenario, tmp_path):
     # in a fresh interpreter: every kill point is a fork, and a fork costs what the forking process
     # holds (a pytest process that has run the verify tests holds ~0.5 GB; a fresh one a tenth)
-    code = (f"import sys, pathlib; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_dirwrite; "
-            f"test_dirwrite.kill_every_step({scenario!r}, pathlib.Path({str(tmp_path)!r}))")
+    code = (
+        f"import sys, pathlib; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_dirwrite; "
+        f"test_dirwrite.kill_every_step({scenario!r}, pathlib.Path({str(tmp_path)!r}))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
 
@@ -170,8 +173,11 @@ def kill_every_step(scenario: str, tmp_path: Path) -> None:
                 break
             state = snapshot(out)
             # the rerun's own write may be what was killed: over the previous draft, or over the new one
-            assert (whole_or_unloadable(state, before, after) or whole_or_unloadable(state, after, after)), \
-                (n, steps[n - 1], recovery)
+            assert whole_or_unloadable(state, before, after) or whole_or_unloadable(state, after, after), (
+                n,
+                steps[n - 1],
+                recovery,
+            )
             recovery += 1
         assert status == 0, (n, steps[n - 1], recovery)
         assert snapshot(out) == after, (n, steps[n - 1])  # the plain rerun: whole, no leftovers
@@ -187,7 +193,7 @@ def test_a_write_that_raises_at_any_step_leaves_the_directory_as_it_was(drafts, 
     before = snapshot(out)
     steps = steps_of(write, monkeypatch)
     commit = steps.index("commit")
-    for n, what in enumerate(steps[:commit + 1], 1):
+    for n, what in enumerate(steps[: commit + 1], 1):
         prepare("a", out, drafts)
         seen = [0]
 
@@ -223,8 +229,7 @@ def test_a_planted_leftover_is_named_and_never_acted_on(what, command, tmp_path)
     name, body = PLANTED[what]
     (out / name).write_text(body)
     before = snapshot(out)
-    args = (["materialize", str(src), str(out)] if command == "materialize"
-            else ["serve", str(src), "--dir", str(out)])
+    args = ["materialize", str(src), str(out)] if command == "materialize" else ["serve", str(src), "--dir", str(out)]
     r = run_specreg(*args, "--config-only", "--verifier", "Qwen/Qwen3-8B")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "is not empty" in r.stderr and name in r.stderr and "never touches it" in r.stderr
@@ -278,6 +283,7 @@ def test_a_stage_folder_copied_from_another_directory_proves_nothing_there(draft
 
 # -- DIR swapped for a link while it is written ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fails", [False, True], ids=["completes", "fails"])
 def test_dir_swapped_for_a_link_mid_write_redirects_nothing(fails, drafts, tmp_path, monkeypatch):
     out = tmp_path / "out"
@@ -311,6 +317,7 @@ def test_dir_swapped_for_a_link_mid_write_redirects_nothing(fails, drafts, tmp_p
 
 
 # -- concurrent writers of one directory --------------------------------------------------------------
+
 
 def _sources(tmp_path, n):
     """n distinct local drafts (different block sizes, so each writes a different config)."""
@@ -357,8 +364,11 @@ def test_eight_threads_writing_one_dir_leave_one_whole_draft_every_time(tmp_path
     for trial in range(trials):
         target = tmp_path / f"out{trial}"
         with ThreadPoolExecutor(8) as pool:
-            results = list(pool.map(lambda s, target=target: _attempt(lambda: s.materialize(target, weights="none", force=True)),
-                                    specs))
+            results = list(
+                pool.map(
+                    lambda s, target=target: _attempt(lambda: s.materialize(target, weights="none", force=True)), specs
+                )
+            )
         assert all(r is None for r in results), results  # with --force every writer succeeds, in turn
         _one_whole_draft(target)
 
@@ -379,8 +389,15 @@ def test_eight_processes_writing_one_empty_dir_leave_one_whole_draft(tmp_path, t
     sources = _sources(tmp_path, 8)
     for trial in range(trials):
         target = tmp_path / f"out{trial}"
-        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(s), str(target), "--config-only"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for s in sources]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "specreg", "materialize", str(s), str(target), "--config-only"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for s in sources
+        ]
         codes = [p.wait(timeout=120) for p in procs]
         assert codes.count(0) == 1 and codes.count(2) == 7, codes  # one writes; the rest find it not empty
         _one_whole_draft(target)
@@ -394,9 +411,24 @@ def test_eight_processes_forcing_two_drafts_into_one_dir_leave_one_whole_draft(t
     sources = _sources(tmp_path, 2)
     for trial in range(trials):
         target = tmp_path / f"out{trial}"
-        procs = [subprocess.Popen([sys.executable, "-m", "specreg", "materialize", str(sources[i % 2]), str(target),
-                                   "--config-only", "--force"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                  text=True) for i in range(8)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "specreg",
+                    "materialize",
+                    str(sources[i % 2]),
+                    str(target),
+                    "--config-only",
+                    "--force",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(8)
+        ]
         codes = [p.wait(timeout=120) for p in procs]
         assert codes == [0] * 8, [p.stderr.read() for p in procs]  # every writer, in turn
         _one_whole_draft(target)
@@ -408,13 +440,17 @@ def test_materializing_a_draft_into_its_own_directory_is_refused(tmp_path):
 
     (src,) = _sources(tmp_path, 1)
     before = (src / "config.json").read_bytes()
-    out = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(src), "--config-only",
-                          "--force"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "materialize", str(src), str(src), "--config-only", "--force"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 2 and "is the draft's own directory" in out.stderr
     assert (src / "config.json").read_bytes() == before
 
 
 # -- the manifest key ------------------------------------------------------------------------------
+
 
 def key_path(tmp_path):
     return tmp_path / "specreg-cache" / "manifest.key"  # SPECREG_CACHE (tests/conftest.py)

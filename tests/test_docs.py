@@ -99,15 +99,34 @@ def test_a_readme_command_gives_its_documented_exit_status(hub, tmp_path, comman
 
     config = (ROOT / "examples" / "qwen3-8b-dflash" / "config.json").read_bytes()
     hub.add("RedHatAI/Qwen3-8B-speculator.dflash", {"config.json": config})
-    hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps({  # the verifier `check` reads
-        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 151936}).encode()})
+    hub.add(
+        "Qwen/Qwen3-8B",
+        {
+            "config.json": json.dumps(
+                {  # the verifier `check` reads
+                    "architectures": ["Qwen3ForCausalLM"],
+                    "model_type": "qwen3",
+                    "hidden_size": 4096,
+                    "num_hidden_layers": 36,
+                    "num_attention_heads": 32,
+                    "num_key_value_heads": 8,
+                    "vocab_size": 151936,
+                }
+            ).encode()
+        },
+    )
     shutil.copytree(ROOT / "registry", tmp_path / "my-catalog")
     for name in ("examples", "tests"):
         (tmp_path / name).symlink_to(ROOT / name)
     argv = shlex.split(command)
-    out = subprocess.run([sys.executable, "-m", "specreg", *argv[1:]], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, env={**os.environ, "SPECREG_REGISTRY": str(ROOT / "registry")})
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "SPECREG_REGISTRY": str(ROOT / "registry")},
+    )
     assert out.returncode == code, (out.stdout[-1500:], out.stderr[-1500:])
     if code == 2:
         assert len(out.stderr.strip().splitlines()) >= 1 and out.stderr.strip().splitlines()[-1].startswith("error: ")

@@ -15,7 +15,10 @@ def test_eagle3_generated_at_033(fx):
     assert "num_aux_hidden_states" not in dc
     assert dc["draft_vocab_size"] == 32000
     assert (dc["norm_before_residual"], dc["norm_before_fc"], dc["fc_norm"], dc["norm_output"]) == (
-        True, False, False, False,
+        True,
+        False,
+        False,
+        False,
     )
     assert dc["rope_parameters"]["rope_type"] == "llama3"
     assert [(a.kind, a.causal) for a in spec.attention] == [("full", True)]

@@ -23,9 +23,13 @@ def test_offline_a_pinned_entry_is_loaded_from_the_cache_at_its_pinned_revision(
     assert (spec.origin.commit, spec.origin.sha256, spec.origin.revision) == (commit, SHA, None)
     assert spec.catalog is not None and spec.catalog.revision == commit
     found = [f for f in spec.findings if f.code == "hub-pinned-copy"]
-    assert [(f.severity, f.message) for f in found] == [(
-        "warning", f"offline mode is on (HF_HUB_OFFLINE): config.json of {REPO} at the catalog's pinned revision "
-                   f"{commit} was used, from huggingface_hub's cache ({spec.origin.path})")]
+    assert [(f.severity, f.message) for f in found] == [
+        (
+            "warning",
+            f"offline mode is on (HF_HUB_OFFLINE): config.json of {REPO} at the catalog's pinned revision "
+            f"{commit} was used, from huggingface_hub's cache ({spec.origin.path})",
+        )
+    ]
     assert not {"catalog-pin-mismatch", "catalog-other-revision"} & {f.code for f in spec.findings}
 
 
@@ -33,6 +37,7 @@ def test_offline_a_pinned_entry_is_loaded_from_the_cache_at_its_pinned_revision(
 def pinned(hub, tmp_path, monkeypatch):
     """org/draft pinned by `specreg catalog pin` (the pin and the snapshot beside the entry) in the catalog
     SPECREG_REGISTRY names, and an empty Hugging Face cache: (the catalog directory, the pinned commit)."""
+
     def pin(config: bytes = CONFIG):
         commit = hub.add(REPO, {"config.json": config})
         root = registry_with(tmp_path, {"org/draft.toml": MINIMAL})
@@ -51,8 +56,10 @@ def test_with_nothing_cached_the_snapshot_beside_the_entry_is_used(pinned, monke
     snapshot = root / "org" / "draft.config.json"
     assert (spec.origin.commit, spec.origin.sha256, spec.origin.path) == (commit, SHA, str(snapshot))
     found = next(f for f in spec.findings if f.code == "hub-pinned-copy")
-    assert found.message == (f"the Hub could not be reached: config.json of {REPO} at the catalog's pinned revision "
-                             f"{commit} was used, from the snapshot beside the catalog entry ({snapshot})")
+    assert found.message == (
+        f"the Hub could not be reached: config.json of {REPO} at the catalog's pinned revision "
+        f"{commit} was used, from the snapshot beside the catalog entry ({snapshot})"
+    )
 
 
 def test_the_cli_shows_a_pinned_entry_offline_with_the_finding(pinned):
@@ -71,8 +78,9 @@ def test_check_reads_a_pinned_entry_offline_against_a_local_verifier(pinned, tmp
     verifier = tmp_path / "verifier"
     verifier.mkdir()
     (verifier / "config.json").write_text(json.dumps(verifier_config("dflash")))
-    done = run_in_process("check", REPO, "--verifier", str(verifier), "--no-weights", "--json",
-                          env={"HF_HUB_OFFLINE": "1"})
+    done = run_in_process(
+        "check", REPO, "--verifier", str(verifier), "--no-weights", "--json", env={"HF_HUB_OFFLINE": "1"}
+    )
     assert done.returncode == 0, done.stderr
     checked = json.loads(done.stdout)
     assert checked["origin"]["commit"] == commit

@@ -22,19 +22,25 @@ FILES = sorted(FACTS.glob("*/*.json"))
 #: whether FLASH_ATTN's pages are block-first, and how many quantization methods
 #: get_quantization_config knows with a fixed minimum capability
 STABLE = {
-    "0.24": (True, "FLASHINFER", True, 26), "0.25": (True, "FLASHINFER", True, 26),
-    "0.26": (False, "FLASH_ATTN", True, 26), "0.27": (False, "FLASH_ATTN", True, 26),
-    "0.28": (False, "FLASH_ATTN", True, 25), "0.29": (False, "FLASH_ATTN", False, 25),
-    "0.30": (False, "FLASH_ATTN", False, 24), "0.31": (False, "FLASH_ATTN", False, 24),
-    "0.32": (False, "FLASH_ATTN", False, 24), "0.33": (False, "FLASH_ATTN", False, 24),
+    "0.24": (True, "FLASHINFER", True, 26),
+    "0.25": (True, "FLASHINFER", True, 26),
+    "0.26": (False, "FLASH_ATTN", True, 26),
+    "0.27": (False, "FLASH_ATTN", True, 26),
+    "0.28": (False, "FLASH_ATTN", True, 25),
+    "0.29": (False, "FLASH_ATTN", False, 25),
+    "0.30": (False, "FLASH_ATTN", False, 24),
+    "0.31": (False, "FLASH_ATTN", False, 24),
+    "0.32": (False, "FLASH_ATTN", False, 24),
+    "0.33": (False, "FLASH_ATTN", False, 24),
 }
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.relative_to(FACTS).as_posix() for p in FILES])
 def test_every_committed_facts_file_is_what_write_facts_writes(path):
     data = path.read_bytes()
-    assert data == fact_files.facts_text(json.loads(data)).encode(), \
+    assert data == fact_files.facts_text(json.loads(data)).encode(), (
         f"{path.relative_to(ROOT)} was edited by hand: regenerate it (its _about says how)"
+    )
 
 
 def test_every_release_folder_holds_the_three_kinds_with_their_about():
@@ -65,13 +71,17 @@ def test_the_loaders_read_each_release_from_its_folder():
         assert kv_cache.facts()[release]["block_first"]["FLASH_ATTN"] is block_first
         assert len(deployment._quantization_methods()[release]) == methods
         assert deployment._quantization_methods()[release]["fp8"] == {
-            "act_dtypes": ["bfloat16", "float16"], "class": "Fp8Config", "min_capability": 75}
+            "act_dtypes": ["bfloat16", "float16"],
+            "class": "Fp8Config",
+            "min_capability": 75,
+        }
         assert fact_files.read_facts(release, "kv_cache") == kv_cache.facts()[release]
 
 
 def test_write_facts_opens_objects_one_key_per_line_and_keeps_lists_on_one():
     assert fact_files.facts_text({"b": {"heads": [[8, 512]], "ok": True, "none": {}}, "a": "x"}) == (
-        '{\n "a": "x",\n "b": {\n  "heads": [[8, 512]],\n  "none": {},\n  "ok": true\n }\n}\n')
+        '{\n "a": "x",\n "b": {\n  "heads": [[8, 512]],\n  "none": {},\n  "ok": true\n }\n}\n'
+    )
 
 
 def test_a_changed_fact_is_one_changed_line():
@@ -88,18 +98,26 @@ def test_the_regenerate_paths_write_one_file_per_release(tmp_path):
 
     plain = {"9.0": {"backends": {"FLASH_ATTN": {"sink": False}}}, "cubins_required": None}
     cubins = {"9.0": {"backends": {"FLASH_ATTN": {"sink": True}}}}
-    selector.regenerate({"0.99": {"plain": {"facts": plain}, "cubins": {"facts": cubins}, "cubins_required": True}},
-                        tmp_path)
+    selector.regenerate(
+        {"0.99": {"plain": {"facts": plain}, "cubins": {"facts": cubins}, "cubins_required": True}}, tmp_path
+    )
     test_kv_cache_groups.regenerate({"0.99": {"facts": {"FLASH_ATTN": True}}}, tmp_path)
     quantization_methods.regenerate({"0.99": {"fp8": {"class": "Fp8Config"}}}, tmp_path)
     rule_facts.regenerate({"0.99": {"spec_flags": True, "kv_mamba_pads": rule_facts.NOT_SURVEYED}}, tmp_path)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == sorted(
-        f"0.99/{kind}.json" for kind in (*KINDS, "rules"))
+        f"0.99/{kind}.json" for kind in (*KINDS, "rules")
+    )
     rules = json.loads((tmp_path / "0.99" / "rules.json").read_text())
-    assert rules == {"_about": rule_facts.ABOUT, "rules": {"kv_mamba_pads": rule_facts.NOT_SURVEYED, "spec_flags": True}}
+    assert rules == {
+        "_about": rule_facts.ABOUT,
+        "rules": {"kv_mamba_pads": rule_facts.NOT_SURVEYED, "spec_flags": True},
+    }
     written = {kind: json.loads((tmp_path / "0.99" / f"{kind}.json").read_text()) for kind in KINDS}
     assert {k: v for k, v in written["attention_backends"].items() if k != "_about"} == {
-        "9.0": {"backends": {"FLASH_ATTN": {"sink": False}}}, "cubins": cubins, "cubins_required": True}
+        "9.0": {"backends": {"FLASH_ATTN": {"sink": False}}},
+        "cubins": cubins,
+        "cubins_required": True,
+    }
     assert written["kv_cache"]["block_first"] == {"FLASH_ATTN": True}
     assert written["quantization_methods"]["fp8"] == {"class": "Fp8Config"}
     for kind in KINDS:
@@ -113,4 +131,6 @@ def test_the_wheel_carries_every_facts_file():
     for path in FACTS.rglob("*"):
         if path.is_file():
             relative = PurePosixPath(path.relative_to(package).as_posix())
-            assert any(len(relative.parts) == len(PurePosixPath(g).parts) and relative.match(g) for g in globs), relative
+            assert any(len(relative.parts) == len(PurePosixPath(g).parts) and relative.match(g) for g in globs), (
+                relative
+            )

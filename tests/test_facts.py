@@ -91,16 +91,20 @@ def test_a_rule_that_holds_stops_and_holds_again_is_reported():
     per_release = {r: facts.release_rules(r) for r in facts.known()}
     name = next(n for n in per_release[facts.known()[0]] if "since" not in facts._metadata()[n])
     first = str(facts.since(name))
-    later = facts.known()[facts.known().index(first) + 1:]
+    later = facts.known()[facts.known().index(first) + 1 :]
     assert later, f"{name} starts in the newest release: pick a rule with a release after its first"
     per_release[later[0]] = {**per_release[later[0]], name: False}
     problems = facts.check(per_release)
     if later[1:]:
-        assert problems == [f"rule {name} holds in {first}, not in {later[0]}, and again from {later[1]}: "
-                            "a dated rule has one first release (split it in two rules)"]
+        assert problems == [
+            f"rule {name} holds in {first}, not in {later[0]}, and again from {later[1]}: "
+            "a dated rule has one first release (split it in two rules)"
+        ]
     else:
-        assert problems == [f"rule {name} does not hold in {later[0]}: a dated rule holds from its first "
-                            "release on (retire it, or fix its extractor)"]
+        assert problems == [
+            f"rule {name} does not hold in {later[0]}: a dated rule holds from its first "
+            "release on (retire it, or fix its extractor)"
+        ]
 
 
 def test_a_release_the_rule_is_not_computed_in_is_passed_over_unless_the_date_rests_on_it():
@@ -120,8 +124,15 @@ def test_every_record_of_a_rule_not_computed_is_well_formed_and_names_an_existin
         assert _names_a_test(record["held_by"]), (release, name, record["held_by"])
     good = {"extractable": False, "held_by": "tests/conformance/x.py::t", "why": "no wheel"}
     assert facts.not_extracted(good) is None
-    for bad in ({**good, "extractable": True}, {**good, "why": ""}, {**good, "held_by": "nobody"},
-                {"why": "no wheel"}, "unknown", None, {**good, "since": "0.1"}):
+    for bad in (
+        {**good, "extractable": True},
+        {**good, "why": ""},
+        {**good, "held_by": "nobody"},
+        {"why": "no wheel"},
+        "unknown",
+        None,
+        {**good, "since": "0.1"},
+    ):
         assert facts.not_extracted(bad) is not None, bad
     per_release = {r: facts.release_rules(r) for r in facts.known()}
     oldest = facts.known()[0]
@@ -129,7 +140,8 @@ def test_every_record_of_a_rule_not_computed_is_well_formed_and_names_an_existin
     per_release[oldest] = {**per_release[oldest], name: {"why": "unknown"}}
     assert facts.check(per_release) == [
         f"{oldest}/rules.json: rule {name}'s record is neither true, false nor a record with exactly "
-        "['extractable', 'held_by', 'why']"]
+        "['extractable', 'held_by', 'why']"
+    ]
 
 
 def test_every_dated_rule_has_its_extractor_and_every_release_a_record_of_it():
@@ -169,4 +181,5 @@ def test_path_refuses_an_unknown_release_with_one_line_and_exit_2():
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
         f"python -m specreg.facts path: 9.99 is not a known vLLM release (known: {facts.known()[0]} to "
-        f"{facts.known()[-1]}; `python -m specreg.facts list` names each)"]
+        f"{facts.known()[-1]}; `python -m specreg.facts list` names each)"
+    ]

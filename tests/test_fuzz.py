@@ -19,14 +19,27 @@ import specreg
 from specreg import facts
 from conftest import DATA, fixture_config
 
-SPECULATORS = ["dflash", "dflash2", "dspark_generated", "eagle3_generated", "eagle3_converted", "peagle", "mtp",
-               "xpress", "eagle_legacy_v040"]
+SPECULATORS = [
+    "dflash",
+    "dflash2",
+    "dspark_generated",
+    "eagle3_generated",
+    "eagle3_converted",
+    "peagle",
+    "mtp",
+    "xpress",
+    "eagle_legacy_v040",
+]
 NATIVE = sorted(p.name for p in (DATA / "native").glob("*.json"))
 
 ODD_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=12) | st.sampled_from(
-    ["", "\u0000", "\ud800", "\u202e", "💥" * 40, "a" * 2_000, "null", "NaN", "1e999", "-0"])
-NUMBERS = st.integers(min_value=-(2**200), max_value=2**200) | st.floats(allow_nan=False) | st.sampled_from(
-    [0, -1, 1, 2**31, 2**63, -(2**63), 10**100, 1e308, -1e308, 0.5])
+    ["", "\u0000", "\ud800", "\u202e", "💥" * 40, "a" * 2_000, "null", "NaN", "1e999", "-0"]
+)
+NUMBERS = (
+    st.integers(min_value=-(2**200), max_value=2**200)
+    | st.floats(allow_nan=False)
+    | st.sampled_from([0, -1, 1, 2**31, 2**63, -(2**63), 10**100, 1e308, -1e308, 0.5])
+)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | NUMBERS | ODD_TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ODD_TEXT, inner, max_size=4),
@@ -102,8 +115,11 @@ VERSIONS = st.sampled_from(facts.known())  # every release specreg models
 VERIFIERS = st.sampled_from([None, "Qwen/Qwen3-8B"])
 
 
-@settings(max_examples=int(os.environ.get("SPECREG_FUZZ_FAST", "300")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=int(os.environ.get("SPECREG_FUZZ_FAST", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(mutated(), VERSIONS, VERIFIERS)
 def test_any_mutation_returns_or_raises_config_error_with_a_path(cfg, version, verifier):
     check(cfg, version, verifier)
@@ -123,8 +139,12 @@ def test_long_fuzz_profile(chunk):
     size = min(CHUNK, LONG - chunk * CHUNK)
 
     @seed(chunk)
-    @settings(max_examples=size, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=size,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(mutated(), VERSIONS, VERIFIERS)
     def run(cfg, version, verifier):
         _long["examples"] += 1

@@ -9,7 +9,10 @@ HEAVY = ["torch", "transformers", "vllm", "huggingface_hub", "httpx", "httpx2", 
 def modules_after(code: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     ).stdout
     return set(out.split())
 
@@ -22,7 +25,8 @@ def test_import_specreg_pulls_in_no_heavy_module():
 def test_normalize_pulls_in_no_heavy_module():
     code = (
         "import json, specreg\n"
-        "spec = specreg.normalize(json.load(open(%r)))\n" % str(__import__("pathlib").Path(__file__).parent / "data/speculators/dflash.json")
+        "spec = specreg.normalize(json.load(open(%r)))\n"
+        % str(__import__("pathlib").Path(__file__).parent / "data/speculators/dflash.json")
         + "specreg.algorithms()"
     )
     loaded = modules_after(code)

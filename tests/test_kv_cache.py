@@ -16,10 +16,19 @@ from specreg.vllm import kv_cache
 from specreg.vllm.gpu_plan import verifier_groups
 
 ROOT = Path(__file__).resolve().parent.parent
-GEMMA = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 4096,
-         "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-         "vocab_size": 151936, "torch_dtype": "bfloat16", "sliding_window": 512,
-         "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 6}
+GEMMA = {
+    "architectures": ["Gemma3ForCausalLM"],
+    "model_type": "gemma3_text",
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "torch_dtype": "bfloat16",
+    "sliding_window": 512,
+    "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 6,
+}
 
 
 def pair(tmp_path: Path, verifier: dict, **layer) -> Path:
@@ -33,15 +42,33 @@ def pair(tmp_path: Path, verifier: dict, **layer) -> Path:
 
 
 def check(tmp_path: Path, *flags: str) -> tuple[int, dict[str, dict]]:
-    out = subprocess.run([sys.executable, "-m", "specreg", "check", str(tmp_path / "draft"), "--verifier",
-                          str(tmp_path / "verifier"), "--no-weights", "--json", *flags],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "check",
+            str(tmp_path / "draft"),
+            "--verifier",
+            str(tmp_path / "verifier"),
+            "--no-weights",
+            "--json",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode in (0, 1), out.stderr
     return out.returncode, {f["code"]: f for f in json.loads(out.stdout)["findings"]}
 
 
-SLIDING_DRAFT = {"layer_types": ["sliding_attention", "full_attention"] * 2 + ["full_attention"],
-                 "sliding_window": 2048, "use_sliding_window": True, "max_window_layers": 5}
+SLIDING_DRAFT = {
+    "layer_types": ["sliding_attention", "full_attention"] * 2 + ["full_attention"],
+    "sliding_window": 2048,
+    "use_sliding_window": True,
+    "max_window_layers": 5,
+}
 
 
 @pytest.mark.parametrize("vllm", ["0.24", "0.28", "0.33"])
@@ -50,8 +77,10 @@ def test_a_draft_page_that_does_not_divide_the_verifiers_is_padded(tmp_path, vll
     rc, found = check(pair(tmp_path, GEMMA, num_key_value_heads=3, num_attention_heads=6), "--vllm", vllm)
     f = found["kv-cache-pages-padded"]
     assert f["severity"] == "info" and rc == 0, found
-    assert f"vLLM {vllm} pads the KV page of draft layers 0, 1, 2, 3, 4 (24576 bytes per 16 tokens) to the largest " \
-           "(65536 bytes)" in f["message"]
+    assert (
+        f"vLLM {vllm} pads the KV page of draft layers 0, 1, 2, 3, 4 (24576 bytes per 16 tokens) to the largest "
+        "(65536 bytes)" in f["message"]
+    )
     assert "62% of each of those pages is unused" in f["message"]
     # with the manager off every layer is allocated as full attention: one group, nothing padded
     _, off = check(tmp_path, "--vllm", vllm, "--disable-hybrid-kv-cache-manager")
@@ -73,22 +102,36 @@ def test_two_sliding_windows_fail_with_the_hybrid_manager_off(tmp_path, vllm):
     assert rc == 0 and f["severity"] == "warning", found
     # vLLM's words, from vllm/v1/kv_cache_interface.py `merge_window_sizes` (0.24-0.33 wheels); the
     # conformance tier holds specreg's message to each wheel's own exception
-    assert "is_kv_cache_spec_uniform raises ValueError: All attention layers in the same KV cache group must have " \
-           "the same window size." in f["message"]
+    assert (
+        "is_kv_cache_spec_uniform raises ValueError: All attention layers in the same KV cache group must have "
+        "the same window size." in f["message"]
+    )
     assert "(the verifier's 512; the draft's 2048)" in f["fix"]
     rc, found = check(tmp_path, "--vllm", vllm, "--disable-hybrid-kv-cache-manager")
     f = found["kv-cache-groups"]
     assert rc == 1 and f["severity"] == "error" and f"vLLM {vllm} cannot put" in f["message"], found
     # the verifier's window for the draft's sliding layers: nothing to say
-    rc, found = check(pair(tmp_path / "same", GEMMA, **{**SLIDING_DRAFT, "sliding_window": 512}), "--vllm", vllm,
-                      "--disable-hybrid-kv-cache-manager")
+    rc, found = check(
+        pair(tmp_path / "same", GEMMA, **{**SLIDING_DRAFT, "sliding_window": 512}),
+        "--vllm",
+        vllm,
+        "--disable-hybrid-kv-cache-manager",
+    )
     assert rc == 0 and not {c for c in found if c.startswith("kv-cache")}, found
 
 
-QWEN3_NEXT = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 4096,
-              "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
-              "vocab_size": 151936, "torch_dtype": "bfloat16",
-              "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 9}
+QWEN3_NEXT = {
+    "architectures": ["Qwen3NextForCausalLM"],
+    "model_type": "qwen3_next",
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "vocab_size": 151936,
+    "torch_dtype": "bfloat16",
+    "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 9,
+}
 
 
 def test_a_mamba_hybrid_verifier_with_a_larger_draft_page(tmp_path):
@@ -105,8 +148,11 @@ def test_a_mamba_hybrid_verifier_with_a_larger_draft_page(tmp_path):
     f = found["kv-cache-pages-padded"]
     assert rc == 0 and "verifier layers 0, 1, 2, 4, ..." in f["message"] and "50% of each" in f["message"], found
     # the same verifier with a draft page that equals its attention page: nothing to say
-    rc, found = check(pair(tmp_path / "equal", QWEN3_NEXT, num_key_value_heads=4, num_attention_heads=8,
-                           head_dim=128), "--vllm", "0.25")
+    rc, found = check(
+        pair(tmp_path / "equal", QWEN3_NEXT, num_key_value_heads=4, num_attention_heads=8, head_dim=128),
+        "--vllm",
+        "0.25",
+    )
     assert rc == 0 and not {c for c in found if c.startswith("kv-cache")}, found
 
 
@@ -120,21 +166,35 @@ def test_the_layers_as_vllm_registers_them():
     groups = verifier_groups({"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention"] * 2}, ())
     got = kv_cache.verifier_kv_layers(groups, kv_heads=8, head_size=128, window=512, latent=None, tp=16, dtype_bytes=1)
     assert [(x.label, x.kind, x.kv_heads, x.window, x.page_bytes()) for x in got] == [
-        ("verifier layer 0", "sliding", 1, 512, 4096), ("verifier layer 1", "full", 1, None, 4096),
-        ("verifier layer 2", "sliding", 1, 512, 4096), ("verifier layer 3", "full", 1, None, 4096)]
+        ("verifier layer 0", "sliding", 1, 512, 4096),
+        ("verifier layer 1", "full", 1, None, 4096),
+        ("verifier layer 2", "sliding", 1, 512, 4096),
+        ("verifier layer 3", "full", 1, None, 4096),
+    ]
     deepseek = {"kv_lora_rank": 512, "qk_rope_head_dim": 64}
     assert kv_cache.mla_latent(deepseek) == 576 and kv_cache.mla_latent({}) is None
-    (mla,) = kv_cache.verifier_kv_layers(verifier_groups({"num_hidden_layers": 1}, ()), kv_heads=128, head_size=192,
-                                         window=None, latent=576, tp=8, dtype_bytes=2)
+    (mla,) = kv_cache.verifier_kv_layers(
+        verifier_groups({"num_hidden_layers": 1}, ()),
+        kv_heads=128,
+        head_size=192,
+        window=None,
+        latent=576,
+        tp=8,
+        dtype_bytes=2,
+    )
     assert (mla.kind, mla.kv_heads, mla.page_bytes()) == ("mla", 1, 16 * 576 * 2)  # one latent, not K and V
-    assert [kv_cache.dtype_bytes(k, d) for k, d in (("auto", "bfloat16"), ("fp8", "bfloat16"), ("auto", "float32"))] \
-        == [2, 1, 4]
+    assert [
+        kv_cache.dtype_bytes(k, d) for k, d in (("auto", "bfloat16"), ("fp8", "bfloat16"), ("auto", "float32"))
+    ] == [2, 1, 4]
 
 
 def test_versions_outside_the_wheels_surveyed_are_not_claimed(tmp_path):
     pair(tmp_path, GEMMA, num_key_value_heads=3, num_attention_heads=6)
     spec = specreg.load(tmp_path / "draft", vllm="0.22")
-    layers = [kv_cache.KvLayer("verifier layer 0", "sliding", 8, 128, 2, 512),
-              kv_cache.KvLayer("verifier layer 1", "full", 8, 128)]
-    assert kv_cache.kv_cache_findings(spec, layers, kv_cache.draft_kv_layers(spec, tp=1, dtype_bytes=2),
-                                      hybrid=True) == []
+    layers = [
+        kv_cache.KvLayer("verifier layer 0", "sliding", 8, 128, 2, 512),
+        kv_cache.KvLayer("verifier layer 1", "full", 8, 128),
+    ]
+    assert (
+        kv_cache.kv_cache_findings(spec, layers, kv_cache.draft_kv_layers(spec, tp=1, dtype_bytes=2), hybrid=True) == []
+    )

@@ -32,7 +32,9 @@ def snapshot(directory):
     """Every entry under `directory`: name -> link target or bytes."""
     out = {}
     for p in sorted(directory.rglob("*")):
-        out[str(p.relative_to(directory))] = os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else "dir"
+        out[str(p.relative_to(directory))] = (
+            os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else "dir"
+        )
     return out
 
 
@@ -176,17 +178,25 @@ def test_missing_weights_say_how_to_write_the_config_alone(tmp_path):
 
 # -- from the (loopback) Hub ----------------------------------------------------------------------
 
+
 def hub_files(shards=1):
     cfg = json.dumps(fixture_config("dflash")).encode()
     arrays = tensors(fc__weight=(4, 12), lm_head__weight=(8, 4))
     if shards == 1:
         return {"config.json": cfg, "model.safetensors": safetensors_bytes(arrays)}
     a, b = ({"fc.weight": arrays["fc.weight"]}, {"lm_head.weight": arrays["lm_head.weight"]})
-    index = {"weight_map": {"fc.weight": "model-00001-of-00002.safetensors",
-                            "lm_head.weight": "model-00002-of-00002.safetensors"}}
-    return {"config.json": cfg, "model.safetensors.index.json": json.dumps(index).encode(),
-            "model-00001-of-00002.safetensors": safetensors_bytes(a),
-            "model-00002-of-00002.safetensors": safetensors_bytes(b)}
+    index = {
+        "weight_map": {
+            "fc.weight": "model-00001-of-00002.safetensors",
+            "lm_head.weight": "model-00002-of-00002.safetensors",
+        }
+    }
+    return {
+        "config.json": cfg,
+        "model.safetensors.index.json": json.dumps(index).encode(),
+        "model-00001-of-00002.safetensors": safetensors_bytes(a),
+        "model-00002-of-00002.safetensors": safetensors_bytes(b),
+    }
 
 
 def test_hub_weights_are_fetched_at_the_config_commit_and_linked_from_the_cache(hub, tmp_path):
@@ -217,11 +227,16 @@ def test_hub_llm_kwargs_pin_the_commit_when_no_materialize_is_needed(hub):
     eagle = json.dumps(fixture_config("eagle3_generated")).encode()
     commit = hub.add("org/eagle", {"config.json": eagle})
     kw = specreg.load("org/eagle").llm_kwargs()
-    assert kw["speculative_config"] == {"method": "eagle3", "model": "org/eagle", "revision": commit,
-                                        "num_speculative_tokens": 3}
+    assert kw["speculative_config"] == {
+        "method": "eagle3",
+        "model": "org/eagle",
+        "revision": commit,
+        "num_speculative_tokens": 3,
+    }
 
 
 # -- the command line ---------------------------------------------------------------------------
+
 
 def test_cli_materialize_json_prints_the_llm_kwargs(dflash_dir, tmp_path):
     r = run("materialize", str(dflash_dir), str(tmp_path / "out"), "--json", "--vllm", "0.33")
@@ -295,7 +310,8 @@ def test_peagle_gets_the_class_name_vllms_plain_path_keeps(tmp_path):
 # -- the round trip: a materialized directory reads back as the same plan --------------------------
 
 ROUND_TRIP = sorted(p.name for p in (DATA / "speculators").glob("*.json")) + sorted(
-    f"native/{p.name}" for p in (DATA / "native").glob("*.json"))
+    f"native/{p.name}" for p in (DATA / "native").glob("*.json")
+)
 
 
 def plan_of(spec) -> dict:
@@ -315,8 +331,7 @@ def plan_of(spec) -> dict:
 def test_show_on_a_materialized_directory_reports_the_same_plan(tmp_path, name, vllm):
     path = DATA / ("" if name.startswith("native/") else "speculators") / name
     try:
-        spec = specreg.normalize(json.loads(path.read_text()), vllm=vllm, verifier="Qwen/Qwen3-8B",
-                                 source=str(path))
+        spec = specreg.normalize(json.loads(path.read_text()), vllm=vllm, verifier="Qwen/Qwen3-8B", source=str(path))
     except specreg.ConfigError:
         return  # a refused layout: nothing to materialize
     if not spec.servable:
@@ -334,16 +349,25 @@ def _materialize_on_a_terminal(hub, tmp_path, *flags):
     import pty
     import select
 
-    hub.add("org/big", {"config.json": json.dumps(fixture_config("dflash")).encode(),
-                        "model.safetensors": b"\0" * (100 * 1024 * 1024)})
+    hub.add(
+        "org/big",
+        {
+            "config.json": json.dumps(fixture_config("dflash")).encode(),
+            "model.safetensors": b"\0" * (100 * 1024 * 1024),
+        },
+    )
     import fcntl
     import struct
     import termios
 
     main, sub = pty.openpty()
     fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))  # a terminal 120 columns wide
-    proc = subprocess.Popen([sys.executable, "-m", "specreg", "materialize", "org/big", str(tmp_path / "out"), *flags],
-                            stdout=subprocess.PIPE, stderr=sub, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "specreg", "materialize", "org/big", str(tmp_path / "out"), *flags],
+        stdout=subprocess.PIPE,
+        stderr=sub,
+        stdin=subprocess.DEVNULL,
+    )
     os.close(sub)
     seen = b""
     while True:
@@ -404,8 +428,9 @@ def test_force_trusts_only_a_manifest_specreg_signed(dflash_dir, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "precious.txt").write_text("keep me")
-    (out / "specreg.json").write_text(json.dumps({"written_by": "specreg", "files": ["precious.txt", "config.json"],
-                                                  "signature": "0" * 64}))
+    (out / "specreg.json").write_text(
+        json.dumps({"written_by": "specreg", "files": ["precious.txt", "config.json"], "signature": "0" * 64})
+    )
     specreg.load(dflash_dir).materialize(out, weights="none", force=True)
     assert (out / "precious.txt").read_text() == "keep me"
     doc = json.loads((out / "specreg.json").read_text())
@@ -441,8 +466,10 @@ def test_a_force_that_fails_half_way_leaves_the_directory_as_it_was(tmp_path, mo
 
 # -- a ModelOpt checkpoint's hf_quant_config.json --------------------------------------------------
 
-QUANT = {"producer": {"name": "modelopt", "version": "0.29.0"},
-         "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": None, "exclude_modules": ["lm_head"]}}
+QUANT = {
+    "producer": {"name": "modelopt", "version": "0.29.0"},
+    "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": None, "exclude_modules": ["lm_head"]},
+}
 
 
 def test_hf_quant_config_json_becomes_the_directorys_quantization_config(dflash_dir, tmp_path):
@@ -463,7 +490,8 @@ def test_a_config_that_states_its_quantization_keeps_it(dflash_dir, tmp_path):
     (dflash_dir / "hf_quant_config.json").write_text(json.dumps(QUANT))  # vLLM reads it only without one
     out = specreg.load(dflash_dir, vllm="0.33").materialize(tmp_path / "out", weights="none")
     assert json.loads((out.directory / "config.json").read_text())["quantization_config"] == {
-        "quant_method": "compressed-tensors"}
+        "quant_method": "compressed-tensors"
+    }
 
 
 @pytest.mark.parametrize("bad", ["link-out", "not-json", "fifo"])
@@ -491,6 +519,7 @@ def test_a_hub_drafts_hf_quant_config_is_fetched_at_the_commit(hub, tmp_path):
 
 # -- values that would allocate ---------------------------------------------------------------------
 
+
 def test_a_lone_surrogate_in_a_passed_through_string_is_written_as_it_was(tmp_path):
     """JSON can carry "\\ud800"; UTF-8 cannot: materialize was exit 3 (UnicodeEncodeError)."""
     cfg = fixture_config("dflash")
@@ -502,6 +531,7 @@ def test_a_lone_surrogate_in_a_passed_through_string_is_written_as_it_was(tmp_pa
 
 
 # -- the file system says no ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("shape", ["link to an empty directory", "dangling link", "regular file"])
 def test_a_target_that_is_not_a_real_directory_is_one_line_exit_2(tmp_path, shape):
@@ -517,14 +547,22 @@ def test_a_target_that_is_not_a_real_directory_is_one_line_exit_2(tmp_path, shap
     r = run("materialize", str(src), str(target), "--config-only", "--verifier", "Qwen/Qwen3-8B")
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
     assert str(target) in r.stderr
-    assert not (tmp_path / "gone").exists() and (shape != "link to an empty directory"
-                                                 or list((tmp_path / "empty").iterdir()) == [])
+    assert not (tmp_path / "gone").exists() and (
+        shape != "link to an empty directory" or list((tmp_path / "empty").iterdir()) == []
+    )
 
 
 def test_an_unusable_specreg_cache_is_one_line_naming_it(tmp_path):
     src = write_draft(tmp_path / "src", fixture_config("dflash"))
     (tmp_path / "a-file").write_text("x")
-    r = run("materialize", str(src), str(tmp_path / "out"), "--config-only", "--verifier", "Qwen/Qwen3-8B",
-            env={"SPECREG_CACHE": str(tmp_path / "a-file" / "cache")})
+    r = run(
+        "materialize",
+        str(src),
+        str(tmp_path / "out"),
+        "--config-only",
+        "--verifier",
+        "Qwen/Qwen3-8B",
+        env={"SPECREG_CACHE": str(tmp_path / "a-file" / "cache")},
+    )
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
     assert str(tmp_path / "a-file") in r.stderr and "not a directory" in r.stderr.lower()

@@ -25,17 +25,46 @@ def native_config(name):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60, env=dict(os.environ)
+    )
 
 
-LAYER_KEYS = ("hidden_size", "num_hidden_layers", "vocab_size", "layer_types", "model_type", "head_dim",
-              "num_attention_heads", "num_key_value_heads", "intermediate_size", "rms_norm_eps",
-              "tie_word_embeddings", "max_position_embeddings", "sliding_window")
-PLAN_KEYS = ("architectures", "draft_vocab_size", "eagle_aux_hidden_state_layer_ids", "dflash_config",
-             "target_layer_ids", "block_size", "mask_token_id", "pard_token", "markov_rank", "markov_head_type",
-             "enable_confidence_head", "confidence_head_with_markov", "sample_from_anchor", "dspark_bonus_anchor",
-             "norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
+LAYER_KEYS = (
+    "hidden_size",
+    "num_hidden_layers",
+    "vocab_size",
+    "layer_types",
+    "model_type",
+    "head_dim",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "intermediate_size",
+    "rms_norm_eps",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+    "sliding_window",
+)
+PLAN_KEYS = (
+    "architectures",
+    "draft_vocab_size",
+    "eagle_aux_hidden_state_layer_ids",
+    "dflash_config",
+    "target_layer_ids",
+    "block_size",
+    "mask_token_id",
+    "pard_token",
+    "markov_rank",
+    "markov_head_type",
+    "enable_confidence_head",
+    "confidence_head_with_markov",
+    "sample_from_anchor",
+    "dspark_bonus_anchor",
+    "norm_before_residual",
+    "norm_before_fc",
+    "fc_norm",
+    "norm_output",
+)
 
 
 def plan(spec):
@@ -51,16 +80,19 @@ def plan(spec):
     }
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("zlab_dflash_qwen3_8b_fixture.json", "zlab"),
-    ("zlab_dflash_legacy_schema.json", "zlab"),
-    ("zlab_dflash_nested_schema.json", "zlab"),
-    ("deepspec_dspark_qwen3_8b.json", "deepspec"),
-    ("deepspec_dspark_qwen3_8b_causal.json", "deepspec"),
-    ("specforge_qwen3_4b_eagle3.json", "eagle3-native"),
-    ("eagle3_release_llama3_70b.json", "eagle3-native"),
-    ("modelopt_eagle3_llama4_maverick.json", "eagle3-native"),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("zlab_dflash_qwen3_8b_fixture.json", "zlab"),
+        ("zlab_dflash_legacy_schema.json", "zlab"),
+        ("zlab_dflash_nested_schema.json", "zlab"),
+        ("deepspec_dspark_qwen3_8b.json", "deepspec"),
+        ("deepspec_dspark_qwen3_8b_causal.json", "deepspec"),
+        ("specforge_qwen3_4b_eagle3.json", "eagle3-native"),
+        ("eagle3_release_llama3_70b.json", "eagle3-native"),
+        ("modelopt_eagle3_llama4_maverick.json", "eagle3-native"),
+    ],
+)
 def test_detection(name, expected):
     assert native.detect(native_config(name)) == expected
 
@@ -214,6 +246,7 @@ def test_the_catalog_supplies_the_verifier_of_a_native_hub_draft(hub):
 
 # -- convert --------------------------------------------------------------------------------------
 
+
 def test_convert_links_weights_and_round_trips(tmp_path):
     src = write_draft(tmp_path / "src", native_config("zlab_dflash_nested_schema.json"))
     out = specreg.convert(src, tmp_path / "out", verifier=VERIFIER)
@@ -258,13 +291,15 @@ def test_a_zlab_dflash2_file_is_dflash2_and_keeps_its_knobs():
     assert (spec.algorithm, spec.format, spec.method) == ("dflash2", "zlab-dflash2", "dflash")
     dc = spec.draft_config
     assert dc["architectures"] == ("DFlash2DraftModel",)
-    assert {k: dc["dflash_config"][k] for k in ("conv_kernel_size", "conv_group_size", "selector_rank",
-                                                  "selector_top_k")} == {
-        "conv_kernel_size": 2, "conv_group_size": 16, "selector_rank": 256, "selector_top_k": 16}
+    assert {
+        k: dc["dflash_config"][k] for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")
+    } == {"conv_kernel_size": 2, "conv_group_size": 16, "selector_rank": 256, "selector_top_k": 16}
     assert list(dc["dflash_config"]["target_layer_ids"]) == [1, 13, 25, 37, 49]
     assert spec.num_speculative_tokens == 15
     assert [a.causal for a in spec.attention] == [False] * 5
-    assert spec.provenance["draft_config.dflash_config.conv_kernel_size"].sources == ("$.dflash_config.conv_kernel_size",)
+    assert spec.provenance["draft_config.dflash_config.conv_kernel_size"].sources == (
+        "$.dflash_config.conv_kernel_size",
+    )
 
 
 def test_a_museglimmer_assistant_with_flat_fields_is_zlab_dflash():
@@ -276,10 +311,13 @@ def test_a_museglimmer_assistant_with_flat_fields_is_zlab_dflash():
     assert spec.provenance["draft_config.dflash_config.mask_token_id"].sources == ("$.mask_token_id",)
 
 
-@pytest.mark.parametrize(("name", "arch", "why"), [
-    ("specforge_qwen3_8b_domino.json", "DominoDraftModel", "no vLLM release has a Domino class"),
-    ("specforge_qwen3_8b_peagle.json", "PEagleDraftModel", "holds no mask_token_id"),
-])
+@pytest.mark.parametrize(
+    ("name", "arch", "why"),
+    [
+        ("specforge_qwen3_8b_domino.json", "DominoDraftModel", "no vLLM release has a Domino class"),
+        ("specforge_qwen3_8b_peagle.json", "PEagleDraftModel", "holds no mask_token_id"),
+    ],
+)
 def test_a_layout_vllm_cannot_serve_is_refused_naming_it(name, arch, why):
     with pytest.raises(specreg.ConfigError) as info:
         specreg.normalize(native_config(name), verifier=VERIFIER, source=name)
@@ -301,13 +339,19 @@ def test_an_unknown_architecture_gets_one_line_naming_it_and_the_layouts_specreg
         specreg.normalize(cfg, source="x/config.json")
     text = str(info.value)
     assert "\n" not in text and "['MedusaHeadModel']" in text
-    for layout in ("speculators format", "DFlashDraftModel", "DFlash2DraftModel", "DSparkDraftModel",
-                   "LlamaForCausalLMEagle3"):
+    for layout in (
+        "speculators format",
+        "DFlashDraftModel",
+        "DFlash2DraftModel",
+        "DSparkDraftModel",
+        "LlamaForCausalLMEagle3",
+    ):
         assert layout in text
 
 
-@pytest.mark.parametrize(("name", "model_type"), [("specforge_phi4_eagle3.json", "phi3"),
-                                                  ("specforge_qwq_32b_eagle3.json", "qwen2")])
+@pytest.mark.parametrize(
+    ("name", "model_type"), [("specforge_phi4_eagle3.json", "phi3"), ("specforge_qwq_32b_eagle3.json", "qwen2")]
+)
 def test_a_native_eagle3_of_any_model_type_is_served_with_the_llama_eagle3_class(name, model_type):
     # vLLM loads the native file through its registry entry LlamaForCausalLMEagle3 ->
     # Eagle3LlamaForCausalLM; the llama/qwen3 model_type rule is its speculators mapping's only
@@ -350,6 +394,7 @@ def test_a_file_that_is_not_a_speculators_config_says_so():
 
 
 # -- values that would allocate ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [300_000_000, 10**30])
 def test_a_huge_native_layer_count_is_refused_before_anything_is_built_from_it(n):

@@ -38,11 +38,18 @@ def refused(config, **kw):
 
 # -- no substring matching ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, field", [
-    ("MyDSparkDraft", {"dflash_config": {"markov_rank": 8, "mask_token_id": 1, "target_layer_ids": [1]}}),
-    ("OtherDFlash2DraftModel", {"dflash_config": {"conv_kernel_size": 2, "mask_token_id": 1, "target_layer_ids": [1]}}),
-    ("QwenDraftEagle3", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}}),
-])
+
+@pytest.mark.parametrize(
+    "name, field",
+    [
+        ("MyDSparkDraft", {"dflash_config": {"markov_rank": 8, "mask_token_id": 1, "target_layer_ids": [1]}}),
+        (
+            "OtherDFlash2DraftModel",
+            {"dflash_config": {"conv_kernel_size": 2, "mask_token_id": 1, "target_layer_ids": [1]}},
+        ),
+        ("QwenDraftEagle3", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3]}}),
+    ],
+)
 def test_a_name_that_only_contains_a_layout_name_is_not_that_layout(name, field):
     config = {**zlab(), "architectures": [name], **field}
     err = refused(config)
@@ -50,6 +57,7 @@ def test_a_name_that_only_contains_a_layout_name_is_not_that_layout(name, field)
 
 
 # -- recognized by structure (issue 40) -------------------------------------------------------------
+
 
 def test_angelslims_dflash_is_read_by_its_fields_as_zlab_dflash():
     config = cfg("real/angelslim/qwen3_dflash.json")  # architectures: QwenDFlashDraftModel
@@ -63,7 +71,9 @@ def test_angelslims_dflash_is_read_by_its_fields_as_zlab_dflash():
     assert "QwenDFlashDraftModel" in found[0].message
 
 
-@pytest.mark.parametrize("fixture", ["native/zlab_dflash_qwen3_8b_fixture.json", "native/zlab_dflash2_museglimmer.json"])
+@pytest.mark.parametrize(
+    "fixture", ["native/zlab_dflash_qwen3_8b_fixture.json", "native/zlab_dflash2_museglimmer.json"]
+)
 def test_a_file_naming_a_listed_class_gets_no_structure_warning(fixture):
     spec = specreg.normalize(cfg(fixture), vllm="0.33", verifier=VERIFIER)
     assert "recognized-by-structure" not in {f.code for f in spec.findings}
@@ -75,7 +85,11 @@ def test_angelslims_dflare_look_alike_is_refused_by_name():
 
 
 def test_a_name_no_layout_lists_with_another_layouts_fields_is_still_refused():
-    config = {**zlab(), "architectures": ["KVFusionDraftModel"], "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1]}}
+    config = {
+        **zlab(),
+        "architectures": ["KVFusionDraftModel"],
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1]},
+    }
     assert "name no layout" in refused(config).message
 
 
@@ -85,6 +99,7 @@ def test_recognized_by_structure_still_checks_the_layers():
 
 
 # -- how a draft was trained, read from the file (issue 40) -------------------------------------------
+
 
 def test_a_specforge_vp_drafter_is_refused_with_the_reason():
     spec = specreg.normalize(cfg("real/specforge-history/qwen3-8b-dta.json"), vllm="0.33", verifier="Qwen/Qwen3-8B")
@@ -148,16 +163,24 @@ def test_every_layout_name_is_matched_exactly():
 
 # -- structure the vLLM class does not build --------------------------------------------------------
 
-@pytest.mark.parametrize("base, extra, path, kind", [
-    (zlab, {"kv_lora_rank": 512, "q_lora_rank": 1536}, "$.kv_lora_rank", "multi-head latent attention"),
-    (zlab, {"dflash_config": {"mask_token_id": 1, "target_layer_ids": [1, 9], "attention_mode": "mla"}},
-     "$.dflash_config.attention_mode", "multi-head latent attention"),
-    (zlab, {"num_experts": 128}, "$.num_experts", "mixture-of-experts"),
-    (eagle, {"n_routed_experts": 64, "n_shared_experts": 1}, "$.n_routed_experts", "mixture-of-experts"),
-    (eagle, {"use_moe": True}, "$.use_moe", "mixture-of-experts"),
-    (eagle, {"q_lora_rank": 1536}, "$.q_lora_rank", "multi-head latent attention"),
-    (eagle, {"linear_attn_config": {"kda_layers": [1]}}, "$.linear_attn_config", "linear attention"),
-])
+
+@pytest.mark.parametrize(
+    "base, extra, path, kind",
+    [
+        (zlab, {"kv_lora_rank": 512, "q_lora_rank": 1536}, "$.kv_lora_rank", "multi-head latent attention"),
+        (
+            zlab,
+            {"dflash_config": {"mask_token_id": 1, "target_layer_ids": [1, 9], "attention_mode": "mla"}},
+            "$.dflash_config.attention_mode",
+            "multi-head latent attention",
+        ),
+        (zlab, {"num_experts": 128}, "$.num_experts", "mixture-of-experts"),
+        (eagle, {"n_routed_experts": 64, "n_shared_experts": 1}, "$.n_routed_experts", "mixture-of-experts"),
+        (eagle, {"use_moe": True}, "$.use_moe", "mixture-of-experts"),
+        (eagle, {"q_lora_rank": 1536}, "$.q_lora_rank", "multi-head latent attention"),
+        (eagle, {"linear_attn_config": {"kda_layers": [1]}}, "$.linear_attn_config", "linear attention"),
+    ],
+)
 def test_a_structure_the_served_class_does_not_build_is_refused_naming_the_field(base, extra, path, kind):
     config = base()
     config.update(copy.deepcopy(extra))
@@ -197,6 +220,7 @@ def test_modelopt_llama_name_is_eagle3_only_with_eagle_config():
 
 # -- fields vLLM's classes read are carried ---------------------------------------------------------
 
+
 def dflash2():
     return cfg("native/zlab_dflash2_museglimmer.json")
 
@@ -208,7 +232,8 @@ def test_dflash2_scaling_keys_are_carried_into_dflash_config():
     d = spec.draft_config_dict()["dflash_config"]
     assert (d["input_embedding_scale"], d["output_multiplier"], d["final_logit_softcapping"]) == (78.38, 0.5, 30.0)
     assert spec.provenance["draft_config.dflash_config.output_multiplier"].sources == (
-        "$.dflash_config.output_multiplier",)
+        "$.dflash_config.output_multiplier",
+    )
 
 
 def test_dflash_attention_sinks_are_carried():
@@ -243,11 +268,12 @@ def test_the_key_tables_do_not_overlap():
     carried = set().union(*keys.CARRIED.values())
     tables = [carried, set(keys.CONSUMED), set(keys.TRAINED_SIDE), set(keys.NOT_SERVED)]
     for i, a in enumerate(tables):
-        for b in tables[i + 1:]:
+        for b in tables[i + 1 :]:
             assert not (a & b), a & b
 
 
 # -- startup refusals and composite model types -----------------------------------------------------
+
 
 def mrope(config):
     config["rope_scaling"] = {"type": "mrope", "mrope_section": [16, 24, 24]}
@@ -270,8 +296,11 @@ def test_an_mrope_eagle3_is_not_refused():
 
 def test_an_mrope_dflash_exits_1_before_any_gpu_time(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(mrope(zlab())))
-    out = subprocess.run([sys.executable, "-m", "specreg", "show", str(tmp_path), "--verifier", VERIFIER,
-                          "--vllm", "0.33"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", str(tmp_path), "--verifier", VERIFIER, "--vllm", "0.33"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 1, out.stderr + out.stdout
     assert "vllm-startup-refusal" in out.stdout + out.stderr
 
@@ -311,10 +340,18 @@ def test_the_same_draft_as_deepseek_v2_is_served_with_the_mla_class():
     assert spec.draft_config_dict()["architectures"] == ["Eagle3DeepseekV2ForCausalLM"]
 
 
-@pytest.mark.parametrize("model_type, vllm, rewritten", [
-    ("qwen3_next", "0.33", True), ("longcat_flash_ngram", "0.31", True), ("longcat_flash_ngram", "0.32", False),
-    ("step5", "0.32", False), ("step5", "0.33", True), ("qwen3", "0.33", False), ("kimi_k2", "0.33", False),
-])
+@pytest.mark.parametrize(
+    "model_type, vllm, rewritten",
+    [
+        ("qwen3_next", "0.33", True),
+        ("longcat_flash_ngram", "0.31", True),
+        ("longcat_flash_ngram", "0.32", False),
+        ("step5", "0.32", False),
+        ("step5", "0.33", True),
+        ("qwen3", "0.33", False),
+        ("kimi_k2", "0.33", False),
+    ],
+)
 def test_the_rewrite_table_is_read_per_version(model_type, vllm, rewritten):
     from specreg.normalization.capabilities import parse_version
     from specreg.normalization.model_types import mtp_rewrite
@@ -327,8 +364,11 @@ def test_show_on_a_written_directory_rechecks_it(tmp_path):
 
     src = write_draft(tmp_path / "src", eagle())
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), "--verifier", VERIFIER,
-                           "--vllm", "0.33", str(out)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "specreg", "materialize", str(src), "--verifier", VERIFIER, "--vllm", "0.33", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     written = json.loads((out / "config.json").read_text())
     written["model_type"] = "qwen2_5_vl"  # a directory edited after it was written
@@ -339,18 +379,26 @@ def test_show_on_a_written_directory_rechecks_it(tmp_path):
 
 # -- every problem shown ----------------------------------------------------------------------------
 
+
 def test_the_cli_prints_every_problem_with_its_path(tmp_path):
     config = zlab()
     del config["dflash_config"]["target_layer_ids"]
     del config["dflash_config"]["mask_token_id"]
     (tmp_path / "config.json").write_text(json.dumps(config))
-    out = subprocess.run([sys.executable, "-m", "specreg", "show", str(tmp_path), "--json"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", str(tmp_path), "--json"], capture_output=True, text=True
+    )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 2 and "$.dflash_config.target_layer_ids" in lines[0] and "$.dflash_config.mask_token_id" in lines[1]
+    assert (
+        len(lines) == 2
+        and "$.dflash_config.target_layer_ids" in lines[0]
+        and "$.dflash_config.mask_token_id" in lines[1]
+    )
     assert [p["path"] for p in json.loads(out.stdout)["problems"]] == [
-        "$.dflash_config.target_layer_ids", "$.dflash_config.mask_token_id"]
+        "$.dflash_config.target_layer_ids",
+        "$.dflash_config.mask_token_id",
+    ]
 
 
 def test_native_provenance_names_the_files_own_fields():
@@ -360,10 +408,20 @@ def test_native_provenance_names_the_files_own_fields():
 
 def test_findings_name_classes_of_vllms_registry():
     # vLLM 0.33 registry keys (vllm/model_executor/models/registry.py), read in the conformance tier too
-    registry = {layout_serves.vllm_class for layout in native.layouts() for layout_serves in layout.names.values()
-                if layout_serves.vllm_class}
-    assert registry <= {"Eagle3LlamaForCausalLM", "Eagle3Qwen3ForCausalLM", "Eagle3DeepseekV2ForCausalLM",
-                        "DFlashDraftModel", "DFlash2DraftModel", "Qwen3DSparkModel"}
+    registry = {
+        layout_serves.vllm_class
+        for layout in native.layouts()
+        for layout_serves in layout.names.values()
+        if layout_serves.vllm_class
+    }
+    assert registry <= {
+        "Eagle3LlamaForCausalLM",
+        "Eagle3Qwen3ForCausalLM",
+        "Eagle3DeepseekV2ForCausalLM",
+        "DFlashDraftModel",
+        "DFlash2DraftModel",
+        "Qwen3DSparkModel",
+    }
 
 
 # -- the other 40 real configs ------------------------------------------------------------------------
@@ -417,8 +475,9 @@ OUTCOMES = {
 
 
 def test_the_outcome_table_covers_every_new_real_config():
-    files = {str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
-             if p.parent.name != "specforge"}
+    files = {
+        str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json") if p.parent.name != "specforge"
+    }
     assert files == set(OUTCOMES) and len(files) >= 40
 
 

@@ -23,10 +23,14 @@ from verify_helpers import ENTRY as VERIFY_ENTRY
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+
 def entry(name: str, dataset: str, al: float) -> str:
     """verify_helpers' catalog entry, renamed, on `dataset`, with baseline AL `al` (two-sided 5%)."""
-    return (VERIFY_ENTRY.replace("org/draft", f"org/{name}").replace('dataset = "gsm8k"', f'dataset = "{dataset}"')
-            .replace("value = 2.8", f"value = {al}"))
+    return (
+        VERIFY_ENTRY.replace("org/draft", f"org/{name}")
+        .replace('dataset = "gsm8k"', f'dataset = "{dataset}"')
+        .replace("value = 2.8", f"value = {al}")
+    )
 
 
 def steps(job: str) -> dict[str, str]:
@@ -37,12 +41,14 @@ def steps(job: str) -> dict[str, str]:
 def shell(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     lines = [line for line in script.splitlines() if "venv" not in line or "bin/specreg" in line]
     text = "\n".join(lines).replace(".venv/bin/specreg", f"{sys.executable} -m specreg")
-    return subprocess.run(["bash", "-e", "-c", text], cwd=cwd, env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        ["bash", "-e", "-c", text], cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=300
+    )
 
 
-def report_night(runner: Path, reporter: Path, shards: list, history_cache: Path, report_step: str,
-                 env: dict[str, str]) -> None:
+def report_night(
+    runner: Path, reporter: Path, shards: list, history_cache: Path, report_step: str, env: dict[str, str]
+) -> None:
     """What the workflow does after the verify shards of one night: download-artifact puts each shard's
     results in results/results-shard-N, the history cache is restored into history/, the report step
     runs, and the cache save step keeps history/ for the next night."""
@@ -66,7 +72,8 @@ def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
     verify_step = steps("verify")["Verify this shard"]["run"]
     report_step = next(s for n, s in steps("report").items() if n.startswith("Build the report"))["run"]
     shards = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "nightly.yml").read_text())["jobs"]["verify"][
-        "strategy"]["matrix"]["shard"]
+        "strategy"
+    ]["matrix"]["shard"]
     env = {"SPECREG_REGISTRY": str(reg), "HF_HUB_OFFLINE": "1"}
     history_cache = tmp_path / "cache-history"
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
@@ -75,11 +82,15 @@ def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
             runner.mkdir()
             codes = {}
             for shard in shards:
-                cmd = (verify_step.replace("${{ matrix.shard }}", str(shard))
-                       + f" --server {server.url} --dataset-file gsm8k={rows}")
+                cmd = (
+                    verify_step.replace("${{ matrix.shard }}", str(shard))
+                    + f" --server {server.url} --dataset-file gsm8k={rows}"
+                )
                 codes[shard] = shell(cmd, runner, env).returncode
             # b regresses (its shard fails) and its results are kept; c cannot be run and says so
-            results = {d.parent.name: json.loads(d.read_text())["verdict"] for d in runner.glob("results/*/*/result.json")}
+            results = {
+                d.parent.name: json.loads(d.read_text())["verdict"] for d in runner.glob("results/*/*/result.json")
+            }
             assert results == {"org--a": "pass", "org--b": "regressed", "org--c": "not-runnable"}
             assert sorted(codes.values()) == [0, 0, 0, 1]
             assert not any(p.is_symlink() for p in runner.rglob("*"))  # nothing for upload-artifact to follow

@@ -26,8 +26,11 @@ VLLM = str(NEWEST_KNOWN)
 
 
 def minimal_config(name: str) -> dict:
-    found = sorted((p.stat().st_size, p) for p in (DATA / "speculators").glob("*.json")
-                   if json.loads(p.read_text()).get("speculators_model_type") == name)
+    found = sorted(
+        (p.stat().st_size, p)
+        for p in (DATA / "speculators").glob("*.json")
+        if json.loads(p.read_text()).get("speculators_model_type") == name
+    )
     assert found, f"no fixture of type {name!r}: add tests/data/speculators/{name}.json, its minimal valid config"
     return json.loads(found[0][1].read_text())
 
@@ -67,7 +70,9 @@ def test_the_docstring_table_lists_exactly_the_fields_read(name):
     algo = algorithms.get(name)
     cfg = minimal_config(name)
     fields = Fields(cfg)
-    algo.function(fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg), NEWEST_KNOWN)[0]))
+    algo.function(
+        fields, Context(vllm=NEWEST_KNOWN, source=None, envelope=_read_envelope(Fields(cfg), NEWEST_KNOWN)[0])
+    )
     assert fields.reads == {row.name for row in algo.fields()}
 
 
@@ -187,8 +192,13 @@ def test_an_entry_point_algorithm_is_planned_by_the_vllm_plugin_with_no_other_ed
         print(m.draft_config(cfg) == spec.draft_config_dict(), m.speculative_config(cfg) == spec.speculative_config_dict(),
               spec.method, m.vllms)
     """)
-    out = subprocess.run([sys.executable, "-c", code, json.dumps(newdraft_config())], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(newdraft_config())],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["True True dflash []"]
 
@@ -198,13 +208,26 @@ def test_an_entry_point_algorithm_is_planned_by_the_vllm_plugin_with_no_other_ed
 # exports, its own namespaced finding codes, and clear errors that name the plugin when it misuses
 # the API (issue 27).
 
+
 def envelope(algorithm: str) -> dict:
-    return {"speculators_model_type": algorithm, "architectures": ["X"],
-            "speculators_config": {"algorithm": algorithm, "verifier": {"name_or_path": "org/v"},
-                                   "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
-                                   "default_proposal_method": "greedy"},
-            "transformer_layer_config": {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
-                                         "num_key_value_heads": 4, "num_hidden_layers": 1, "vocab_size": 128}}
+    return {
+        "speculators_model_type": algorithm,
+        "architectures": ["X"],
+        "speculators_config": {
+            "algorithm": algorithm,
+            "verifier": {"name_or_path": "org/v"},
+            "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+            "default_proposal_method": "greedy",
+        },
+        "transformer_layer_config": {
+            "model_type": "llama",
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "num_hidden_layers": 1,
+            "vocab_size": 128,
+        },
+    }
 
 
 @pytest.fixture
@@ -218,12 +241,28 @@ def plugin(monkeypatch):
         body.__qualname__ = "normalize"
         specreg.register_speculator(name, method="eagle3")(body)
         return name
+
     return register
 
 
 def test_specreg_exports_what_an_algorithm_module_needs():
-    for name in ("Plan", "Context", "Fields", "Kind", "POS_INT", "NONNEG_INT", "COUNT", "BOOL", "STR", "NUMBER",
-                 "LAYER_IDS", "STR_LIST", "check_layer_ids", "register_speculator", "register_finding"):
+    for name in (
+        "Plan",
+        "Context",
+        "Fields",
+        "Kind",
+        "POS_INT",
+        "NONNEG_INT",
+        "COUNT",
+        "BOOL",
+        "STR",
+        "NUMBER",
+        "LAYER_IDS",
+        "STR_LIST",
+        "check_layer_ids",
+        "register_speculator",
+        "register_finding",
+    ):
         assert name in specreg.__all__ and getattr(specreg, name) is not None, name
 
 
@@ -246,8 +285,9 @@ def test_a_plugin_declares_its_own_namespaced_finding_code(plugin):
     assert f.severity == "warning" and f.path == "$.transformer_layer_config.hidden_size"
 
 
-@pytest.mark.parametrize("code, words", [
-    ("head-too-wide", "namespaced"), ("MyPlugin/x", "namespaced"), ("my-plugin/x", None)])
+@pytest.mark.parametrize(
+    "code, words", [("head-too-wide", "namespaced"), ("MyPlugin/x", "namespaced"), ("my-plugin/x", None)]
+)
 def test_plugin_codes_are_namespaced(plugin, code, words):
     if words is None:
         assert specreg.register_finding(code, "info", "t").code == code
@@ -273,7 +313,9 @@ def test_an_unknown_code_or_a_misused_plan_is_an_error_naming_the_plugin(plugin)
     plugin("unit-plugin-assigns", assigns)
     with pytest.raises(specreg.SpecregError) as err:
         specreg.normalize(envelope("unit-plugin-unknown"), vllm="0.33")
-    assert "my_plugin.algos:normalize" in str(err.value) and "specreg.register_finding('myplugin/name'" in str(err.value)
+    assert "my_plugin.algos:normalize" in str(err.value) and "specreg.register_finding('myplugin/name'" in str(
+        err.value
+    )
     with pytest.raises(specreg.SpecregError) as err:
         specreg.normalize(envelope("unit-plugin-assigns"), vllm="0.33")
     assert "my_plugin.algos:normalize" in str(err.value) and "is read-only: set it with plan.copy" in str(err.value)
@@ -290,7 +332,8 @@ def test_specreg_debug_shows_the_plugins_traceback(tmp_path):
         "import specreg\n"
         "@specreg.register_speculator('unit-plugin-boom', method='eagle3')\n"
         "def normalize(cfg, ctx):\n"
-        "    raise ZeroDivisionError('the plugin divided by zero')\n")
+        "    raise ZeroDivisionError('the plugin divided by zero')\n"
+    )
     config = tmp_path / "config.json"
     config.write_text(json.dumps(envelope("unit-plugin-boom")))
     code = "import my_plugin, sys; from specreg.cli.main import main; sys.exit(main(['show', sys.argv[1]]))"
@@ -298,26 +341,34 @@ def test_specreg_debug_shows_the_plugins_traceback(tmp_path):
     plain = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True, env=env)
     assert plain.returncode == 2 and "Traceback" not in plain.stderr
     assert "the algorithm plugin my_plugin:normalize" in plain.stderr and "ZeroDivisionError" in plain.stderr
-    debug = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True,
-                           env={**env, "SPECREG_DEBUG": "1"})
+    debug = subprocess.run(
+        [sys.executable, "-c", code, str(config)], capture_output=True, text=True, env={**env, "SPECREG_DEBUG": "1"}
+    )
     assert debug.returncode == 2 and "Traceback" in debug.stderr and 'my_plugin/__init__.py", line 4' in debug.stderr
 
 
-@pytest.mark.parametrize(("returned", "words"), [
-    (None, "it returned NoneType None, not a specreg.Plan"),
-    ({"num_speculative_tokens": 3}, "it returned dict {'num_speculative_tokens': 3}, not a specreg.Plan"),
-    ("plan", "it returned str 'plan', not a specreg.Plan"),
-])
+@pytest.mark.parametrize(
+    ("returned", "words"),
+    [
+        (None, "it returned NoneType None, not a specreg.Plan"),
+        ({"num_speculative_tokens": 3}, "it returned dict {'num_speculative_tokens': 3}, not a specreg.Plan"),
+        ("plan", "it returned str 'plan', not a specreg.Plan"),
+    ],
+)
 def test_a_function_that_returns_no_plan_is_an_error_naming_the_plugin(plugin, returned, words):
     plugin("unit-plugin-returns", lambda cfg, ctx: returned)
     with pytest.raises(specreg.SpecregError) as err:
         specreg.normalize(envelope("unit-plugin-returns"), vllm="0.33")
-    assert str(err.value) == (f"the algorithm plugin my_plugin.algos:normalize for 'unit-plugin-returns' failed on this "
-                              f"config (TypeError: {words}); report it to that plugin's authors")
+    assert str(err.value) == (
+        f"the algorithm plugin my_plugin.algos:normalize for 'unit-plugin-returns' failed on this "
+        f"config (TypeError: {words}); report it to that plugin's authors"
+    )
 
 
-@pytest.mark.parametrize(("raised", "words"), [
-    (SystemExit(0), "SystemExit(0)"), (SystemExit(), "SystemExit()"), (KeyboardInterrupt(), "KeyboardInterrupt()")])
+@pytest.mark.parametrize(
+    ("raised", "words"),
+    [(SystemExit(0), "SystemExit(0)"), (SystemExit(), "SystemExit()"), (KeyboardInterrupt(), "KeyboardInterrupt()")],
+)
 def test_a_function_that_would_end_the_process_is_an_error_naming_the_plugin(plugin, raised, words):
     def body(cfg, ctx):
         raise raised
@@ -325,11 +376,15 @@ def test_a_function_that_would_end_the_process_is_an_error_naming_the_plugin(plu
     plugin("unit-plugin-exits", body)
     with pytest.raises(specreg.SpecregError) as err:
         specreg.normalize(envelope("unit-plugin-exits"), vllm="0.33")
-    assert f"the algorithm plugin my_plugin.algos:normalize for 'unit-plugin-exits' failed on this config (RuntimeError: " \
-           f"it raised {words}, which would have ended the process)" in str(err.value)
+    assert (
+        f"the algorithm plugin my_plugin.algos:normalize for 'unit-plugin-exits' failed on this config (RuntimeError: "
+        f"it raised {words}, which would have ended the process)" in str(err.value)
+    )
 
 
-@pytest.mark.parametrize("name", ["", "Medusa", "medusa x", "medusa\n", "medusa\x1b[2J", "2medusa", "medusa/x", "médusa"])
+@pytest.mark.parametrize(
+    "name", ["", "Medusa", "medusa x", "medusa\n", "medusa\x1b[2J", "2medusa", "medusa/x", "médusa"]
+)
 def test_an_algorithm_name_outside_the_pattern_is_refused(plugin, name):
     with pytest.raises(specreg.RegistryError, match="a name is the speculators_model_type string"):
         plugin(name, lambda cfg, ctx: None)
@@ -354,8 +409,9 @@ def cli(tmp_path, site, *argv):
     import sys
 
     script = f"import sys; sys.path[:0] = [{str(site)!r}]\n" + CLI
-    return subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=tmp_path,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
 
 
 def medusa_config(tmp_path):
@@ -366,11 +422,14 @@ def medusa_config(tmp_path):
     return str(tmp_path / "medusa")
 
 
-@pytest.mark.parametrize(("body", "error"), [
-    ("import sys; sys.exit(0)\n", "SystemExit: it called sys.exit(0)"),
-    ("raise SystemExit\n", "SystemExit: it called sys.exit()"),
-    ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
-])
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("import sys; sys.exit(0)\n", "SystemExit: it called sys.exit(0)"),
+        ("raise SystemExit\n", "SystemExit: it called sys.exit()"),
+        ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
+    ],
+)
 def test_a_plugin_that_exits_or_is_interrupted_at_import_is_one_line_and_the_rest_goes_on(tmp_path, body, error):
     site = _plugin_dist(tmp_path, "bye = my_bye\nmedusa = my_medusa\n", {"my_bye": body, "my_medusa": PLUGIN})
     listed = cli(tmp_path, site, "algorithms")
@@ -387,7 +446,8 @@ HALFWAY = PLUGIN.replace('"medusa"', '"halfway"') + "\nraise ImportError('needs 
 
 def test_a_plugin_that_registers_then_fails_at_import_is_unregistered(tmp_path):
     site = _plugin_dist(tmp_path, "halfway = my_halfway\n", {"my_halfway": HALFWAY})
-    out = _run("""
+    out = _run(
+        """
         import specreg
         from specreg.normalization import algorithms
         print("halfway" in {a.name for a in specreg.algorithms()})
@@ -396,7 +456,10 @@ def test_a_plugin_that_registers_then_fails_at_import_is_unregistered(tmp_path):
         except specreg.UnknownAlgorithmError as exc:
             print(type(exc).__name__)
         print([b.entry_point for b in algorithms.broken_plugins()])
-    """, tmp_path, site)
+    """,
+        tmp_path,
+        site,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["False", "UnknownAlgorithmError", "['halfway']"]
     assert out.stderr.splitlines() == [line("halfway", "my_halfway", "ImportError: needs torch_npu")]
@@ -405,31 +468,39 @@ def test_a_plugin_that_registers_then_fails_at_import_is_unregistered(tmp_path):
 def test_a_failed_plugin_that_imported_a_builtin_leaves_the_builtin_served(tmp_path):
     body = "import specreg.algos.dflash\nraise ImportError('needs torch_npu')\n"
     site = _plugin_dist(tmp_path, "leans = my_leans\n", {"my_leans": body})
-    out = _run(f"""
+    out = _run(
+        f"""
         import json, specreg
         from specreg.normalization import algorithms
         algorithms.load_plugins()
         print(specreg.normalize(json.loads({json.dumps(json.dumps(fixture_config("dflash")))}), vllm="0.33").method)
-    """, tmp_path, site)
+    """,
+        tmp_path,
+        site,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["dflash"]
 
 
 # three ways a plugin's import can take the built-in dflash over
 REPLACING = {
-    "the registry's table": ("import attrs\nfrom specreg.normalization import algorithms\n"
-                             "algorithms._registered['dflash'] = attrs.evolve(algorithms.get('dflash'), method='eagle3')\n",
-                             "it replaced the built-in algorithm 'dflash' of specreg.algos.dflash:dflash with "
-                             "specreg.algos.dflash:dflash"),
-    "a borrowed module name": ("import specreg\n"
-                               "def dflash(cfg, ctx):\n    return None\n"
-                               "dflash.__module__ = 'specreg.algos.dflash'\n"
-                               "specreg.register_speculator('dflash', method='eagle3')(dflash)\n",
-                               "RegistryError: speculator algorithm 'dflash' is registered twice: first by the "
-                               "built-in specreg.algos.dflash, again by specreg.algos.dflash:dflash"),
-    "its module reloaded": ("import importlib, specreg.algos.dflash\nimportlib.reload(specreg.algos.dflash)\n",
-                            "it replaced the built-in algorithm 'dflash' of specreg.algos.dflash:dflash with "
-                            "specreg.algos.dflash:dflash"),
+    "the registry's table": (
+        "import attrs\nfrom specreg.normalization import algorithms\n"
+        "algorithms._registered['dflash'] = attrs.evolve(algorithms.get('dflash'), method='eagle3')\n",
+        "it replaced the built-in algorithm 'dflash' of specreg.algos.dflash:dflash with specreg.algos.dflash:dflash",
+    ),
+    "a borrowed module name": (
+        "import specreg\n"
+        "def dflash(cfg, ctx):\n    return None\n"
+        "dflash.__module__ = 'specreg.algos.dflash'\n"
+        "specreg.register_speculator('dflash', method='eagle3')(dflash)\n",
+        "RegistryError: speculator algorithm 'dflash' is registered twice: first by the "
+        "built-in specreg.algos.dflash, again by specreg.algos.dflash:dflash",
+    ),
+    "its module reloaded": (
+        "import importlib, specreg.algos.dflash\nimportlib.reload(specreg.algos.dflash)\n",
+        "it replaced the built-in algorithm 'dflash' of specreg.algos.dflash:dflash with specreg.algos.dflash:dflash",
+    ),
 }
 
 
@@ -437,26 +508,33 @@ REPLACING = {
 def test_a_plugin_replacing_a_builtin_is_reported_and_the_builtin_kept(tmp_path, how):
     body, error = REPLACING[how]
     site = _plugin_dist(tmp_path, "taker = my_taker\n", {"my_taker": body})
-    out = _run(f"""
+    out = _run(
+        f"""
         import json, specreg
         print({{a.name: a.method for a in specreg.algorithms()}}["dflash"])
         spec = specreg.normalize(json.loads({json.dumps(json.dumps(fixture_config("dflash")))}), vllm="0.33")
         print(spec.method, [f.code for f in spec.errors])
-    """, tmp_path, site)
+    """,
+        tmp_path,
+        site,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["dflash", "dflash []"]
     assert out.stderr.splitlines() == [line("taker", "my_taker", error)]
 
 
 def test_a_plugin_replacing_another_plugins_algorithm_is_reported(tmp_path):
-    body = ("import attrs\nfrom specreg.normalization import algorithms\n"
-            "algorithms._registered['medusa'] = attrs.evolve(algorithms.get('medusa'), method='eagle3')\n")
+    body = (
+        "import attrs\nfrom specreg.normalization import algorithms\n"
+        "algorithms._registered['medusa'] = attrs.evolve(algorithms.get('medusa'), method='eagle3')\n"
+    )
     site = _plugin_dist(tmp_path, "medusa = my_medusa\ntaker = my_taker\n", {"my_medusa": PLUGIN, "my_taker": body})
     out = _run("from specreg.normalization import algorithms; print(algorithms.get('medusa').method)", tmp_path, site)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["medusa"]
-    assert out.stderr.splitlines() == [line("taker", "my_taker", "it replaced the algorithm 'medusa' of my_medusa:medusa "
-                                                                 "with my_medusa:medusa")]
+    assert out.stderr.splitlines() == [
+        line("taker", "my_taker", "it replaced the algorithm 'medusa' of my_medusa:medusa with my_medusa:medusa")
+    ]
 
 
 def test_an_algorithm_name_with_terminal_controls_is_refused_and_printed_escaped(tmp_path):
@@ -464,9 +542,15 @@ def test_an_algorithm_name_with_terminal_controls_is_refused_and_printed_escaped
     out = cli(tmp_path, site, "algorithms")
     assert out.returncode == 0, out.stderr
     assert "\x1b" not in out.stdout + out.stderr
-    assert out.stderr.splitlines() == [line("evil", "my_evil", "RegistryError: algorithm name 'medusa\\x1b[2J': a name is the "
-                                            "speculators_model_type string, lower-case letters, digits, '_' and '-', "
-                                            "starting with a letter")]
+    assert out.stderr.splitlines() == [
+        line(
+            "evil",
+            "my_evil",
+            "RegistryError: algorithm name 'medusa\\x1b[2J': a name is the "
+            "speculators_model_type string, lower-case letters, digits, '_' and '-', "
+            "starting with a letter",
+        )
+    ]
 
 
 def test_a_plugins_module_name_is_printed_escaped(tmp_path):
@@ -486,7 +570,8 @@ def test_a_slow_plugin_slows_no_builtin(tmp_path):
     gate = "import threading\nENTERED, RELEASE = threading.Event(), threading.Event()\n"
     slow = "import gate\ngate.ENTERED.set()\ngate.RELEASE.wait(60)\n"
     site = _plugin_dist(tmp_path, "slow = my_slow\n", {"my_slow": slow, "gate": gate})
-    out = _run(f"""
+    out = _run(
+        f"""
         import json, sys, threading, gate, specreg
         loading = threading.Thread(target=specreg.algorithms)
         loading.start()
@@ -500,17 +585,24 @@ def test_a_slow_plugin_slows_no_builtin(tmp_path):
         gate.RELEASE.set()
         loading.join(30)
         other.join(30)
-    """, tmp_path, site)
+    """,
+        tmp_path,
+        site,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["['dflash'] True"]
 
 
 def test_a_builtin_draft_never_imports_a_plugin(tmp_path):
     site = _plugin_dist(tmp_path, "bye = my_bye\n", {"my_bye": "import sys; sys.exit(7)\n"})
-    out = _run(f"""
+    out = _run(
+        f"""
         import json, sys, specreg
         spec = specreg.normalize(json.loads({json.dumps(json.dumps(fixture_config("dflash")))}), vllm="0.33")
         print(spec.method, "my_bye" in sys.modules)
-    """, tmp_path, site)
+    """,
+        tmp_path,
+        site,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["dflash False"]

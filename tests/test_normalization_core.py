@@ -27,7 +27,8 @@ def test_an_algorithm_plugins_own_exception_names_the_plugin(tmp_path):
         "from specreg import register_speculator\n"
         "@register_speculator('medusa-x', method='medusa', vllm_min='0.10')\n"
         "def medusa(cfg, ctx):\n"
-        "    raise KeyError('heads')\n")
+        "    raise KeyError('heads')\n"
+    )
     dist = site / "brokenalgo-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenalgo\nVersion: 1.0\n")
@@ -37,10 +38,17 @@ def test_an_algorithm_plugins_own_exception_names_the_plugin(tmp_path):
     src = write_draft(tmp_path / "draft", cfg)
     import os
 
-    out = subprocess.run([sys.executable, "-m", "specreg", "show", str(src)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(site)}, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", str(src)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        timeout=120,
+    )
     assert out.returncode == 2, out.stderr
-    assert "the algorithm plugin brokenalgo:medusa for 'medusa-x' failed on this config (KeyError: 'heads')" in out.stderr
+    assert (
+        "the algorithm plugin brokenalgo:medusa for 'medusa-x' failed on this config (KeyError: 'heads')" in out.stderr
+    )
     assert "internal error" not in out.stderr
 
 
@@ -66,9 +74,18 @@ def test_deep_nesting_is_a_config_error():
 # Fields every speculators config shares, unservable types, and the input-is-never-mutated rule.
 
 FIXTURES = [
-    "dflash", "dflash2", "dspark_generated", "eagle3_generated", "eagle3_converted",
-    "eagle3_v040_generated", "peagle", "mtp", "xpress", "eagle_legacy_v040",
-    "independent_v040", "mlp_v040",
+    "dflash",
+    "dflash2",
+    "dspark_generated",
+    "eagle3_generated",
+    "eagle3_converted",
+    "eagle3_v040_generated",
+    "peagle",
+    "mtp",
+    "xpress",
+    "eagle_legacy_v040",
+    "independent_v040",
+    "mlp_v040",
 ]
 
 
@@ -89,7 +106,7 @@ def test_every_fixture_normalizes_without_touching_its_input(name, version):
         ("mtp", "mtp", 3, "no `mtp` mapping"),
         ("xpress", "xpress", 15, "no `xpress` mapping"),
         ("eagle_legacy_v040", "eagle", 5, "removed in speculators 0.5"),
-        ("independent_v040", "independent", 5, "\"method\": \"draft_model\""),
+        ("independent_v040", "independent", 5, '"method": "draft_model"'),
         ("mlp_v040", "mlp", 5, "never produced a loadable checkpoint"),
     ],
 )

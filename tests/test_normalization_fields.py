@@ -22,9 +22,19 @@ CASES = [
     ("dflash", {"speculators_config": DROP}, "$.speculators_config", "required field is missing"),
     ("dflash", {"speculators_config": None}, "$.speculators_config", "required field is null"),
     ("dflash", {"speculators_config": [1]}, "$.speculators_config", "expected an object, got a list"),
-    ("dflash", {"speculators_config__proposal_methods": []}, "$.speculators_config.proposal_methods", "got an empty list"),
+    (
+        "dflash",
+        {"speculators_config__proposal_methods": []},
+        "$.speculators_config.proposal_methods",
+        "got an empty list",
+    ),
     ("dflash", {"speculators_config__proposal_methods": DROP}, "$.speculators_config.proposal_methods", "missing"),
-    ("dflash", {"speculators_config__proposal_methods": ["greedy"]}, "$.speculators_config.proposal_methods[0]", "expected an object"),
+    (
+        "dflash",
+        {"speculators_config__proposal_methods": ["greedy"]},
+        "$.speculators_config.proposal_methods[0]",
+        "expected an object",
+    ),
     ("dflash", {TOKENS: DROP}, TOKENS_PATH, "required field is missing"),
     ("dflash", {TOKENS: None}, TOKENS_PATH, "required field is null"),
     ("dflash", {TOKENS: "15"}, TOKENS_PATH, 'expected an integer, got a string "15"'),
@@ -39,10 +49,25 @@ CASES = [
     ("dflash", {"aux_hidden_state_layer_ids": None}, "$.aux_hidden_state_layer_ids", "required field is null"),
     ("dflash", {"aux_hidden_state_layer_ids": []}, "$.aux_hidden_state_layer_ids", "expected at least 1 item"),
     ("dflash", {"aux_hidden_state_layer_ids": [2, 10, 10, 26]}, "$.aux_hidden_state_layer_ids[2]", "repeats"),
-    ("dflash", {"aux_hidden_state_layer_ids": [2, 18, 10]}, "$.aux_hidden_state_layer_ids[2]", "smaller than the one before"),
+    (
+        "dflash",
+        {"aux_hidden_state_layer_ids": [2, 18, 10]},
+        "$.aux_hidden_state_layer_ids[2]",
+        "smaller than the one before",
+    ),
     ("dflash", {"aux_hidden_state_layer_ids": [0, 10, 18]}, "$.aux_hidden_state_layer_ids[0]", "below 1"),
-    ("dflash", {"aux_hidden_state_layer_ids": [2, "10"]}, "$.aux_hidden_state_layer_ids", "item [1]: expected an integer"),
-    ("dflash", {"aux_hidden_state_layer_ids": [-1, 3]}, "$.aux_hidden_state_layer_ids", "item [0]: expected an integer >= 0"),
+    (
+        "dflash",
+        {"aux_hidden_state_layer_ids": [2, "10"]},
+        "$.aux_hidden_state_layer_ids",
+        "item [1]: expected an integer",
+    ),
+    (
+        "dflash",
+        {"aux_hidden_state_layer_ids": [-1, 3]},
+        "$.aux_hidden_state_layer_ids",
+        "item [0]: expected an integer >= 0",
+    ),
     ("dflash", {"aux_hidden_state_layer_ids": 2}, "$.aux_hidden_state_layer_ids", "expected a list of int"),
     ("dflash", {"mask_token_id": -1}, "$.mask_token_id", "expected an integer >= 0, got -1"),
     ("dflash", {"mask_token_id": 2**40}, "$.mask_token_id", "<= 2147483647"),
@@ -51,16 +76,46 @@ CASES = [
     ("dflash", {"sliding_window_non_causal": 0}, "$.sliding_window_non_causal", "expected true or false"),
     ("dflash", {"transformer_layer_config": DROP}, "$.transformer_layer_config", "required field is missing"),
     ("dflash", {"transformer_layer_config": []}, "$.transformer_layer_config", "expected an object"),
-    ("dflash", {"transformer_layer_config__num_hidden_layers": DROP}, "$.transformer_layer_config.num_hidden_layers", "missing"),
-    ("dflash", {"transformer_layer_config__layer_types": ["full_attention"]}, "$.transformer_layer_config.layer_types", "has 1 entries but num_hidden_layers is 5"),
-    ("dflash", {"transformer_layer_config__layer_types": ["full_attention"] * 4 + ["linear_attention"]}, "$.transformer_layer_config.layer_types[4]", "unknown layer type"),
-    ("dflash", {"transformer_layer_config__layer_types": ["sliding_attention"] * 5}, "$.transformer_layer_config.sliding_window", "need a sliding_window"),
+    (
+        "dflash",
+        {"transformer_layer_config__num_hidden_layers": DROP},
+        "$.transformer_layer_config.num_hidden_layers",
+        "missing",
+    ),
+    (
+        "dflash",
+        {"transformer_layer_config__layer_types": ["full_attention"]},
+        "$.transformer_layer_config.layer_types",
+        "has 1 entries but num_hidden_layers is 5",
+    ),
+    (
+        "dflash",
+        {"transformer_layer_config__layer_types": ["full_attention"] * 4 + ["linear_attention"]},
+        "$.transformer_layer_config.layer_types[4]",
+        "unknown layer type",
+    ),
+    (
+        "dflash",
+        {"transformer_layer_config__layer_types": ["sliding_attention"] * 5},
+        "$.transformer_layer_config.sliding_window",
+        "need a sliding_window",
+    ),
     ("dspark_generated", {"markov_rank": -5}, "$.markov_rank", ">= 0"),
     ("dflash2", {"selector_top_k": "16"}, "$.selector_top_k", "expected an integer"),
-    ("eagle3_generated", {"eagle_aux_hidden_state_layer_ids": [29, 16, 2]}, "$.eagle_aux_hidden_state_layer_ids[1]", "smaller"),
+    (
+        "eagle3_generated",
+        {"eagle_aux_hidden_state_layer_ids": [29, 16, 2]},
+        "$.eagle_aux_hidden_state_layer_ids[1]",
+        "smaller",
+    ),
     ("eagle3_generated", {"norm_before_residual": "yes"}, "$.norm_before_residual", "expected true or false"),
     ("eagle3_generated", {"draft_vocab_size": 0}, "$.draft_vocab_size", ">= 1"),
-    ("eagle3_generated", {"transformer_layer_config__model_type": ""}, "$.transformer_layer_config.model_type", "non-empty string"),
+    (
+        "eagle3_generated",
+        {"transformer_layer_config__model_type": ""},
+        "$.transformer_layer_config.model_type",
+        "non-empty string",
+    ),
     ("peagle", {"mask_token_id": None}, "$.mask_token_id", "required field is null"),
     ("mtp", {TOKENS: "3"}, TOKENS_PATH, "expected an integer"),
 ]
@@ -125,7 +180,8 @@ def test_a_misspelt_sliding_window_non_causal_is_reported():
     config.pop("sliding_window_non_causal", None)
     config["sliding_window_non_casual"] = False
     assert unread(specreg.normalize(config, vllm="0.33")) == [
-        ("$.sliding_window_non_casual", "info", "rename sliding_window_non_casual to sliding_window_non_causal")]
+        ("$.sliding_window_non_casual", "info", "rename sliding_window_non_casual to sliding_window_non_causal")
+    ]
 
 
 def test_a_misspelt_key_in_the_layer_config_is_reported_at_its_path():
@@ -133,7 +189,8 @@ def test_a_misspelt_key_in_the_layer_config_is_reported_at_its_path():
     layer = config["transformer_layer_config"]
     layer["layer_type"] = layer.pop("layer_types", ["full_attention"] * layer["num_hidden_layers"])
     assert [p for p, _, _ in unread(specreg.normalize(config, vllm="0.33"))] == [
-        "$.transformer_layer_config.layer_type"]
+        "$.transformer_layer_config.layer_type"
+    ]
 
 
 def test_a_misspelt_envelope_key_is_reported():
@@ -157,12 +214,15 @@ def test_a_long_list_is_not_walked_item_by_item():
     assert near_misses(config, {"ids", "ids[0].field_one"}) == [("$.ids[0].field_onez", "field_onez", "field_one")]
 
 
-@pytest.mark.parametrize("fixture, field, typo", [
-    ("eagle3_generated.json", "norm_before_residual", "norm_before_residul"),
-    ("dspark_generated.json", "enable_confidence_head", "enable_confidense_head"),
-    ("dflash2.json", "selector_top_k", "selector_topk"),
-    ("peagle.json", "norm_before_residual", "norm_befor_residual"),
-])
+@pytest.mark.parametrize(
+    "fixture, field, typo",
+    [
+        ("eagle3_generated.json", "norm_before_residual", "norm_before_residul"),
+        ("dspark_generated.json", "enable_confidence_head", "enable_confidense_head"),
+        ("dflash2.json", "selector_top_k", "selector_topk"),
+        ("peagle.json", "norm_before_residual", "norm_befor_residual"),
+    ],
+)
 def test_each_family_reports_a_misspelt_optional_field(fixture, field, typo):
     config = json.loads((DATA / "speculators" / fixture).read_text())
     config[typo] = config.pop(field, True)
@@ -188,7 +248,9 @@ def test_a_field_read_in_another_object_is_not_a_misspelling_here():
     config = {"a": {"field_ones": 1}, "b": {"field_ones": 2}}
     reads = {"a.field_one", "b", "b.field_ones", "a"}
     assert near_misses(config, reads) == []
-    assert near_misses({"a": {"field_onez": 1}}, {"a", "a.field_one"}) == [("$.a.field_onez", "field_onez", "field_one")]
+    assert near_misses({"a": {"field_onez": 1}}, {"a", "a.field_one"}) == [
+        ("$.a.field_onez", "field_onez", "field_one")
+    ]
 
 
 def test_an_object_nothing_read_inside_is_not_looked_into():
@@ -224,7 +286,8 @@ def test_show_reports_it_and_exits_0(tmp_path):
     assert out.returncode == 0, out.stderr
     found = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "unread-field"]
     assert [(f["path"], f["severity"], f["fix"]) for f in found] == [
-        ("$.sample_from_anchr", "info", "rename sample_from_anchr to sample_from_anchor")]
+        ("$.sample_from_anchr", "info", "rename sample_from_anchr to sample_from_anchor")
+    ]
 
 
 def real_configs():

@@ -5,18 +5,41 @@ import pytest
 import specreg
 
 
-@pytest.mark.parametrize(("name", "changes", "path", "words"), [
-    ("eagle3_generated", {"hidden_size": 4100}, "$.transformer_layer_config.hidden_size",
-     "hidden_size 4100 is not a multiple of num_attention_heads 32: transformers' LlamaConfig"),
-    ("dflash", {"hidden_size": 4100, "head_dim": None}, "$.transformer_layer_config.hidden_size",
-     "there is no head_dim"),
-    ("dflash", {"num_key_value_heads": 7}, "$.transformer_layer_config.num_key_value_heads",
-     "num_attention_heads 32 is not a multiple of num_key_value_heads 7"),
-    ("peagle", {"num_attention_heads": 0}, "$.transformer_layer_config.num_attention_heads",
-     "must be a positive integer, got 0"),
-    ("dspark_generated", {"num_key_value_heads": 64}, "$.transformer_layer_config.num_key_value_heads",
-     "not a multiple of num_key_value_heads 64"),
-])
+@pytest.mark.parametrize(
+    ("name", "changes", "path", "words"),
+    [
+        (
+            "eagle3_generated",
+            {"hidden_size": 4100},
+            "$.transformer_layer_config.hidden_size",
+            "hidden_size 4100 is not a multiple of num_attention_heads 32: transformers' LlamaConfig",
+        ),
+        (
+            "dflash",
+            {"hidden_size": 4100, "head_dim": None},
+            "$.transformer_layer_config.hidden_size",
+            "there is no head_dim",
+        ),
+        (
+            "dflash",
+            {"num_key_value_heads": 7},
+            "$.transformer_layer_config.num_key_value_heads",
+            "num_attention_heads 32 is not a multiple of num_key_value_heads 7",
+        ),
+        (
+            "peagle",
+            {"num_attention_heads": 0},
+            "$.transformer_layer_config.num_attention_heads",
+            "must be a positive integer, got 0",
+        ),
+        (
+            "dspark_generated",
+            {"num_key_value_heads": 64},
+            "$.transformer_layer_config.num_key_value_heads",
+            "not a multiple of num_key_value_heads 64",
+        ),
+    ],
+)
 def test_a_draft_shape_vllm_cannot_build_is_an_error_finding(variant, name, changes, path, words):
     cfg = variant(name)
     for key, value in changes.items():

@@ -21,6 +21,7 @@ def test_the_python_api_gives_plain_dicts_where_users_serialize(fx):
 # --------------------------------------------------------------------------------------------------
 # Fields every speculators config shares, unservable types, and the input-is-never-mutated rule.
 
+
 def test_speculator_is_frozen(fx):
     spec = specreg.normalize(fx("dflash"))
     with pytest.raises(AttributeError):
@@ -30,13 +31,27 @@ def test_speculator_is_frozen(fx):
 def test_to_dict_has_the_documented_keys(fx):
     d = specreg.normalize(fx("dflash"), vllm="0.33").to_dict()
     assert list(d) == [
-        "algorithm", "format", "method", "verifier", "num_speculative_tokens", "vllm_version", "draft_config",
-        "speculative_config", "attention", "findings", "provenance", "origin", "catalog", "checks",
+        "algorithm",
+        "format",
+        "method",
+        "verifier",
+        "num_speculative_tokens",
+        "vllm_version",
+        "draft_config",
+        "speculative_config",
+        "attention",
+        "findings",
+        "provenance",
+        "origin",
+        "catalog",
+        "checks",
     ]
     assert d["attention"][0] == {"layer": 0, "kind": "full", "window": None, "causal": False}
     assert set(d["findings"][0]) == {"code", "severity", "message", "path", "fix"}
     assert d["provenance"]["draft_config.draft_vocab_size"] == {
-        "kind": "source", "sources": ["$.draft_vocab_size"], "why": None,
+        "kind": "source",
+        "sources": ["$.draft_vocab_size"],
+        "why": None,
     }
 
 
@@ -46,9 +61,15 @@ def test_every_provenance_kind_is_a_documented_one():
     from specreg.normalization.speculator import Provenance
 
     refused = ("domino", "peagle")  # layouts specreg refuses (tests/test_native.py)
-    native = [json.loads(p.read_text()) for p in (DATA / "native").glob("*.json")
-              if "causal" not in p.name and not any(r in p.name for r in refused)]
+    native = [
+        json.loads(p.read_text())
+        for p in (DATA / "native").glob("*.json")
+        if "causal" not in p.name and not any(r in p.name for r in refused)
+    ]
     speculators = [json.loads(p.read_text()) for p in (DATA / "speculators").glob("*.json")]
-    kinds = {prov.kind for cfg in native + speculators
-             for prov in specreg.normalize(cfg, verifier="Qwen/Qwen3-8B").provenance.values()}
+    kinds = {
+        prov.kind
+        for cfg in native + speculators
+        for prov in specreg.normalize(cfg, verifier="Qwen/Qwen3-8B").provenance.values()
+    }
     assert kinds == set(Provenance.KINDS)

@@ -11,8 +11,11 @@ def test_the_loopback_openai_server_runs_on_its_own():
     """`python tests/openai_server.py` prints its URL and serves; one request is answered."""
     import httpx
 
-    proc = subprocess.Popen([sys.executable, str(REPO_ROOT / "tests" / "openai_server.py"), "--model", "me/mine",
-                             "--version", "0.30.0"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "tests" / "openai_server.py"), "--model", "me/mine", "--version", "0.30.0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), url

@@ -16,17 +16,30 @@ from specreg.vllm.preflight import preflight
 from weights import write_draft
 
 PREFLIGHT_CODES = {
-    "verifier-layer-out-of-range", "verifier-hidden-size-mismatch", "verifier-vocab-too-small",
-    "draft-vocab-reduced", "verifier-vocab-mismatch", "mask-token-out-of-vocab", "verifier-no-aux-capture",
-    "draft-tp-invalid", "weights-fc-shape", "weights-vocab-map-missing", "weights-vocab-map-unexpected",
-    "weights-vocab-map-shape", "weights-lm-head-rows", "weights-mask-hidden", "weights-dspark-heads",
-    "weights-layer-count", "weights-unavailable",
+    "verifier-layer-out-of-range",
+    "verifier-hidden-size-mismatch",
+    "verifier-vocab-too-small",
+    "draft-vocab-reduced",
+    "verifier-vocab-mismatch",
+    "mask-token-out-of-vocab",
+    "verifier-no-aux-capture",
+    "draft-tp-invalid",
+    "weights-fc-shape",
+    "weights-vocab-map-missing",
+    "weights-vocab-map-unexpected",
+    "weights-vocab-map-shape",
+    "weights-lm-head-rows",
+    "weights-mask-hidden",
+    "weights-dspark-heads",
+    "weights-layer-count",
+    "weights-unavailable",
 }
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "specreg", *args], capture_output=True, text=True, timeout=60, env=dict(os.environ)
+    )
 
 
 def drop(d, key):
@@ -56,7 +69,11 @@ BREAKS = {
     "weights-vocab-map-shape": ("eagle3", lambda c, v, w: w.update(reshape(w, "d2t", (32,), "int32")), {}),
     "weights-lm-head-rows": ("eagle3", lambda c, v, w: w.update(reshape(w, "lm_head.weight", (16, 8))), {}),
     "weights-mask-hidden": ("peagle", lambda c, v, w: w.pop("mask_hidden"), {}),
-    "weights-dspark-heads": ("dspark", lambda c, v, w: w.update(reshape(w, "markov_head.markov_w1.weight", (64, 3))), {}),
+    "weights-dspark-heads": (
+        "dspark",
+        lambda c, v, w: w.update(reshape(w, "markov_head.markov_w1.weight", (64, 3))),
+        {},
+    ),
     "weights-layer-count": ("dflash", lambda c, v, w: [w.pop(k) for k in list(w) if k.startswith("layers.4.")], {}),
     "weights-unavailable": ("dflash", "no-weights", {}),
 }
@@ -109,9 +126,7 @@ def test_a_clean_pair_has_no_preflight_findings(tmp_path, algo):
     assert not spec.errors
     w = spec.checks.weights
     assert w.files == ("model.safetensors",) and w.tensors == len(tiny.weights(algo))
-    assert w.parameters == sum(
-        __import__("math").prod(shape) for shape, _ in tiny.weights(algo).values()
-    )
+    assert w.parameters == sum(__import__("math").prod(shape) for shape, _ in tiny.weights(algo).values())
     assert spec.checks.verifier.num_hidden_layers == tiny.LAYERS_VERIFIER
 
 
@@ -126,8 +141,11 @@ def test_aux_id_l_is_valid_from_vllm_018_and_not_before(tmp_path):
 
 
 def test_a_multimodal_verifier_is_read_through_its_text_config(tmp_path):
-    v = {"architectures": ["Qwen3VLMoeForConditionalGeneration"], "vocab_size": 64,
-         "text_config": {"hidden_size": 8, "num_hidden_layers": 6, "vocab_size": 64}}
+    v = {
+        "architectures": ["Qwen3VLMoeForConditionalGeneration"],
+        "vocab_size": 64,
+        "text_config": {"hidden_size": 8, "num_hidden_layers": 6, "vocab_size": 64},
+    }
     spec = checked(*pair(tmp_path, "dflash", lambda c, vv, w: (vv.clear(), vv.update(v))))
     assert spec.checks.verifier.text_config and spec.checks.verifier.hidden_size == 8
     assert not {f.code for f in spec.findings} & PREFLIGHT_CODES
@@ -143,6 +161,7 @@ def test_load_runs_the_checks_and_to_dict_reports_them(tmp_path):
 
 
 # -- the command line ----------------------------------------------------------------------------
+
 
 def test_check_exits_0_on_a_consistent_pair_and_prints_a_table(tmp_path):
     draft, ver = pair(tmp_path, "dspark")
@@ -173,6 +192,7 @@ def test_check_of_a_missing_local_verifier_is_bad_input(tmp_path):
 
 # -- through the loopback Hub: header ranges only -------------------------------------------------
 
+
 def test_hub_check_reads_only_header_ranges_of_weight_files(hub, tmp_path):
     files = tiny.safetensors_files(tiny.weights("dflash"), shards=2)
     sizes = {name: len(data) for name, data in files.items() if name.endswith(".safetensors")}
@@ -187,8 +207,10 @@ def test_hub_check_reads_only_header_ranges_of_weight_files(hub, tmp_path):
     for name, size in sizes.items():
         sent = hub.bytes_sent(name)
         assert 0 < sent <= size
-    print(f"\nbytes transferred by the check: {sum(n for *_, n in hub.transfers)} "
-          f"(weights {sum(hub.bytes_sent(n) for n in sizes)} of {sum(sizes.values())})")
+    print(
+        f"\nbytes transferred by the check: {sum(n for *_, n in hub.transfers)} "
+        f"(weights {sum(hub.bytes_sent(n) for n in sizes)} of {sum(sizes.values())})"
+    )
 
 
 def test_hub_check_of_a_large_file_never_downloads_it_whole(hub):
@@ -209,8 +231,7 @@ def test_hub_check_of_a_large_file_never_downloads_it_whole(hub):
 def test_hub_check_flags_a_broken_pair(hub):
     w = tiny.weights("eagle3")
     del w["d2t"]
-    hub.add("org/draft", {"config.json": json.dumps(tiny.draft_config("eagle3")).encode(),
-                          **tiny.safetensors_files(w)})
+    hub.add("org/draft", {"config.json": json.dumps(tiny.draft_config("eagle3")).encode(), **tiny.safetensors_files(w)})
     hub.add("org/verifier", {"config.json": json.dumps(tiny.verifier_config("eagle3")).encode()})
     r = run("check", "org/draft", "--verifier", "org/verifier")
     assert r.returncode == 1
@@ -245,15 +266,23 @@ def test_a_hub_config_naming_a_relative_name_that_exists_locally_still_reads_the
 # object once reached the weight check and ended in `TypeError: mappingproxy * int` (exit 3).
 
 FIXTURES = sorted(f"speculators/{p.name}" for p in (DATA / "speculators").glob("*.json")) + sorted(
-    f"native/{p.name}" for p in (DATA / "native").glob("*.json"))
+    f"native/{p.name}" for p in (DATA / "native").glob("*.json")
+)
 
 
 #: a non-empty object: an empty one is falsy, and slipped past the check that crashed on the other
 RETYPES = {"an object": {"x": 1}, "a list": [1], "a string": "1", "a bool": True, "null": None}
 
 
-VERIFIER = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096,
-            "num_hidden_layers": 36, "vocab_size": 151936, "num_attention_heads": 32, "num_key_value_heads": 8}
+VERIFIER = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "vocab_size": 151936,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+}
 
 
 GPU = "H100"
@@ -322,8 +351,13 @@ def test_every_number_retyped_is_a_speculator_or_a_config_error_naming_a_path(tm
     assert wrong == []
 
 
-@pytest.mark.parametrize("fixture, at", [("speculators/eagle3_generated.json", ("transformer_layer_config",)),
-                                         ("native/zlab_dflash_qwen3_8b_fixture.json", ())])
+@pytest.mark.parametrize(
+    "fixture, at",
+    [
+        ("speculators/eagle3_generated.json", ("transformer_layer_config",)),
+        ("native/zlab_dflash_qwen3_8b_fixture.json", ()),
+    ],
+)
 @pytest.mark.parametrize("what", ["an object", "a list", "a string", "a bool"])
 def test_a_hidden_size_that_is_no_integer_is_a_config_error_at_its_path(tmp_path, fixture, at, what):
     cfg = retyped(json.loads((DATA / fixture).read_text()), (*at, "hidden_size"), RETYPES[what])
@@ -341,8 +375,11 @@ def test_a_hidden_size_that_is_no_integer_is_a_config_error_at_its_path(tmp_path
 def test_a_head_count_that_is_no_integer_stops_the_gpu_check_at_its_path(tmp_path, what):
     """num_attention_heads wrong is an error finding; the GPU's head size (hidden_size // heads) is then
     unknown (or, for true, 5120), so --gpu says which field, not 'gives neither head_dim nor ...'."""
-    cfg = retyped(json.loads((DATA / "native" / "specforge_qwq_32b_eagle3.json").read_text()),
-                  ("num_attention_heads",), RETYPES[what])
+    cfg = retyped(
+        json.loads((DATA / "native" / "specforge_qwq_32b_eagle3.json").read_text()),
+        ("num_attention_heads",),
+        RETYPES[what],
+    )
     (tmp_path / "verifier").mkdir()
     (tmp_path / "verifier" / "config.json").write_text(json.dumps(VERIFIER))
     draft = write_draft(tmp_path / "draft", cfg)

@@ -53,7 +53,11 @@ def test_a_real_config_is_read_as_its_trainer_wrote_it(name):
     if "refused" in want:
         assert [f.code for f in spec.errors] == [want["refused"]]
         return
-    got = {"algorithm": spec.algorithm, "tokens": spec.num_speculative_tokens,
-           "causal": [a.causal for a in spec.attention], "class": spec.draft_config["architectures"][0]}
+    got = {
+        "algorithm": spec.algorithm,
+        "tokens": spec.num_speculative_tokens,
+        "causal": [a.causal for a in spec.attention],
+        "class": spec.draft_config["architectures"][0],
+    }
     assert got == want
     assert spec.servable, [f.message for f in spec.errors]

@@ -48,9 +48,11 @@ def test_builtin_methods_and_first_vllm_versions():
 
 def test_registering_a_builtin_name_again_names_both_origins():
     with pytest.raises(specreg.RegistryError) as info:
+
         @specreg.register_speculator("dflash", method="dflash")
         def my_dflash(cfg, ctx):
             return None
+
     message = str(info.value)
     assert "specreg.algos.dflash" in message
     assert "test_registry:test_registering_a_builtin_name_again_names_both_origins.<locals>.my_dflash" in message
@@ -62,9 +64,11 @@ def test_registering_a_plugin_name_twice_names_both_origins():
         return None
 
     with pytest.raises(specreg.RegistryError) as info:
+
         @specreg.register_speculator("unit-test-algo", method="eagle3")
         def second(cfg, ctx):
             return None
+
     assert ".first" in str(info.value) and ".second" in str(info.value)
     algorithms._registered.pop("unit-test-algo")
 
@@ -177,8 +181,10 @@ def test_a_broken_plugin_is_reported_and_skipped(tmp_path):
     assert lines[1] == "broken | ImportError: needs torch_npu"
     assert lines[2].startswith("clash | RegistryError: speculator algorithm 'dflash' is registered twice")
     assert "specreg.algos.dflash" in lines[2] and "my_clash:clash" in lines[2]
-    assert result.stderr.splitlines()[0] == ("specreg: the algorithm plugin broken = my_broken (package "
-                                             "specreg-test-plugin 1.0) failed: ImportError: needs torch_npu; it is skipped")
+    assert result.stderr.splitlines()[0] == (
+        "specreg: the algorithm plugin broken = my_broken (package "
+        "specreg-test-plugin 1.0) failed: ImportError: needs torch_npu; it is skipped"
+    )
 
 
 def test_the_cli_lists_algorithms_and_reports_broken_plugins(tmp_path):
@@ -186,8 +192,10 @@ def test_the_cli_lists_algorithms_and_reports_broken_plugins(tmp_path):
     result = _run("import sys; from specreg.cli.main import main; sys.exit(main(['algorithms']))", tmp_path, site)
     assert result.returncode == 0
     assert "dflash2      dflash       0.29        specreg.algos.dflash2" in result.stdout
-    assert result.stderr.splitlines() == ["specreg: the algorithm plugin broken = my_broken (package "
-                                          "specreg-test-plugin 1.0) failed: RuntimeError: boom; it is skipped"]
+    assert result.stderr.splitlines() == [
+        "specreg: the algorithm plugin broken = my_broken (package "
+        "specreg-test-plugin 1.0) failed: RuntimeError: boom; it is skipped"
+    ]
 
 
 def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monkeypatch):
@@ -201,7 +209,8 @@ def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monk
 
     pkg = tmp_path / "tmpalgos"
     shutil.copytree(Path(specreg.algos.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "newdraft.py").write_text(textwrap.dedent('''
+    (pkg / "newdraft.py").write_text(
+        textwrap.dedent('''
         """A new draft type: served as DFlash, with its own name."""
 
         from specreg.normalization.algorithms import register_speculator
@@ -217,7 +226,8 @@ def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monk
             |---|---|---|---|
             """
             return normalize(cfg, ctx, DFLASH)
-    '''))
+    ''')
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(algorithms, "BUILTIN_PACKAGE", "tmpalgos")
     monkeypatch.setattr(algorithms, "_builtin", None)
@@ -239,7 +249,7 @@ def test_the_example_plugins_docstring_table_lists_exactly_the_fields_it_reads(t
     root = Path(__file__).resolve().parent.parent
     code = f"""
         import json, sys
-        sys.path.insert(0, {str(root / 'examples' / 'specreg-example-plugin')!r}); sys.path.insert(0, {str(root / 'tests')!r})
+        sys.path.insert(0, {str(root / "examples" / "specreg-example-plugin")!r}); sys.path.insert(0, {str(root / "tests")!r})
         import specreg_example_plugin.example_eagle3
         from specreg.normalization import algorithms
         from specreg.normalization.capabilities import NEWEST_KNOWN
@@ -268,8 +278,10 @@ def test_the_refused_types_are_one_table_naming_the_newest_known_vllm():
 
     assert set(specreg.algos.REFUSED) == {a.name for a in specreg.algorithms() if a.unservable}
     for name in ("mtp", "xpress"):
-        assert f"(vLLM {short(NEWEST_KNOWN)} accepts eagle3, peagle, dflash, dflash2 and dspark)" in \
-            algorithms.get(name).unservable
+        assert (
+            f"(vLLM {short(NEWEST_KNOWN)} accepts eagle3, peagle, dflash, dflash2 and dspark)"
+            in algorithms.get(name).unservable
+        )
     assert not re.search(r"vLLM \d", Path(specreg.algos.__file__).read_text())  # no version typed in
 
 

@@ -21,8 +21,18 @@ ROOT = Path(__file__).resolve().parent.parent
 def one_result(tmp_path, **fields) -> Path:
     results = tmp_path / "results" / "x"
     results.mkdir(parents=True)
-    doc = {"model": "org/x", "started": "2026-01-02T00:00:00+00:00", "engine": "e", "verdict": "pass",
-           "statistics": None, "judgement": None, "baseline": None, "harness": {}, "environment": {}, "notes": []}
+    doc = {
+        "model": "org/x",
+        "started": "2026-01-02T00:00:00+00:00",
+        "engine": "e",
+        "verdict": "pass",
+        "statistics": None,
+        "judgement": None,
+        "baseline": None,
+        "harness": {},
+        "environment": {},
+        "notes": [],
+    }
     (results / "result.json").write_text(json.dumps({**doc, **fields}))
     (tmp_path / "registry").mkdir()
     return tmp_path / "results"
@@ -65,9 +75,22 @@ def test_the_report_escapes_what_result_files_say(tmp_path):
     results = tmp_path / "results" / "x"
     results.mkdir(parents=True)
     hostile = "org/x' onmouseover='alert(1)"
-    (results / "result.json").write_text(json.dumps({
-        "model": hostile, "started": "<script>alert(2)</script>", "engine": "e", "verdict": "pass' onclick='x",
-        "statistics": None, "judgement": None, "baseline": None, "harness": {}, "environment": {}, "notes": []}))
+    (results / "result.json").write_text(
+        json.dumps(
+            {
+                "model": hostile,
+                "started": "<script>alert(2)</script>",
+                "engine": "e",
+                "verdict": "pass' onclick='x",
+                "statistics": None,
+                "judgement": None,
+                "baseline": None,
+                "harness": {},
+                "environment": {},
+                "notes": [],
+            }
+        )
+    )
     index = build(tmp_path / "results", tmp_path / "site")
     attrs_seen, scripts = [], []
 
@@ -112,11 +135,20 @@ def test_the_change_since_the_previous_night_is_the_verdict_of_the_earlier_runs(
     from specreg.verify.report import _verdict_before
 
     def run_(day, verdict, index=0):
-        return {"model": "m", "started": f"{day}T01:00:00+00:00", "verdict": verdict,
-                "harness": {"dataset": "gsm8k"}, "judgement": {"baseline_index": index}}
+        return {
+            "model": "m",
+            "started": f"{day}T01:00:00+00:00",
+            "verdict": verdict,
+            "harness": {"dataset": "gsm8k"},
+            "judgement": {"baseline_index": index},
+        }
 
-    runs = [run_("2026-11-29", "pass"), run_("2026-11-30", "pass"), run_("2026-11-30", "pass", 1),
-            run_("2026-12-01", "regressed")]
+    runs = [
+        run_("2026-11-29", "pass"),
+        run_("2026-11-30", "pass"),
+        run_("2026-11-30", "pass", 1),
+        run_("2026-12-01", "regressed"),
+    ]
     assert _verdict_before(runs, "2026-12-01") == "pass"
     assert _verdict_before(runs, "2026-11-29") is None
     assert _verdict_before(runs + [run_("2026-11-30", "regressed", 1)], "2026-12-01") == "regressed"
@@ -129,8 +161,9 @@ def test_report_json_says_what_it_wrote(setup, tmp_path):
     (out.parent / "broken").mkdir()
     (out.parent / "broken" / "result.json").write_text("{not json")
     site, merged = tmp_path / "site", tmp_path / "merged.sqlite"
-    r = run("report", str(out.parent), "--out", str(site), "--registry", str(reg), "--history-out", str(merged),
-            "--json")
+    r = run(
+        "report", str(out.parent), "--out", str(site), "--registry", str(reg), "--history-out", str(merged), "--json"
+    )
     assert r.returncode == 0, r.stderr
     printed = json.loads(r.stdout)
     assert printed["index"] == str(site / "index.html") and printed["history_out"] == str(merged)

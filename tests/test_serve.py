@@ -83,7 +83,8 @@ def hinted_entry(hub, tmp_path, serving: str) -> dict:
     registry.mkdir(parents=True)
     (registry / "draft.toml").write_text(
         'id = "org/draft"\nalgorithm = "dflash"\nstatus = "unpinned"\n\n[verifier]\nid = "Qwen/Qwen3-8B"\n\n'
-        f'[serving]\n{serving}')
+        f"[serving]\n{serving}"
+    )
     hub.add("org/draft", {"config.json": json.dumps(fixture_config("dflash")).encode()})
     return {"SPECREG_REGISTRY": str(tmp_path / "registry")}
 
@@ -93,16 +94,32 @@ def test_catalog_serving_hints_are_used_and_a_differing_flag_is_noted(hub, tmp_p
     out = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", env=env)
     assert out.returncode == 0, out.stderr
     assert shlex.split(out.stdout)[-4:] == ["--tensor-parallel-size", "4", "--max-model-len", "8192"]
-    mine = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", "--", "--tensor-parallel-size", "2",
-               env=env)
+    mine = run(
+        "serve",
+        "org/draft",
+        "--dir",
+        str(tmp_path / "d"),
+        "--config-only",
+        "--",
+        "--tensor-parallel-size",
+        "2",
+        env=env,
+    )
     assert shlex.split(mine.stdout)[-4:] == ["--tensor-parallel-size", "2", "--max-model-len", "8192"]
     assert "the catalog entry serves this draft with --tensor-parallel-size 4; you asked for 2" in mine.stderr
 
 
-@pytest.mark.parametrize("flags, want", [
-    (["-tp", "2"], "2"), (["--tensor_parallel_size", "2"], "2"), (["--tensor-parallel-size=2"], "2"),
-    (["--tensor-parallel", "2"], "2"), (["--tensor_par=2"], "2"), (["-t", "2"], "2"),  # abbreviations, as argparse
-])
+@pytest.mark.parametrize(
+    "flags, want",
+    [
+        (["-tp", "2"], "2"),
+        (["--tensor_parallel_size", "2"], "2"),
+        (["--tensor-parallel-size=2"], "2"),
+        (["--tensor-parallel", "2"], "2"),
+        (["--tensor_par=2"], "2"),
+        (["-t", "2"], "2"),  # abbreviations, as argparse
+    ],
+)
 def test_any_spelling_of_a_hinted_setting_wins_and_appears_once(hub, tmp_path, flags, want):
     """A catalog hint tensor_parallel_size = 4 and the user's `-tp 2`: vLLM takes the last flag, so the
     hint must not be added after the user's spelling of the same setting."""
@@ -110,11 +127,13 @@ def test_any_spelling_of_a_hinted_setting_wins_and_appears_once(hub, tmp_path, f
     out = run("serve", "org/draft", "--dir", str(tmp_path / "d"), "--config-only", "--", *flags, env=env)
     assert out.returncode == 0, out.stderr
     argv = shlex.split(out.stdout)
-    assert argv[-len(flags):] == flags and "--tensor-parallel-size" not in argv[:-len(flags)]
+    assert argv[-len(flags) :] == flags and "--tensor-parallel-size" not in argv[: -len(flags)]
     assert f"you asked for {want}" in out.stderr
 
 
-@pytest.mark.parametrize("flag", ["-sc", "--spec-model", "--spec_tokens", "--speculative-config.num_speculative_tokens"])
+@pytest.mark.parametrize(
+    "flag", ["-sc", "--spec-model", "--spec_tokens", "--speculative-config.num_speculative_tokens"]
+)
 def test_vllms_other_spellings_of_the_draft_are_refused_too(draft, flag):
     out = run("serve", str(draft), "--", flag, "3")
     assert out.returncode == 2 and out.stderr.startswith(f"error: {flag} after --"), out.stderr
@@ -122,14 +141,25 @@ def test_vllms_other_spellings_of_the_draft_are_refused_too(draft, flag):
 
 def test_serve_can_write_the_spec_flags_form(tmp_path):
     src = write_draft(tmp_path / "src", fixture_config("dflash"))  # model, method and k say all of it
-    out = run("serve", str(src), "--spec-flags", "--verifier", "Qwen/Qwen3-8B", "--dir", str(tmp_path / "d"),
-              "--config-only")
+    out = run(
+        "serve", str(src), "--spec-flags", "--verifier", "Qwen/Qwen3-8B", "--dir", str(tmp_path / "d"), "--config-only"
+    )
     assert out.returncode == 0, out.stderr
     argv = shlex.split(out.stdout)
     assert "--speculative-config" not in argv
     assert (argv[argv.index("--spec-method") + 1], argv[argv.index("--spec-tokens") + 1]) == ("dflash", "15")
-    old = run("serve", str(src), "--spec-flags", "--vllm", "0.20", "--verifier", "Qwen/Qwen3-8B",
-              "--dir", str(tmp_path / "e"), "--config-only")
+    old = run(
+        "serve",
+        str(src),
+        "--spec-flags",
+        "--vllm",
+        "0.20",
+        "--verifier",
+        "Qwen/Qwen3-8B",
+        "--dir",
+        str(tmp_path / "e"),
+        "--config-only",
+    )
     assert old.returncode == 2 and "has no --spec-model" in old.stderr
 
 

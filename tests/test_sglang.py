@@ -20,8 +20,10 @@ from specreg.sglang.plan import sglang_plan
 from specreg.sglang.rules import known, rules
 
 DATA = Path(__file__).parent / "data"
-CONFIGS = sorted(str(p.relative_to(DATA)) for p in [*DATA.glob("speculators/*.json"), *DATA.glob("native/*.json"),
-                                                   *DATA.glob("real/*/*.json")])
+CONFIGS = sorted(
+    str(p.relative_to(DATA))
+    for p in [*DATA.glob("speculators/*.json"), *DATA.glob("native/*.json"), *DATA.glob("real/*/*.json")]
+)
 RULES = rules()
 
 
@@ -53,13 +55,21 @@ def test_every_config_is_exported_as_trained_or_refused_in_sglangs_terms(name):
     assert plan.flags[-2:] == ("--speculative-draft-model-quantization", "unquant")
     if spec.algorithm == "eagle3":
         assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [
-            i - 1 for i in dc["eagle_aux_hidden_state_layer_ids"]]
-        assert plan.flags[2:8] == ("--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
-                                   "--speculative-num-draft-tokens", str(k + 1))
+            i - 1 for i in dc["eagle_aux_hidden_state_layer_ids"]
+        ]
+        assert plan.flags[2:8] == (
+            "--speculative-num-steps",
+            str(k),
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            str(k + 1),
+        )
     else:
         flash = dc.get("dflash_config") or {}
-        assert config["dflash_config"]["target_layer_ids"] == list(dc.get("target_layer_ids",
-                                                                          flash.get("target_layer_ids")))
+        assert config["dflash_config"]["target_layer_ids"] == list(
+            dc.get("target_layer_ids", flash.get("target_layer_ids"))
+        )
         anchor = dc.get("sample_from_anchor", flash.get("sample_from_anchor"))
         block = k if spec.algorithm == "dspark" else k + 1
         assert config["dflash_config"]["block_size"] == block
@@ -88,7 +98,10 @@ def test_dspark_writes_sample_from_anchor_at_the_top_and_gamma_as_the_trained_pr
     assert config["sample_from_anchor"] is True
     assert config["dflash_config"] == {"target_layer_ids": [1, 9, 17, 25, 33], "mask_token_id": 151669, "block_size": 8}
     assert config["is_causal"] is False and config["model_type"] == "qwen3"
-    assert "--speculative-dspark-block-size" in plan.flags and plan.flags[plan.flags.index("--speculative-dspark-block-size") + 1] == "8"
+    assert (
+        "--speculative-dspark-block-size" in plan.flags
+        and plan.flags[plan.flags.index("--speculative-dspark-block-size") + 1] == "8"
+    )
     assert (plan.trained.proposals, plan.trained.query_rows) == (8, 8)
 
 
@@ -107,7 +120,11 @@ def test_dflash2_knobs_are_under_dflash_config():
     plan = export(specreg.load(DATA / "speculators/dflash2.json"))
     flash = plan.config["dflash_config"]
     assert {k: flash[k] for k in ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k")} == {
-        "conv_kernel_size": 2, "conv_group_size": 16, "selector_rank": 256, "selector_top_k": 16}
+        "conv_kernel_size": 2,
+        "conv_group_size": 16,
+        "selector_rank": 256,
+        "selector_top_k": 16,
+    }
     assert plan.config["architectures"] == ["DFlash2DraftModel"]
     assert plan.config["sliding_window"] == 2048 and plan.config["use_sliding_window"] is True
     assert plan.config["is_causal"] is False
@@ -118,10 +135,21 @@ def test_eagle3_is_a_chain_of_the_trained_length_with_ids_in_layer_output_conven
     cfg["norm_before_residual"] = False
     plan = export(specreg.normalize(cfg, source="eagle3.json"))
     assert plan.servable, [f.message for f in plan.errors]
-    assert plan.config["eagle_config"] == {"eagle_aux_hidden_state_layer_ids": [1, 15, 28], "use_aux_hidden_state": True}
+    assert plan.config["eagle_config"] == {
+        "eagle_aux_hidden_state_layer_ids": [1, 15, 28],
+        "use_aux_hidden_state": True,
+    }
     assert plan.config["architectures"] == ["LlamaForCausalLMEagle3"]
-    assert list(plan.flags[:8]) == ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "3",
-                                    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    assert list(plan.flags[:8]) == [
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-num-steps",
+        "3",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "4",
+    ]
 
 
 def test_eagle3_without_ids_is_refused_unless_the_verifiers_layer_count_is_known(fx):
@@ -134,10 +162,17 @@ def test_eagle3_without_ids_is_refused_unless_the_verifiers_layer_count_is_known
     assert plan.servable and plan.config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 15, 28]
 
 
-@pytest.mark.parametrize("change, path, words", [
-    ({"norm_before_residual": True}, "$.norm_before_residual", "never reads it"),
-    ({"transformer_layer_config": {"model_type": "qwen3"}}, "$.transformer_layer_config.model_type", "llama layers"),
-])
+@pytest.mark.parametrize(
+    "change, path, words",
+    [
+        ({"norm_before_residual": True}, "$.norm_before_residual", "never reads it"),
+        (
+            {"transformer_layer_config": {"model_type": "qwen3"}},
+            "$.transformer_layer_config.model_type",
+            "llama layers",
+        ),
+    ],
+)
 def test_eagle3_refusals(fx, change, path, words):
     cfg = fx("eagle3_generated")
     cfg["norm_before_residual"] = False
@@ -157,10 +192,13 @@ def test_dflash_trained_from_the_anchor_is_refused(fx):
     assert "never reads sample_from_anchor" in plan.errors[0].message
 
 
-@pytest.mark.parametrize("causal_kind, refused", [
-    ("full", True),  # sliding non-causal, full causal: the opposite of SGLang's default, and not one is_causal
-    ("sliding", False),  # sliding causal, full non-causal: SGLang's default for layer_types, no is_causal needed
-])
+@pytest.mark.parametrize(
+    "causal_kind, refused",
+    [
+        ("full", True),  # sliding non-causal, full causal: the opposite of SGLang's default, and not one is_causal
+        ("sliding", False),  # sliding causal, full non-causal: SGLang's default for layer_types, no is_causal needed
+    ],
+)
 def test_per_layer_causality_is_said_with_layer_types_and_is_causal_or_refused(causal_kind, refused):
     spec = specreg.load(DATA / "speculators/dflash2.json")
     masks = [attrs.evolve(a, causal=a.kind == causal_kind) for a in spec.attention]
@@ -211,8 +249,9 @@ def test_dspark_without_a_markov_head_type_is_refused(fx):
     assert [f.path for f in plan.errors] == ["$.markov_head_type"]
 
 
-@pytest.mark.parametrize("fixture, algorithm", [("peagle", "peagle"), ("xpress", "xpress"), ("mlp_v040", "mlp"),
-                                                ("mtp", "mtp")])
+@pytest.mark.parametrize(
+    "fixture, algorithm", [("peagle", "peagle"), ("xpress", "xpress"), ("mlp_v040", "mlp"), ("mtp", "mtp")]
+)
 def test_algorithms_sglang_does_not_serve_are_refused_with_the_reason(fixture, algorithm):
     plan = export(specreg.load(DATA / f"speculators/{fixture}.json"))
     assert plan.algorithm == algorithm
@@ -274,18 +313,26 @@ def test_build_target_layer_ids_is_sglangs_guess():
 
 # -- the flags after `--` ----------------------------------------------------------------------------
 
+
 def test_other_sglang_flags_pass_through():
-    assert merge(["--port", "8000", "--mem-fraction-static", "0.8"], RULES) == ["--port", "8000",
-                                                                                "--mem-fraction-static", "0.8"]
+    assert merge(["--port", "8000", "--mem-fraction-static", "0.8"], RULES) == [
+        "--port",
+        "8000",
+        "--mem-fraction-static",
+        "0.8",
+    ]
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--speculative-num-steps", "5"], "--speculative-num-steps after --: specreg writes"),
-    (["--model", "x"], "--model after --: specreg writes"),
-    (["--speculative-draft-model=x"], "--speculative-draft-model after --: specreg writes"),
-    (["--speculative-draft-model-q", "fp8"], "SGLang reads it as --speculative-draft-model-quantization"),
-    (["--speculative-num", "5"], "ambiguous option: --speculative-num could match"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--speculative-num-steps", "5"], "--speculative-num-steps after --: specreg writes"),
+        (["--model", "x"], "--model after --: specreg writes"),
+        (["--speculative-draft-model=x"], "--speculative-draft-model after --: specreg writes"),
+        (["--speculative-draft-model-q", "fp8"], "SGLang reads it as --speculative-draft-model-quantization"),
+        (["--speculative-num", "5"], "ambiguous option: --speculative-num could match"),
+    ],
+)
 def test_flags_specreg_writes_are_refused_in_any_spelling(flags, message):
     with pytest.raises(FlagError, match=message.replace("(", r"\(")):
         merge(flags, RULES)
@@ -315,6 +362,7 @@ def test_the_target_quantization_is_the_users_and_the_draft_keeps_its_own():
 
 # -- the directory ------------------------------------------------------------------------------------
 
+
 def test_the_directory_holds_the_export_and_links_the_weights(tmp_path):
     from tiny import write_pair
 
@@ -327,8 +375,14 @@ def test_the_directory_holds_the_export_and_links_the_weights(tmp_path):
     assert (tmp_path / "out/model.safetensors").is_symlink()
     manifest = json.loads((tmp_path / "out/specreg.json").read_text())
     assert (manifest["engine"], manifest["sglang_version"]) == ("sglang", RULES["sglang"])
-    assert done.argv()[:6] == ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
-                               "--speculative-draft-model-path"]
+    assert done.argv()[:6] == [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "Qwen/Qwen3-8B",
+        "--speculative-draft-model-path",
+    ]
 
 
 def test_a_hub_draft_is_checked_by_its_tensor_names_and_its_weights_linked(hub, tmp_path):
@@ -369,7 +423,9 @@ def test_sglang_plan_is_public_and_imports_neither_sglang_nor_torch():
     import sys
 
     assert specreg.sglang_plan is sglang_plan
-    code = ("import sys, specreg, specreg.sglang.plan, specreg.sglang.export; "
-            "print(sorted(m for m in ('sglang', 'torch', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys, specreg, specreg.sglang.plan, specreg.sglang.export; "
+        "print(sorted(m for m in ('sglang', 'torch', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

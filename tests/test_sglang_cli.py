@@ -16,8 +16,14 @@ def test_serve_prints_the_launch_command_of_the_written_directory(tmp_path):
     done = run_in_process("serve", str(draft), "--engine", "sglang", "--dir", str(out), "--", "--port", "30000")
     assert done.returncode == 0, done.stderr
     argv = shlex.split(done.stdout)
-    assert argv[:6] == ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
-                        "--speculative-draft-model-path"]
+    assert argv[:6] == [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "Qwen/Qwen3-8B",
+        "--speculative-draft-model-path",
+    ]
     assert argv[6] == str(out) and argv[-2:] == ["--port", "30000"]
     assert argv[argv.index("--speculative-dspark-block-size") + 1] == "8"
     assert json.loads((out / "config.json").read_text())["architectures"] == ["Qwen3DSparkModel"]
@@ -34,9 +40,14 @@ def test_a_flag_specreg_writes_is_refused_in_one_line_exit_2(tmp_path):
     draft, _verifier = write_pair(tmp_path, "dspark")
     done = run_in_process("serve", str(draft), "--engine", "sglang", "--", "--speculative-num-draft-tokens", "4")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].endswith(
-        "--speculative-num-draft-tokens after --: specreg writes the model, the draft and its speculative settings "
-        "itself; pass SGLang's other flags there")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "--speculative-num-draft-tokens after --: specreg writes the model, the draft and its speculative settings "
+            "itself; pass SGLang's other flags there"
+        )
+    )
     assert "Traceback" not in done.stderr
 
 
@@ -73,6 +84,7 @@ def test_show_says_what_sglang_would_serve_from_the_unmodified_file():
 
 
 def test_vllm_options_are_refused_with_the_sglang_engine(tmp_path):
-    done = run_in_process("serve", str(DATA / "speculators/dspark_generated.json"), "--engine", "sglang",
-                          "--gpu", "H100")
+    done = run_in_process(
+        "serve", str(DATA / "speculators/dspark_generated.json"), "--engine", "sglang", "--gpu", "H100"
+    )
     assert done.returncode == 2 and "--gpu is about vLLM" in done.stderr

@@ -68,10 +68,12 @@ def readers():
         if warnings:
             raise ValueError(warnings[0])
 
-    return [("config", "config.json", config, config_reader),
-            ("weights", "model.safetensors", safetensors_bytes(tensors(fc__weight=(2, 2))), weights_reader),
-            ("catalog entry", "x.toml", entry, catalog_reader),
-            ("result", "result.json", b'{"model": "org/x", "verdict": "pass"}', report_reader)]
+    return [
+        ("config", "config.json", config, config_reader),
+        ("weights", "model.safetensors", safetensors_bytes(tensors(fc__weight=(2, 2))), weights_reader),
+        ("catalog entry", "x.toml", entry, catalog_reader),
+        ("result", "result.json", b'{"model": "org/x", "verdict": "pass"}', report_reader),
+    ]
 
 
 @pytest.mark.parametrize("reader", [r[0] for r in readers()])

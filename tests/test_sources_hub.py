@@ -53,6 +53,7 @@ def gets(hub, suffix="config.json"):
 
 # -- 404s and gated ---------------------------------------------------------------------------------
 
+
 def test_missing_repo_file_and_revision_are_one_clear_error_each(hub):
     hub.add(REPO, {"README.md": b"no config"})
     with pytest.raises(specreg.RepoNotFoundError, match="no repository org/nope"):
@@ -77,6 +78,7 @@ def test_gated_repo_without_and_with_a_wrong_token(hub, monkeypatch):
 
 
 # -- transient failures: retried, then the cache ---------------------------------------------------
+
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
 def test_transient_failures_are_retried_until_success(hub, status):
@@ -164,13 +166,22 @@ def test_a_body_over_the_size_limit_is_refused_before_it_is_read(hub):
 
 # -- concurrency -----------------------------------------------------------------------------------
 
+
 def test_eight_processes_loading_one_uncached_model_download_it_once(hub, tmp_path):
     hub.add(REPO, {"config.json": CONFIG})
     for _ in range(8):
         hub.fault("/config.json", ("slow", 0.3), method="GET")  # keep the downloads overlapping
     code = f"import specreg; s = specreg.load({REPO!r}); print(s.method, s.origin.sha256)"
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=dict(os.environ)) for _ in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        for _ in range(8)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [e for _, e in outs]
     assert len({o for o, _ in outs}) == 1 and outs[0][0].startswith("dflash ")
@@ -194,14 +205,13 @@ def test_repository_code_is_never_run_locally_or_from_the_hub(hub, tmp_path):
     (draft / "config.json").write_text(json.dumps(cfg))
     for name in ("config.py", "modeling.py", "__init__.py"):
         (draft / name).write_text(PLANTED.format(mark=str(mark)))
-    hub.add(REPO, {"config.json": json.dumps(cfg).encode(),
-                   "config.py": PLANTED.format(mark=str(mark)).encode()})
+    hub.add(REPO, {"config.json": json.dumps(cfg).encode(), "config.py": PLANTED.format(mark=str(mark)).encode()})
     code = textwrap.dedent(f"""
         import sys, specreg
         sys.path.insert(0, {str(draft)!r})
         for source in ({str(draft)!r}, {REPO!r}):
             spec = specreg.load(source)
-            spec.materialize({str(tmp_path / 'out')!r} + str(len(source)), weights="none")
+            spec.materialize({str(tmp_path / "out")!r} + str(len(source)), weights="none")
         assert "config" not in sys.modules and "modeling" not in sys.modules
         print("ok")
     """)
@@ -212,10 +222,21 @@ def test_repository_code_is_never_run_locally_or_from_the_hub(hub, tmp_path):
     assert [p for _, p, _ in hub.requests if p.endswith(".py")] == []
 
 
-@pytest.mark.parametrize("source", [
-    "org/../etc", "../../etc/passwd", "org/name/extra", "org/na me", "org/name@../../x", "org/name@main\nx",
-    "-org/name", "org/name@", "org/" + "x" * 200, "org/name@v1@v2",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "org/../etc",
+        "../../etc/passwd",
+        "org/name/extra",
+        "org/na me",
+        "org/name@../../x",
+        "org/name@main\nx",
+        "-org/name",
+        "org/name@",
+        "org/" + "x" * 200,
+        "org/name@v1@v2",
+    ],
+)
 def test_repo_ids_and_revisions_are_validated_before_any_request(hub, source):
     with pytest.raises(specreg.ConfigError):
         specreg.load(source)
@@ -236,13 +257,21 @@ def test_tokens_never_appear_in_errors_logs_or_result_files(hub, tmp_path, monke
     spec = specreg.load(REPO)
     out = spec.materialize(tmp_path / "out")
     seen += [spec.to_json(), (out.directory / "specreg.json").read_text(), caplog.text]
-    r = subprocess.run([sys.executable, "-m", "specreg", "show", "org/gated"], capture_output=True, text=True,
-                       env=dict(os.environ), timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", "org/gated"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
     seen += [r.stdout, r.stderr]
     assert r.returncode == 2
     assert all(TOKEN not in text for text in seen)
-    assert any("Bearer " + TOKEN == h.get("authorization") for _, _, h in hub.requests
-               for h in [{k.lower(): v for k, v in h.items()}])  # it was sent, to the Hub only
+    assert any(
+        "Bearer " + TOKEN == h.get("authorization")
+        for _, _, h in hub.requests
+        for h in [{k.lower(): v for k, v in h.items()}]
+    )  # it was sent, to the Hub only
 
 
 def test_a_hub_failure_while_materializing_leaves_the_directory_untouched(hub, tmp_path):
@@ -255,19 +284,23 @@ def test_a_hub_failure_while_materializing_leaves_the_directory_untouched(hub, t
     assert not [p for p in (tmp_path / "hf-cache").rglob("snapshots/*/model.safetensors")]
 
 
-@pytest.mark.parametrize(("header", "value", "words"), [
-    ("ETag", '"/tmp/specreg-etag-escape"', "not a content hash"),
-    ("ETag", '"../../specreg-etag-escape"', "not a content hash"),
-    ("X-Repo-Commit", "../..", "not a 40-hex commit"),
-])
+@pytest.mark.parametrize(
+    ("header", "value", "words"),
+    [
+        ("ETag", '"/tmp/specreg-etag-escape"', "not a content hash"),
+        ("ETag", '"../../specreg-etag-escape"', "not a content hash"),
+        ("X-Repo-Commit", "../..", "not a 40-hex commit"),
+    ],
+)
 def test_a_hub_answer_that_would_place_a_file_outside_the_cache_is_refused(hub, tmp_path, header, value, words):
     import subprocess
     import sys
 
     hub.add("org/hostile", {"config.json": json.dumps(fixture_config("dflash")).encode()})
     hub.override = {header: value}
-    out = subprocess.run([sys.executable, "-m", "specreg", "show", "org/hostile"], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", "org/hostile"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 2, out.stderr
     assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not os.path.exists("/tmp/specreg-etag-escape")
@@ -276,6 +309,7 @@ def test_a_hub_answer_that_would_place_a_file_outside_the_cache_is_refused(hub, 
 
 
 # -- every wait bounded ------------------------------------------------------------------------------
+
 
 def test_the_default_deadline_ends_a_hostile_fetch_within_two_minutes(monkeypatch):
     from specreg.sources import hub as hubmod
@@ -286,11 +320,14 @@ def test_the_default_deadline_ends_a_hostile_fetch_within_two_minutes(monkeypatc
     assert hubmod.deadline() == 60.0
 
 
-@pytest.mark.parametrize("fault, words", [
-    (("drip", 3.0), "no complete answer within 1 s"),  # a config dripped one byte every 3 s
-    (("slow", 600.0), "no complete answer within 1 s"),  # a server that never answers
-    (("flood", 64 * 1024 * 1024), "over the 4194304-byte limit"),  # HEAD says 1 KB, the GET streams 64 MB
-])
+@pytest.mark.parametrize(
+    "fault, words",
+    [
+        (("drip", 3.0), "no complete answer within 1 s"),  # a config dripped one byte every 3 s
+        (("slow", 600.0), "no complete answer within 1 s"),  # a server that never answers
+        (("flood", 64 * 1024 * 1024), "over the 4194304-byte limit"),  # HEAD says 1 KB, the GET streams 64 MB
+    ],
+)
 def test_a_dripping_hanging_or_flooding_config_is_given_up_within_the_deadline(hub, tmp_path, fault, words):
     import time
 
@@ -299,9 +336,18 @@ def test_a_dripping_hanging_or_flooding_config_is_given_up_within_the_deadline(h
     hub.add(REPO, {"config.json": CONFIG})
     hub.fault("config.json", fault, method="GET")
     start = time.monotonic()
-    r = run_specreg("show", REPO, env={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path / "hf-cache"),
-                                       "SPECREG_HUB_DEADLINE": "1", "SPECREG_HUB_RETRIES": "0",
-                                       "HF_HUB_DOWNLOAD_TIMEOUT": "30"}, timeout=60)
+    r = run_specreg(
+        "show",
+        REPO,
+        env={
+            "HF_ENDPOINT": hub.url,
+            "HF_HUB_CACHE": str(tmp_path / "hf-cache"),
+            "SPECREG_HUB_DEADLINE": "1",
+            "SPECREG_HUB_RETRIES": "0",
+            "HF_HUB_DOWNLOAD_TIMEOUT": "30",
+        },
+        timeout=60,
+    )
     elapsed = time.monotonic() - start
     assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert elapsed < 15, elapsed
@@ -309,6 +355,7 @@ def test_a_dripping_hanging_or_flooding_config_is_given_up_within_the_deadline(h
 
 
 # -- names that end in a newline, terminal escapes --------------------------------------------------
+
 
 def test_a_repo_id_ending_in_a_newline_is_bad_input_on_one_line(hub):
     r = run("show", "org/x\n")

@@ -36,10 +36,13 @@ def test_counters_from_prometheus_text_sum_engines_and_order_positions():
     assert c == C.SpecCounters(drafts=150, draft_tokens=450, accepted=270, per_pos=(120, 90, 60))
 
 
-@pytest.mark.parametrize("text, words", [
-    ("vllm:num_requests_running 1.0\n", "no vllm:spec_decode_num_drafts"),
-    ("this is { not prometheus", "not Prometheus text"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("vllm:num_requests_running 1.0\n", "no vllm:spec_decode_num_drafts"),
+        ("this is { not prometheus", "not Prometheus text"),
+    ],
+)
 def test_counters_missing_or_malformed(text, words):
     with pytest.raises(C.CounterError, match=words):
         C.from_prometheus(text)
@@ -67,9 +70,15 @@ class Gauge:
 
 
 def test_counters_from_llm_get_metrics_objects():
-    metrics = [Counter(C.DRAFTS, {"engine": "0"}, 10), Counter(C.DRAFTS, {"engine": "1"}, 5),
-               Counter(C.DRAFT_TOKENS, {}, 45), Counter(C.ACCEPTED, {}, 27), Gauge("vllm:num_requests_running", {}, 1.0),
-               Vector(C.PER_POS, {"engine": "0"}, [8, 6]), Vector(C.PER_POS, {"engine": "1"}, [4, 3, 6])]
+    metrics = [
+        Counter(C.DRAFTS, {"engine": "0"}, 10),
+        Counter(C.DRAFTS, {"engine": "1"}, 5),
+        Counter(C.DRAFT_TOKENS, {}, 45),
+        Counter(C.ACCEPTED, {}, 27),
+        Gauge("vllm:num_requests_running", {}, 1.0),
+        Vector(C.PER_POS, {"engine": "0"}, [8, 6]),
+        Vector(C.PER_POS, {"engine": "1"}, [4, 3, 6]),
+    ]
     assert C.from_vllm_metrics(metrics) == C.SpecCounters(15, 45, 27, (12, 9, 6))
     with pytest.raises(C.CounterError, match="disable_log_stats=False"):
         C.from_vllm_metrics([Gauge("vllm:x", {}, 1.0)])
@@ -96,11 +105,14 @@ def test_counters_that_cannot_be_a_measurement_are_refused():
             check_delta(delta, chunk=2)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("vllm:spec_decode_num_drafts_total +Inf\n", "finite"),
-    ("vllm:spec_decode_num_drafts_total -5\n", "finite"),
-    ('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1000000000"} 1\n', "out of range"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("vllm:spec_decode_num_drafts_total +Inf\n", "finite"),
+        ("vllm:spec_decode_num_drafts_total -5\n", "finite"),
+        ('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1000000000"} 1\n', "out of range"),
+    ],
+)
 def test_hostile_prometheus_text_is_refused_without_allocating(text, words):
     from specreg.verify.counters import CounterError, from_prometheus
 
@@ -113,19 +125,36 @@ def test_a_server_with_impossible_counters_is_a_recorded_invalid_result(tmp_path
     rows.write_text("".join(json.dumps({"question": f"q{i}"}) + "\n" for i in range(4)))
     out = tmp_path / "out"
     with OpenAIServer(rates=(1.5, 0.2, 0.1)) as server:  # more accepted at position 1 than drafts
-        r = run_specreg("verify", "org/x", "--server", server.url, "--dataset-file", str(rows), "--dataset", "gsm8k",
-                        "--num-prompts", "4", "--out", str(out), env={"HF_HUB_OFFLINE": "1"})
+        r = run_specreg(
+            "verify",
+            "org/x",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--dataset",
+            "gsm8k",
+            "--num-prompts",
+            "4",
+            "--out",
+            str(out),
+            env={"HF_HUB_OFFLINE": "1"},
+        )
     result = json.loads((out / "result.json").read_text())
     assert r.returncode == 2 and result["verdict"] == "invalid" and "Traceback" not in r.stderr, r.stderr
 
 
 # -- counters -------------------------------------------------------------------------------------------
 
+
 def test_counters_whose_label_sets_sum_to_infinity_are_refused_not_a_crash():
     """Two engines each at 1e308 (finite) sum to inf: int(inf) was an OverflowError (exit 3)."""
     from specreg.verify.counters import CounterError, from_prometheus
 
-    text = "".join(f'vllm:spec_decode_{name}_total{{engine="{e}"}} 1e308\n'
-                   for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens") for e in (0, 1))
+    text = "".join(
+        f'vllm:spec_decode_{name}_total{{engine="{e}"}} 1e308\n'
+        for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
+        for e in (0, 1)
+    )
     with pytest.raises(CounterError, match="sums to infinity"):
         from_prometheus(text)

@@ -36,5 +36,4 @@ def test_catalog_show_harness_prints_the_command_verify_runs(mt_setup):
     reg, _, _ = mt_setup
     r = run("catalog", "show", "org/draft", "--harness", "--registry", str(reg))
     assert r.returncode == 0
-    assert r.stdout.strip() == ("specreg verify org/draft --dataset mt-bench --num-prompts=20 --temperature=0.0 "
-                                "--k=3")
+    assert r.stdout.strip() == ("specreg verify org/draft --dataset mt-bench --num-prompts=20 --temperature=0.0 --k=3")

@@ -13,8 +13,9 @@ from specreg.verify.stats import Statistics, compute
 from verify_helpers import ENTRY
 
 
-def entry_with(metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20',
-               extra: str = "") -> entries.Entry:
+def entry_with(
+    metric_toml: str, harness: str = 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20', extra: str = ""
+) -> entries.Entry:
     text = f"""id = "org/draft"\nalgorithm = "eagle3"\nstatus = "unpinned"\n[verifier]\nid = "org/verifier"\n
 [[baselines]]\nkind = "published"\nsource = "a test"\n[baselines.harness]\n{harness}\n
 [baselines.metrics.acceptance_length]\n{metric_toml}\n{extra}"""
@@ -30,18 +31,26 @@ def stats_with_al(al: float):
 RUN = Harness(dataset="gsm8k", num_prompts=20, temperature=0.0)
 
 
-@pytest.mark.parametrize("metric, run_temperature, al, verdict", [
-    ("value = 2.0", 0.0, 2.05, "pass"),         # default: two-sided 5% at T=0
-    ("value = 2.0", 0.0, 1.85, "regressed"),
-    ("value = 2.0", 0.0, 2.2, "out-of-band"),  # above a two-sided band fails, as vLLM CI's abs(AL - e) / e <= rtol does
-    ("value = 2.0", 1.0, 1.85, "pass"),         # default: one-sided floor at 90% otherwise
-    ("value = 2.0", 1.0, 1.75, "regressed"),
-    ("value = 2.0\ndirection = \"higher\"\ntolerance = 0.15", 0.0, 1.75, "pass"),
-    ("value = 2.0\ndirection = \"two-sided\"\ntolerance = 0.01", 0.0, 2.05, "out-of-band"),
-    ("low = 2.0\nhigh = 2.2", 1.0, 2.1, "pass"),
-    ("floor = 3.5", 0.0, 3.4, "regressed"),
-    ("floor = 3.5", 0.0, 3.6, "pass"),
-])
+@pytest.mark.parametrize(
+    "metric, run_temperature, al, verdict",
+    [
+        ("value = 2.0", 0.0, 2.05, "pass"),  # default: two-sided 5% at T=0
+        ("value = 2.0", 0.0, 1.85, "regressed"),
+        (
+            "value = 2.0",
+            0.0,
+            2.2,
+            "out-of-band",
+        ),  # above a two-sided band fails, as vLLM CI's abs(AL - e) / e <= rtol does
+        ("value = 2.0", 1.0, 1.85, "pass"),  # default: one-sided floor at 90% otherwise
+        ("value = 2.0", 1.0, 1.75, "regressed"),
+        ('value = 2.0\ndirection = "higher"\ntolerance = 0.15', 0.0, 1.75, "pass"),
+        ('value = 2.0\ndirection = "two-sided"\ntolerance = 0.01', 0.0, 2.05, "out-of-band"),
+        ("low = 2.0\nhigh = 2.2", 1.0, 2.1, "pass"),
+        ("floor = 3.5", 0.0, 3.4, "regressed"),
+        ("floor = 3.5", 0.0, 3.6, "pass"),
+    ],
+)
 def test_verdicts_with_entry_and_default_tolerances(metric, run_temperature, al, verdict):
     run_h = attrs.evolve(RUN, temperature=run_temperature)
     harness = f'dataset = "gsm8k"\ntemperature = {run_temperature}\nnum_prompts = 20'
@@ -52,8 +61,15 @@ def test_verdicts_with_entry_and_default_tolerances(metric, run_temperature, al,
 
 def test_harness_differences_are_listed_and_strict_refuses():
     e = entry_with("value = 2.0", 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 80\nk = 3\ngpu = "1xH100"')
-    run_h = Harness(dataset="gsm8k", num_prompts=20, temperature=0.0, k=3, gpu="1xA100",
-                    prompt=PromptFormat(chat_template=True), vllm_version="0.33.0")
+    run_h = Harness(
+        dataset="gsm8k",
+        num_prompts=20,
+        temperature=0.0,
+        k=3,
+        gpu="1xA100",
+        prompt=PromptFormat(chat_template=True),
+        vllm_version="0.33.0",
+    )
     j = judge(stats_with_al(2.0), run_h, e)
     texts = {d.field: d.text() for d in j.differences}
     assert texts == {"num_prompts": "num_prompts: here 20, baseline 80", "gpu": "gpu: here 1xA100, baseline 1xH100"}
@@ -63,10 +79,20 @@ def test_harness_differences_are_listed_and_strict_refuses():
 
 
 def test_a_harness_equal_in_everything_the_baseline_records_passes_strict():
-    e = entry_with("value = 2.0", 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20\nk = 3\n'
-                                  '[baselines.harness.prompt]\nfew_shot = 0')
-    run_h = Harness(dataset="gsm8k", num_prompts=20, temperature=0.0, k=3, max_tokens=256, seed=42,
-                    prompt=PromptFormat(chat_template=True, few_shot=None), vllm_version="0.33.0")
+    e = entry_with(
+        "value = 2.0",
+        'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20\nk = 3\n[baselines.harness.prompt]\nfew_shot = 0',
+    )
+    run_h = Harness(
+        dataset="gsm8k",
+        num_prompts=20,
+        temperature=0.0,
+        k=3,
+        max_tokens=256,
+        seed=42,
+        prompt=PromptFormat(chat_template=True, few_shot=None),
+        vllm_version="0.33.0",
+    )
     j = judge(stats_with_al(2.0), run_h, e, strict=True)
     assert j.verdict == "pass" and j.differences == ()
     assert set(j.unrecorded) >= {"max_tokens", "seed", "vllm_version"}
@@ -91,9 +117,11 @@ def test_a_model_not_in_the_catalog_is_measured_not_judged():
 
 
 def test_a_measured_baseline_is_judged_beside_the_published_one_never_instead():
-    measured = ('\n[[baselines]]\nkind = "measured"\nsource = "specreg verify"\n[baselines.harness]\n'
-                'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20\n'
-                '[baselines.metrics.acceptance_length]\nvalue = 1.45\n')
+    measured = (
+        '\n[[baselines]]\nkind = "measured"\nsource = "specreg verify"\n[baselines.harness]\n'
+        'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20\n'
+        "[baselines.metrics.acceptance_length]\nvalue = 1.45\n"
+    )
     e = entry_with("value = 2.26", 'dataset = "gsm8k"\ntemperature = 0.0\nnum_prompts = 20', extra=measured)
     j = judge(stats_with_al(1.45), attrs.evolve(RUN, num_prompts=20, temperature=0.0), e)
     assert j.baseline_index == 0 and j.baseline.kind == "published"
@@ -105,9 +133,11 @@ def test_a_verdict_closer_to_its_bound_than_the_run_resolves_says_within_noise()
     from specreg.verify.judge import judge
     from specreg.verify.stats import compute
 
-    e = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"')
-    noisy = compute([SpecCounters(drafts=10, draft_tokens=30, accepted=a, per_pos=[a, 0, 0]) for a in (7, 10, 13)],
-                    "mean-per-prompt")  # AL 2.0 +- 0.745: the floor 1.8 lies inside the noise
+    e = entry_with('value = 2.0\ndirection = "higher"\ntolerance = 0.1', 'dataset = "gsm8k"')
+    noisy = compute(
+        [SpecCounters(drafts=10, draft_tokens=30, accepted=a, per_pos=[a, 0, 0]) for a in (7, 10, 13)],
+        "mean-per-prompt",
+    )  # AL 2.0 +- 0.745: the floor 1.8 lies inside the noise
     j = judge(noisy, Harness(dataset="gsm8k"), e)
     assert j.verdict == "pass" and j.checks[0].within_noise and "within noise" in j.reason
     steady = compute([SpecCounters(drafts=10, draft_tokens=30, accepted=10, per_pos=[10, 0, 0])] * 3)
@@ -116,10 +146,21 @@ def test_a_verdict_closer_to_its_bound_than_the_run_resolves_says_within_noise()
 
 
 def test_a_gated_position_the_run_did_not_report_fails_like_vllms_ci():
-    entry = entry_with("value = 2.0\ndirection = \"higher\"\ntolerance = 0.1", 'dataset = "gsm8k"\ntemperature = 0.0')
-    entry = attrs.evolve(entry, baselines=(attrs.evolve(entry.baselines[0], metrics=attrs.evolve(
-        entry.baselines[0].metrics, per_position=__import__("specreg.entries", fromlist=["PerPosition"]).PerPosition(
-            values=(0.6, 0.3), direction="higher", tolerance=0.1))),))
+    entry = entry_with('value = 2.0\ndirection = "higher"\ntolerance = 0.1', 'dataset = "gsm8k"\ntemperature = 0.0')
+    entry = attrs.evolve(
+        entry,
+        baselines=(
+            attrs.evolve(
+                entry.baselines[0],
+                metrics=attrs.evolve(
+                    entry.baselines[0].metrics,
+                    per_position=__import__("specreg.entries", fromlist=["PerPosition"]).PerPosition(
+                        values=(0.6, 0.3), direction="higher", tolerance=0.1
+                    ),
+                ),
+            ),
+        ),
+    )
     stats = stats_with_al(2.0)
     stats = attrs.evolve(stats, per_position=())
     j = judge(stats, RUN, entry)
@@ -155,8 +196,15 @@ CI_FILES = ("test_speculators_correctness.py", "test_acceptance_length.py")
 CI_ENTRIES = sorted(e.id for e in catalog().values() for b in e.baselines if b.source.endswith(CI_FILES))
 
 
-def ci_passes(source: str, al: float, rates: list[float], expected_al: float, al_rtol: float,
-              expected_rates: list[float], pos_rtol: float) -> bool:
+def ci_passes(
+    source: str,
+    al: float,
+    rates: list[float],
+    expected_al: float,
+    al_rtol: float,
+    expected_rates: list[float],
+    pos_rtol: float,
+) -> bool:
     """CI's own rule, as the two files state it."""
     if source.endswith("test_speculators_correctness.py"):
         al_ok = al >= expected_al * (1 - al_rtol)
@@ -167,10 +215,16 @@ def ci_passes(source: str, al: float, rates: list[float], expected_al: float, al
 
 
 def stats(al: float, rates: list[float]) -> Statistics:
-    return Statistics(counters=SpecCounters(drafts=1000, draft_tokens=3000, accepted=int((al - 1) * 1000),
-                                            per_pos=tuple(int(r * 1000) for r in rates)),
-                      chunks=1, acceptance_length=al, per_position=tuple(rates), draft_acceptance_rate=0.5,
-                      al_interval=None)
+    return Statistics(
+        counters=SpecCounters(
+            drafts=1000, draft_tokens=3000, accepted=int((al - 1) * 1000), per_pos=tuple(int(r * 1000) for r in rates)
+        ),
+        chunks=1,
+        acceptance_length=al,
+        per_position=tuple(rates),
+        draft_acceptance_rate=0.5,
+        al_interval=None,
+    )
 
 
 def test_the_ci_sourced_entries_are_the_eight_ci_gates():
@@ -186,14 +240,16 @@ def test_specregs_verdict_is_cis_at_one_percent_around_every_bound(entry_id):
     exp_al, al_rtol = m.acceptance_length.value, m.acceptance_length.tolerance
     exp_rates, pos_rtol = list(m.per_position.values), m.per_position.tolerance
     floors = [r * (1 - pos_rtol) for r in exp_rates]
-    al_bounds = [exp_al * (1 - al_rtol)] + ([exp_al * (1 + al_rtol)] if m.acceptance_length.direction == "two-sided"
-                                            else [])
+    al_bounds = [exp_al * (1 - al_rtol)] + (
+        [exp_al * (1 + al_rtol)] if m.acceptance_length.direction == "two-sided" else []
+    )
     # every rate comfortably above its floor, AL at each side of each of its bounds, and the reverse
     cases = [(bound * f, [fl * 1.01 for fl in floors]) for bound in al_bounds for f in (0.99, 1.01)]
     cases += [(exp_al, [fl * (0.99 if j == i else 1.01) for j, fl in enumerate(floors)]) for i in range(len(floors))]
     for al, rates in cases:
-        want = ci_passes(b.source, al, rates, exp_al, al_rtol if b.source.endswith(CI_FILES[0]) else 0.05,
-                         exp_rates, pos_rtol)
+        want = ci_passes(
+            b.source, al, rates, exp_al, al_rtol if b.source.endswith(CI_FILES[0]) else 0.05, exp_rates, pos_rtol
+        )
         got = judge(stats(al, rates), b.harness, entry).verdict
         assert (got not in ("regressed", "out-of-band")) == want, (entry_id, al, rates, got)
 
@@ -209,8 +265,14 @@ def test_the_nm_testing_dflash_entry_gates_the_four_positions_ci_lists():
 #   expected 4.24 (MT-Bench), 6.50 (HumanEval), 6.54 * 0.975 (GSM8K); the batched test `>= 3.5`;
 # - xpress/test_xpress.py (assert_draft_model_correctness): AL `>= 6.71`, acceptance rate `>= 0.387`.
 FLOORS = {
-    ("deepseek-ai/dspark_qwen3_4b_block7", 0): {"acceptance_length": 3.994 * 0.95, "draft_acceptance_rate": 0.428 * 0.95},
-    ("deepseek-ai/dspark_gemma4_12b_block7", 0): {"acceptance_length": 5.0 * 0.95, "draft_acceptance_rate": 0.58 * 0.95},
+    ("deepseek-ai/dspark_qwen3_4b_block7", 0): {
+        "acceptance_length": 3.994 * 0.95,
+        "draft_acceptance_rate": 0.428 * 0.95,
+    },
+    ("deepseek-ai/dspark_gemma4_12b_block7", 0): {
+        "acceptance_length": 5.0 * 0.95,
+        "draft_acceptance_rate": 0.58 * 0.95,
+    },
     ("z-lab/Qwen3-8B-DFlash-b16", 0): {"acceptance_length": 4.24 * 0.95},
     ("z-lab/Qwen3-8B-DFlash-b16", 1): {"acceptance_length": 6.50 * 0.95},
     ("z-lab/Qwen3-8B-DFlash-b16", 2): {"acceptance_length": 6.54 * 0.975 * 0.95},
@@ -220,7 +282,9 @@ FLOORS = {
 
 
 def test_every_acceptance_rates_baseline_has_its_ci_floor_here():
-    cited = {(e.id, i) for e in catalog().values() for i, b in enumerate(e.baselines) if "acceptance_rates/" in b.source}
+    cited = {
+        (e.id, i) for e in catalog().values() for i, b in enumerate(e.baselines) if "acceptance_rates/" in b.source
+    }
     assert cited == set(FLOORS)
 
 
@@ -235,9 +299,14 @@ def test_acceptance_rates_floors_are_cis_at_one_percent(key):
         for f in (0.99, 1.01):
             values = {m: fl * (f if m == metric else 1.01) for m, fl in floors.items()}
             al = values.get("acceptance_length", 0)
-            s = Statistics(counters=SpecCounters(drafts=1000, draft_tokens=7000, accepted=int((al - 1) * 1000)),
-                           chunks=1, acceptance_length=al, per_position=(),
-                           draft_acceptance_rate=values.get("draft_acceptance_rate", 1.0), al_interval=None)
+            s = Statistics(
+                counters=SpecCounters(drafts=1000, draft_tokens=7000, accepted=int((al - 1) * 1000)),
+                chunks=1,
+                acceptance_length=al,
+                per_position=(),
+                draft_acceptance_rate=values.get("draft_acceptance_rate", 1.0),
+                al_interval=None,
+            )
             got = judge(s, b.harness, entry)
             assert got.baseline is b, (key, got.baseline_index)
             assert (got.verdict not in ("regressed", "out-of-band")) == (f > 1), (key, metric, f, got.verdict)

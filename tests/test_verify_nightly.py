@@ -32,8 +32,10 @@ def test_all_isolates_crashes_and_timeouts_and_resumes(tmp_path):
             return [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
         if entry.id == "org/slow":
             return [sys.executable, "-c", "import time; time.sleep(30)"]
-        code = (f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
-                f"{{'model': {entry.id!r}, 'verdict': 'pass'}})")
+        code = (
+            f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
+            f"{{'model': {entry.id!r}, 'verdict': 'pass'}})"
+        )
         return [sys.executable, "-c", code]
 
     verdicts = nightly.run_all(tmp_path / "night", timeout=2, registry=str(reg), make_command=make, grace=0.5)
@@ -54,15 +56,19 @@ def test_all_measures_the_valid_entries_and_records_the_invalid_ones(tmp_path):
 
     def make(entry, out, history, extra):
         calls.append(entry.id)
-        code = (f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
-                f"{{'model': {entry.id!r}, 'verdict': 'pass'}})")
+        code = (
+            f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
+            f"{{'model': {entry.id!r}, 'verdict': 'pass'}})"
+        )
         return [sys.executable, "-c", code]
 
     verdicts = nightly.run_all(tmp_path / "night", timeout=30, registry=str(reg), make_command=make)
     assert calls == ["org/a", "org/b"]
     assert verdicts == {"org/a": "pass", "org/b": "pass", "org/broken": "invalid", "org/typed": "invalid"}
     typed = json.loads((tmp_path / "night" / "org--typed" / "result.json").read_text())
-    assert typed["verdict"] == "invalid" and "typed.toml: $.baselines[0].metrics.acceptance_length.value" in typed["error"]
+    assert (
+        typed["verdict"] == "invalid" and "typed.toml: $.baselines[0].metrics.acceptance_length.value" in typed["error"]
+    )
     broken = json.loads((tmp_path / "night" / "org--broken" / "result.json").read_text())
     assert broken["verdict"] == "invalid" and "broken.toml" in broken["error"]
 
@@ -72,8 +78,10 @@ def test_all_shards_the_invalid_entries_too(tmp_path):
     invalid_catalog(reg)
 
     def make(entry, out, history, extra):
-        code = f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), " \
-               f"{{'model': {entry.id!r}, 'verdict': 'pass'}})"
+        code = (
+            f"from specreg.verify import outputs; from pathlib import Path; outputs.write_result(Path({str(out)!r}), "
+            f"{{'model': {entry.id!r}, 'verdict': 'pass'}})"
+        )
         return [sys.executable, "-c", code]
 
     one = nightly.run_all(tmp_path / "1", shard_spec="1/2", registry=str(reg), make_command=make)

@@ -8,6 +8,7 @@ import pytest
 
 # -- every reader, every file-system shape ---------------------------------------------------------------------
 
+
 def test_a_disk_that_fills_up_after_measuring_does_not_lose_the_measurement(tmp_path, monkeypatch, capsys):
     """verify on a full disk lost the measurement: the result is printed whole before the error."""
     import errno

@@ -21,8 +21,11 @@ def test_a_named_dataset_from_a_local_file_is_recorded_by_its_content(tmp_path):
     assert p.source == f"{rows} (sha256 {hashlib.sha256(rows.read_bytes()).hexdigest()})"
     # CI's chat form (use_chat_completions): the whole few-shot text is one user message
     assert len(p.items) == 5 and len(p.items[0]) == 1
-    assert p.items[0][0] == {"role": "user", "content": "Question: What is 0 + 0?\nAnswer: 0\n\nQuestion: What is 1 + 1?"
-                                                        "\nAnswer: 2\n\nQuestion: What is 2 + 2?\nAnswer:"}
+    assert p.items[0][0] == {
+        "role": "user",
+        "content": "Question: What is 0 + 0?\nAnswer: 0\n\nQuestion: What is 1 + 1?"
+        "\nAnswer: 2\n\nQuestion: What is 2 + 2?\nAnswer:",
+    }
     raw = load_prompts(str(rows), num_prompts=3, chat=False, few_shot=1)
     assert raw.dataset == "gsm8k.jsonl" and raw.items[0].startswith("Question: What is 0 + 0?\nAnswer: 0\n\n")
 
@@ -33,11 +36,15 @@ def test_few_shot_examples_from_another_split_and_templates(tmp_path):
     test_rows = write_rows(tmp_path / "test.jsonl", n=4)
     train = tmp_path / "train.jsonl"
     train.write_text("".join(json.dumps({"question": f"Shot {i}?", "answer": f"#### {i}"}) + "\n" for i in range(6)))
-    p = load_prompts("gsm8k", dataset_file=str(test_rows), shots_file=str(train), shots_split="train",
-                     few_shot=2, chat=False)
+    p = load_prompts(
+        "gsm8k", dataset_file=str(test_rows), shots_file=str(train), shots_split="train", few_shot=2, chat=False
+    )
     # every question is asked (none spent as an example), each after the train split's first two rows
     assert len(p.items) == 4 and p.shots_split == "train"
-    assert p.items[3] == "Question: Shot 0?\nAnswer: #### 0\n\nQuestion: Shot 1?\nAnswer: #### 1\n\nQuestion: What is 3 + 3?\nAnswer:"
+    assert (
+        p.items[3]
+        == "Question: Shot 0?\nAnswer: #### 0\n\nQuestion: Shot 1?\nAnswer: #### 1\n\nQuestion: What is 3 + 3?\nAnswer:"
+    )
     assert "shots " in p.source and "sha256" in p.source.split("shots ")[1]
     with pytest.raises(SpecregError, match="--shots-file"):
         load_prompts("gsm8k", dataset_file=str(test_rows), shots_split="train", few_shot=2)
@@ -62,10 +69,20 @@ def test_dataset_category_and_bad_input(tmp_path):
 
 # -- catalog values verify would refuse --------------------------------------------------------------------
 
+
 def test_verify_refuses_a_template_with_a_format_spec_before_allocating(tmp_path):
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"question": "q"}\n')
-    r = run("verify", str(write_draft(tmp_path / "d", fixture_config("eagle3_generated"))), "--server",
-            "http://127.0.0.1:9", "--dataset", "gsm8k", "--dataset-file", str(rows), "--template",
-            "{question:>1500000000}")
+    r = run(
+        "verify",
+        str(write_draft(tmp_path / "d", fixture_config("eagle3_generated"))),
+        "--server",
+        "http://127.0.0.1:9",
+        "--dataset",
+        "gsm8k",
+        "--dataset-file",
+        str(rows),
+        "--template",
+        "{question:>1500000000}",
+    )
     assert r.returncode == 2 and "not a plain field" in r.stderr and "MemoryError" not in r.stderr, r.stderr

@@ -12,7 +12,7 @@ def test_statistics_from_counter_deltas():
     assert s.per_position == pytest.approx((0.75, 0.5, 0.25))
     assert sum(s.per_position) == pytest.approx(s.acceptance_length - 1)
     assert s.draft_acceptance_rate == pytest.approx(300 / 600)
-    mean, half = 2.5, t975(1) * (0.5 ** 0.5) / (2 ** 0.5)  # chunk ALs 2.0 and 3.0
+    mean, half = 2.5, t975(1) * (0.5**0.5) / (2**0.5)  # chunk ALs 2.0 and 3.0
     assert s.al_interval == pytest.approx((mean - half, mean + half))
 
 
@@ -26,12 +26,14 @@ def test_mean_per_prompt_statistic_and_detectable_change():
     from specreg.verify.counters import SpecCounters
     from specreg.verify.stats import compute
 
-    prompts = [SpecCounters(drafts=10, draft_tokens=30, accepted=20, per_pos=[8, 7, 5]),
-               SpecCounters(drafts=90, draft_tokens=270, accepted=90, per_pos=[50, 30, 10]),
-               SpecCounters(drafts=0, draft_tokens=0, accepted=0, per_pos=[0, 0, 0])]
+    prompts = [
+        SpecCounters(drafts=10, draft_tokens=30, accepted=20, per_pos=[8, 7, 5]),
+        SpecCounters(drafts=90, draft_tokens=270, accepted=90, per_pos=[50, 30, 10]),
+        SpecCounters(drafts=0, draft_tokens=0, accepted=0, per_pos=[0, 0, 0]),
+    ]
     pooled, mean = compute(prompts), compute(prompts, "mean-per-prompt")
     assert pooled.acceptance_length == pytest.approx(1 + 110 / 100)
     # each prompt's own AL (3.0, 2.0, and 1 for a prompt without drafts, as vLLM's compute_acceptance_len)
     assert mean.acceptance_length == pytest.approx(2.0) and mean.chunks == 3
     lo, hi = mean.al_interval
-    assert mean.detectable_change == pytest.approx((hi - lo) / 2) == pytest.approx(4.303 * 1.0 / 3 ** 0.5)
+    assert mean.detectable_change == pytest.approx((hi - lo) / 2) == pytest.approx(4.303 * 1.0 / 3**0.5)

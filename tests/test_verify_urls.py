@@ -9,8 +9,13 @@ def test_a_password_in_the_server_url_is_never_recorded(tmp_path):
     assert redact("http://user:s3cret@127.0.0.1:9/x") == "http://user:***@127.0.0.1:9/x"
     assert redact("http://127.0.0.1:9") == "http://127.0.0.1:9"
     out = tmp_path / "out"
-    result = verify("org/x", Options(server="http://user:s3cret@127.0.0.1:9", dataset_file=str(_prompts_file(tmp_path))),
-                    out=out, history=None, progress=lambda _m: None)
+    result = verify(
+        "org/x",
+        Options(server="http://user:s3cret@127.0.0.1:9", dataset_file=str(_prompts_file(tmp_path))),
+        out=out,
+        history=None,
+        progress=lambda _m: None,
+    )
     text = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     assert "s3cret" not in text and "s3cret" not in json.dumps(result)
 

@@ -39,7 +39,11 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 lines |= set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     return lines
 
@@ -64,8 +68,11 @@ def offences(path: Path) -> list[str]:
             line = tok.start[0] + offset
             for m in VERSION.finditer(piece):
                 prose = tok.type == tokenize.COMMENT or line in docs
-                if prose and (m.group(0) not in newest and f"0.{m.group(1)}" not in newest
-                              or CITES_UPSTREAM.search(source_lines[line - 1])):
+                if prose and (
+                    m.group(0) not in newest
+                    and f"0.{m.group(1)}" not in newest
+                    or CITES_UPSTREAM.search(source_lines[line - 1])
+                ):
                     continue
                 found.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)!r} in {source_lines[line - 1].strip()}")
     return found
@@ -84,10 +91,12 @@ def test_the_rule_refuses_a_version_in_code_and_newest_prose_but_not_history_or_
     newest = facts.known()[-1]
     old = facts.known()[0]
     probe = ROOT / "specreg" / "_version_literal_probe.py"  # a path under ROOT, as offences() reports
-    body = (f'"""Module docs: {old} did X; vLLM {old}-{newest} does Y."""\n'
-            f'A = "{old}"  # {old} history; vllm/config/vllm.py ({newest})\n'
-            f'B = f"vLLM {{A}} and {newest}.1"\n'
-            f'# vLLM {newest} serves it\n')
+    body = (
+        f'"""Module docs: {old} did X; vLLM {old}-{newest} does Y."""\n'
+        f'A = "{old}"  # {old} history; vllm/config/vllm.py ({newest})\n'
+        f'B = f"vLLM {{A}} and {newest}.1"\n'
+        f"# vLLM {newest} serves it\n"
+    )
     try:
         probe.write_text(body, encoding="utf-8")
         got = [o.split(": ", 1)[1].split(" in ", 1)[0] for o in offences(probe)]

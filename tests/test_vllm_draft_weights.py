@@ -13,6 +13,7 @@ from weights import write_draft
 
 # -- weight files ----------------------------------------------------------------------------------
 
+
 def draft_with(tmp_path, name: str, make) -> object:
     src = tmp_path / "src"
     src.mkdir()

@@ -10,8 +10,10 @@ import sys
 import pytest
 from pathlib import Path
 
-REGISTER = ("import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s');"
-            "from specreg.vllm.plugin import register; register(); register()")
+REGISTER = (
+    "import logging, sys; logging.basicConfig(level=logging.INFO, stream=sys.stderr, format='%(message)s');"
+    "from specreg.vllm.plugin import register; register(); register()"
+)
 
 
 def run(tmp_path, version, **env):
@@ -108,6 +110,7 @@ def test_a_named_draft_that_is_not_speculators_is_left_to_vllm(tmp_path):
 
 # The plugin touches only what it plans, at the revision vLLM loads (issue 35, part 2)
 
+
 def eagle3_length(k: int) -> bytes:
     import json
 
@@ -130,8 +133,12 @@ def test_a_named_hub_draft_is_planned_at_the_revision_vllm_loads(hub):
     hub.add("org/draft", {"config.json": eagle3_length(7)}, ref="v1")
     given = Args(speculative_config={"model": "org/draft", "revision": "v1"})
     _fill_named_draft(given, "0.33.0")
-    assert given.speculative_config == {"model": "org/draft", "revision": "v1", "method": "eagle3",
-                                        "num_speculative_tokens": 7}
+    assert given.speculative_config == {
+        "model": "org/draft",
+        "revision": "v1",
+        "method": "eagle3",
+        "num_speculative_tokens": 7,
+    }
     assert set(resolved(hub)) == {"v1"}
 
 
@@ -157,21 +164,30 @@ def watched(sc):
     return EngineArgs
 
 
-@pytest.mark.parametrize(("config", "sc"), [
-    # an independent draft model, named with its method and length
-    ({"model": "org/llama-68m", "method": "draft_model", "num_speculative_tokens": 5},
-     Draft("org/llama-68m", "draft_model")),
-    # MTP: vLLM's draft is the verifier itself
-    ({"method": "mtp", "num_speculative_tokens": 1}, Draft("org/verifier", "mtp")),
-    ({"model": "org/llama-68m", "method": "eagle", "num_speculative_tokens": 3}, Draft("org/llama-68m", "eagle")),
-])
+@pytest.mark.parametrize(
+    ("config", "sc"),
+    [
+        # an independent draft model, named with its method and length
+        (
+            {"model": "org/llama-68m", "method": "draft_model", "num_speculative_tokens": 5},
+            Draft("org/llama-68m", "draft_model"),
+        ),
+        # MTP: vLLM's draft is the verifier itself
+        ({"method": "mtp", "num_speculative_tokens": 1}, Draft("org/verifier", "mtp")),
+        ({"model": "org/llama-68m", "method": "eagle", "num_speculative_tokens": 3}, Draft("org/llama-68m", "eagle")),
+    ],
+)
 def test_a_named_draft_that_is_no_draft_specreg_plans_is_never_read_nor_logged(hub, caplog, config, sc):
     import json
 
-    hub.add("org/llama-68m", {"config.json": json.dumps({"model_type": "llama",
-                                                          "architectures": ["LlamaForCausalLM"]}).encode()})
-    hub.add("org/verifier", {"config.json": json.dumps({"model_type": "deepseek_v3",
-                                                         "architectures": ["DeepseekV3ForCausalLM"]}).encode()})
+    hub.add(
+        "org/llama-68m",
+        {"config.json": json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}).encode()},
+    )
+    hub.add(
+        "org/verifier",
+        {"config.json": json.dumps({"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"]}).encode()},
+    )
     args = Args(speculative_config=dict(config))
     with caplog.at_level("DEBUG"):
         assert watched(sc)().create_speculative_config.__func__(args, None, None) is sc
@@ -189,7 +205,8 @@ def test_a_native_draft_is_read_at_the_revision_vllm_loads(hub):
 
 
 def test_a_speculators_draft_the_mapping_planned_is_not_read_again_and_a_different_method_is_logged(
-        tmp_path, caplog, dflash_dir):
+    tmp_path, caplog, dflash_dir
+):
     """The method the user gave is compared with what the speculators mapping planned while vLLM built
     the config (the file is not read a second time)."""
     import json
@@ -210,15 +227,16 @@ def test_a_speculators_draft_the_mapping_planned_is_not_read_again_and_a_differe
     with caplog.at_level("INFO"):
         assert EngineArgs.create_speculative_config(args, None, None) is sc
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert said == [f"specreg: the draft {dflash_dir} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'"]
+    assert said == [
+        f"specreg: the draft {dflash_dir} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'"
+    ]
 
 
 GUEST = "def dflash(cfg, ctx):\n    raise {raised}\n"
 
 
 @pytest.mark.parametrize("raised", ["SystemExit(0)", "KeyboardInterrupt"])
-def test_an_algorithm_plugin_that_would_end_vllm_falls_back_to_vllms_mapping_with_one_line(
-        monkeypatch, caplog, raised):
+def test_an_algorithm_plugin_that_would_end_vllm_falls_back_to_vllms_mapping_with_one_line(monkeypatch, caplog, raised):
     """A plugin module whose function has taken a built-in's place (here written into the registry,
     as another package's code could) and raises SystemExit or KeyboardInterrupt: vLLM's own mapping
     is used and one line names the plugin's module."""
@@ -234,8 +252,11 @@ def test_an_algorithm_plugin_that_would_end_vllm_falls_back_to_vllms_mapping_wit
     exec(GUEST.format(raised=raised), guest.__dict__)
     monkeypatch.setitem(algorithms._registered, "dflash", attrs.evolve(algorithms.get("dflash"), function=guest.dflash))
     vllms = []
-    algos = types.SimpleNamespace(SUPPORTED_SPECULATORS_TYPES={
-        "dflash": lambda config_dict, pre_trained_config: vllms.append(config_dict["speculators_model_type"])})
+    algos = types.SimpleNamespace(
+        SUPPORTED_SPECULATORS_TYPES={
+            "dflash": lambda config_dict, pre_trained_config: vllms.append(config_dict["speculators_model_type"])
+        }
+    )
 
     class SpeculatorsConfig:
         pass
@@ -247,7 +268,8 @@ def test_an_algorithm_plugin_that_would_end_vllm_falls_back_to_vllms_mapping_wit
     name = raised.split("(")[0]
     assert [r.getMessage() for r in caplog.records] == [
         f"specreg: the algorithm plugin module my_guest_plugin raised {name} while specreg planned this speculators "
-        "config; vLLM's own mapping is used"]
+        "config; vLLM's own mapping is used"
+    ]
 
 
 def test_ctrl_c_inside_specreg_still_stops_vllm(monkeypatch):
@@ -281,17 +303,21 @@ def test_a_plugin_that_exits_at_import_never_ends_vllm(tmp_path):
     cfg = json.loads(eagle3_length(3))
     cfg["speculators_model_type"] = "medusa"
     (draft / "config.json").write_text(json.dumps(cfg))
-    code = ("import sys, types; sys.path[:0] = [sys.argv[2]]\n"
-            "from specreg.vllm.plugin import watch_native_drafts\n"
-            "sc = types.SimpleNamespace(model=sys.argv[1], method='eagle3', revision=None,\n"
-            "                           draft_model_config=types.SimpleNamespace(hf_config={}, architectures=['X']))\n"
-            "class EngineArgs:\n"
-            "    def create_speculative_config(self, a, b):\n"
-            "        return sc\n"
-            "watch_native_drafts(EngineArgs, '0.33.0')\n"
-            "EngineArgs().create_speculative_config(None, None)\n"
-            "print('vLLM goes on', 'my_bye' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code, str(draft), str(site)], capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, types; sys.path[:0] = [sys.argv[2]]\n"
+        "from specreg.vllm.plugin import watch_native_drafts\n"
+        "sc = types.SimpleNamespace(model=sys.argv[1], method='eagle3', revision=None,\n"
+        "                           draft_model_config=types.SimpleNamespace(hf_config={}, architectures=['X']))\n"
+        "class EngineArgs:\n"
+        "    def create_speculative_config(self, a, b):\n"
+        "        return sc\n"
+        "watch_native_drafts(EngineArgs, '0.33.0')\n"
+        "EngineArgs().create_speculative_config(None, None)\n"
+        "print('vLLM goes on', 'my_bye' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(draft), str(site)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["vLLM goes on False"]
 
@@ -321,8 +347,9 @@ class VllmMapping:
             def extract_transformers_pre_trained_config(cls, config_dict):
                 kind = config_dict.get("speculators_model_type")
                 if kind not in table:
-                    raise ValueError(f"Expected one of: {table}. Please ensure you're loading a speculators-format "
-                                     "model.")
+                    raise ValueError(
+                        f"Expected one of: {table}. Please ensure you're loading a speculators-format model."
+                    )
                 pre_trained_config = config_dict.get("transformer_layer_config", {})
                 table[kind](config_dict=config_dict, pre_trained_config=pre_trained_config)
                 return pre_trained_config
@@ -337,6 +364,7 @@ class VllmMapping:
     def _vllms_updater(self, name):
         def update(config_dict, pre_trained_config):
             self.vllms.append(name)
+
         return update
 
     def draft_config(self, config):

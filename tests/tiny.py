@@ -20,8 +20,14 @@ def draft_config(algo: str) -> dict:
     cfg = fixture_config(FIXTURE[algo])
     cfg.pop("auto_map", None)
     tl = cfg["transformer_layer_config"]
-    tl.update(hidden_size=HIDDEN, vocab_size=VOCAB, head_dim=2, intermediate_size=16, num_attention_heads=4,
-              num_key_value_heads=2)
+    tl.update(
+        hidden_size=HIDDEN,
+        vocab_size=VOCAB,
+        head_dim=2,
+        intermediate_size=16,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     if algo in ("eagle3", "peagle"):
         cfg["eagle_aux_hidden_state_layer_ids"] = [1, 3, 5]
         cfg["draft_vocab_size"] = 32
@@ -52,8 +58,10 @@ def weights(algo: str) -> dict[str, tuple[tuple[int, ...], str]]:
     n_aux = len(cfg.get("eagle_aux_hidden_state_layer_ids") or cfg.get("aux_hidden_state_layer_ids"))
     layers = cfg["transformer_layer_config"]["num_hidden_layers"]
     dv = cfg["draft_vocab_size"]
-    w: dict[str, tuple[tuple[int, ...], str]] = {"fc.weight": ((HIDDEN, HIDDEN * n_aux), "float16"),
-                                                 "norm.weight": ((HIDDEN,), "float16")}
+    w: dict[str, tuple[tuple[int, ...], str]] = {
+        "fc.weight": ((HIDDEN, HIDDEN * n_aux), "float16"),
+        "norm.weight": ((HIDDEN,), "float16"),
+    }
     for i in range(layers):
         w[f"layers.{i}.self_attn.q_proj.weight"] = ((HIDDEN, HIDDEN), "float16")
         w[f"layers.{i}.mlp.down_proj.weight"] = ((HIDDEN, 16), "float16")
@@ -89,8 +97,9 @@ def safetensors_files(spec: dict[str, tuple[tuple[int, ...], str]], shards: int 
     return out
 
 
-def write_pair(root: Path, algo: str, *, config: dict | None = None, verifier: dict | None = None,
-               tensors: dict | None = None) -> tuple[Path, Path]:
+def write_pair(
+    root: Path, algo: str, *, config: dict | None = None, verifier: dict | None = None, tensors: dict | None = None
+) -> tuple[Path, Path]:
     """A local draft directory and a local verifier directory."""
     draft, ver = root / "draft", root / "verifier"
     draft.mkdir(parents=True)

@@ -54,8 +54,25 @@ values = [0.8, 0.6, 0.4]
 
 
 def verify_args(server, reg, rows, out, *extra):
-    return ("verify", "org/draft", "--server", server.url, "--dataset", "gsm8k", "--dataset-file", str(rows),
-            "--num-prompts", "20", "--k", "3", "--out", str(out), "--registry", str(reg), *extra)
+    return (
+        "verify",
+        "org/draft",
+        "--server",
+        server.url,
+        "--dataset",
+        "gsm8k",
+        "--dataset-file",
+        str(rows),
+        "--num-prompts",
+        "20",
+        "--k",
+        "3",
+        "--out",
+        str(out),
+        "--registry",
+        str(reg),
+        *extra,
+    )
 
 
 def invalid_catalog(reg: Path) -> None:
@@ -63,7 +80,9 @@ def invalid_catalog(reg: Path) -> None:
     (reg / "org").mkdir(parents=True)
     for name in ("a", "b"):
         (reg / "org" / f"{name}.toml").write_text(ENTRY.replace("org/draft", f"org/{name}"))
-    (reg / "org" / "typed.toml").write_text(ENTRY.replace("org/draft", "org/typed").replace("value = 2.8", 'value = "x"'))
+    (reg / "org" / "typed.toml").write_text(
+        ENTRY.replace("org/draft", "org/typed").replace("value = 2.8", 'value = "x"')
+    )
     (reg / "org" / "broken.toml").write_text("id = [[[")
 
 
@@ -71,8 +90,9 @@ MT_ENTRY = ENTRY.replace('dataset = "gsm8k"', 'dataset = "mt-bench"')
 
 
 def mt_rows(path: Path, n=30) -> Path:
-    path.write_text("".join(json.dumps({"turns": [f"Write about {i}."], "category": "writing"}) + "\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(json.dumps({"turns": [f"Write about {i}."], "category": "writing"}) + "\n" for i in range(n))
+    )
     return path
 
 
@@ -106,11 +126,27 @@ def two_baseline_report(tmp_path):
     (reg / "org" / "other.toml").write_text(ENTRY.replace("org/draft", "org/other"))
     mt, gsm = mt_rows(tmp_path / "mt.jsonl"), write_rows(tmp_path / "gsm8k.jsonl")
     out = tmp_path / "results" / "org--draft"
-    for rates, baseline, rows in (((0.8, 0.6, 0.4), "0", mt), ((0.3, 0.1, 0.05), "0", mt),
-                                  ((0.8, 0.6, 0.4), "1", gsm), ((0.8, 0.6, 0.4), "1", gsm)):
+    for rates, baseline, rows in (
+        ((0.8, 0.6, 0.4), "0", mt),
+        ((0.3, 0.1, 0.05), "0", mt),
+        ((0.8, 0.6, 0.4), "1", gsm),
+        ((0.8, 0.6, 0.4), "1", gsm),
+    ):
         with OpenAIServer(rates=rates) as server:
-            r = run("verify", "org/draft", "--server", server.url, "--baseline", baseline, "--dataset-file", str(rows),
-                    "--registry", str(reg), "--out", str(out))
+            r = run(
+                "verify",
+                "org/draft",
+                "--server",
+                server.url,
+                "--baseline",
+                baseline,
+                "--dataset-file",
+                str(rows),
+                "--registry",
+                str(reg),
+                "--out",
+                str(out),
+            )
         assert r.returncode in (0, 1), r.stdout + r.stderr
     assert json.loads((out / "result.json").read_text())["verdict"] == "pass"  # the newest run alone says pass
     site = tmp_path / "site"

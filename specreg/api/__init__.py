@@ -60,8 +60,7 @@ def load(
         entry, invalid = _catalog_entry(origin.repo_id)
         if verifier is None and entry is not None and native.detect(read.config, source=text) is not None:
             verifier = entry.verifier.id  # native formats name no verifier: the catalog's
-    spec = core.normalize(read.config, vllm=vllm, source=text, origin=origin, verifier=verifier,
-                          manifest=read.manifest)
+    spec = core.normalize(read.config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=read.manifest)
     if origin.repo_id:
         spec = attach_catalog(spec, entry, invalid, stale=read.stale, pinned=read.pinned)
     if check_verifier or check_weights:
@@ -87,8 +86,9 @@ def convert(
 
     check_weight_mode(weights)
     spec = load(source, revision=revision, verifier=verifier)
-    return write_twin(spec, directory, source=str(source), verifier=verifier, weights=weights, force=force,
-                      progress=progress)
+    return write_twin(
+        spec, directory, source=str(source), verifier=verifier, weights=weights, force=force, progress=progress
+    )
 
 
 def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubError:
@@ -107,16 +107,30 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
     entry, _ = _catalog_entry(repo_id)
     if entry is None:
         return exc
-    hints = ", ".join(f"{k}={v}" for k, v in (
-        ("k", entry.serving.k), ("tensor_parallel_size", entry.serving.tensor_parallel_size),
-        ("max_model_len", entry.serving.max_model_len)) if v is not None) if entry.serving else ""
-    known = (f"{entry.id} is in specreg's catalog: a {entry.algorithm} draft for {entry.verifier.id}"
-             + (f", pinned at {entry.revision}" if entry.revision else "") + (f"; serving hints {hints}" if hints else "")
-             + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "
-               f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or set HF_HUB_OFFLINE=1 "
-               "with it in the Hugging Face cache")
-    out = type(exc)(f"{exc.message}. {known}", source=exc.source, transient=exc.transient,
-                    cache_fallback=exc.cache_fallback)
+    hints = (
+        ", ".join(
+            f"{k}={v}"
+            for k, v in (
+                ("k", entry.serving.k),
+                ("tensor_parallel_size", entry.serving.tensor_parallel_size),
+                ("max_model_len", entry.serving.max_model_len),
+            )
+            if v is not None
+        )
+        if entry.serving
+        else ""
+    )
+    known = (
+        f"{entry.id} is in specreg's catalog: a {entry.algorithm} draft for {entry.verifier.id}"
+        + (f", pinned at {entry.revision}" if entry.revision else "")
+        + (f"; serving hints {hints}" if hints else "")
+        + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "
+        f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or set HF_HUB_OFFLINE=1 "
+        "with it in the Hugging Face cache"
+    )
+    out = type(exc)(
+        f"{exc.message}. {known}", source=exc.source, transient=exc.transient, cache_fallback=exc.cache_fallback
+    )
     return out
 
 
@@ -132,8 +146,9 @@ def _catalog_entry(repo_id: str):
         return None, Finding.of("catalog-entry-invalid", "; ".join(f"{p.path}: {p.message}" for _, p in exc.problems))
 
 
-def attach_catalog(spec: Speculator, entry, invalid=None, *, stale: str | None = None,
-                   pinned: str | None = None) -> Speculator:
+def attach_catalog(
+    spec: Speculator, entry, invalid=None, *, stale: str | None = None, pinned: str | None = None
+) -> Speculator:
     """Attach a Hub draft's catalog entry with findings about its pin, and the findings of the fetch
     (a malformed entry, a cached copy or the entry's pinned copy used because the Hub failed)."""
     import attrs
@@ -141,17 +156,28 @@ def attach_catalog(spec: Speculator, entry, invalid=None, *, stale: str | None =
     from specreg.normalization.speculator import Finding
 
     origin = spec.origin
-    found = [f for f in (invalid, stale and Finding.of("hub-cached-copy", stale),
-                         pinned and Finding.of("hub-pinned-copy", pinned)) if f]
+    found = [
+        f
+        for f in (
+            invalid,
+            stale and Finding.of("hub-cached-copy", stale),
+            pinned and Finding.of("hub-pinned-copy", pinned),
+        )
+        if f
+    ]
     if entry is not None and entry.config_sha256 and entry.config_sha256 != origin.sha256:
-        found.append(Finding.of(
-            "catalog-pin-mismatch",
-            f"the catalog pins {entry.id} to config sha256 {entry.config_sha256[:12]}... at revision "
-            f"{entry.revision}; the loaded config.json (commit {origin.commit or '?'}) has {origin.sha256[:12]}...",
-        ))
+        found.append(
+            Finding.of(
+                "catalog-pin-mismatch",
+                f"the catalog pins {entry.id} to config sha256 {entry.config_sha256[:12]}... at revision "
+                f"{entry.revision}; the loaded config.json (commit {origin.commit or '?'}) has {origin.sha256[:12]}...",
+            )
+        )
     if entry is not None and entry.revision and origin.commit and entry.revision != origin.commit:
-        found.append(Finding.of(
-            "catalog-other-revision",
-            f"loaded commit {origin.commit}; the catalog entry is pinned at {entry.revision}",
-        ))
+        found.append(
+            Finding.of(
+                "catalog-other-revision",
+                f"loaded commit {origin.commit}; the catalog entry is pinned at {entry.revision}",
+            )
+        )
     return attrs.evolve(spec, catalog=entry, findings=(*spec.findings, *found))

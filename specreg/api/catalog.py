@@ -36,17 +36,25 @@ def best_acceptance(entry: Entry) -> tuple[float, float] | None:
     return max(lengths, default=-1.0), max(rates, default=-1.0)
 
 
-def catalog_list(pattern: str | None = None, *, algorithm: str | None = None, verifier: str | None = None,
-                 tag: str | None = None, registry: Registry = None) -> Listing:
+def catalog_list(
+    pattern: str | None = None,
+    *,
+    algorithm: str | None = None,
+    verifier: str | None = None,
+    tag: str | None = None,
+    registry: Registry = None,
+) -> Listing:
     """The entries matching every filter given (pattern: shell-style on the id, case-insensitively).
     An algorithm, tag or verifier no entry has is a typo, not an empty answer: a SpecregError naming
     what exists. With `verifier` ("which drafts exist for my model"), the entries come best published
     acceptance first: the highest acceptance length, then the highest draft acceptance rate; entries
     with no published figure last (otherwise in catalog order)."""
     cat = catalog(registry)
-    for name, value, known in (("--algorithm", algorithm, {e.algorithm for e in cat.values()}),
-                               ("--tag", tag, {t for e in cat.values() for t in e.tags}),
-                               ("--verifier", verifier, {e.verifier.id for e in cat.values()})):
+    for name, value, known in (
+        ("--algorithm", algorithm, {e.algorithm for e in cat.values()}),
+        ("--tag", tag, {t for e in cat.values() for t in e.tags}),
+        ("--verifier", verifier, {e.verifier.id for e in cat.values()}),
+    ):
         if value is not None and value not in known:
             close = difflib.get_close_matches(value, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -76,8 +76,17 @@ def check(
         from specreg.api import load
 
         spec = load(draft, revision=revision, vllm=vllm, verifier=verifier)
-    spec = preflight(spec, verifier=verifier, check_weights=weights, tensor_parallel_size=tensor_parallel_size,
-                     draft_tensor_parallel_size=draft_tensor_parallel_size, max_model_len=max_model_len,
-                     hybrid_kv_cache_manager=hybrid_kv_cache_manager, gpu=gpu, kv_cache_dtype=kv_cache_dtype,
-                     dtype=dtype, attention_backend=attention_backend.upper() if attention_backend else None)
+    spec = preflight(
+        spec,
+        verifier=verifier,
+        check_weights=weights,
+        tensor_parallel_size=tensor_parallel_size,
+        draft_tensor_parallel_size=draft_tensor_parallel_size,
+        max_model_len=max_model_len,
+        hybrid_kv_cache_manager=hybrid_kv_cache_manager,
+        gpu=gpu,
+        kv_cache_dtype=kv_cache_dtype,
+        dtype=dtype,
+        attention_backend=attention_backend.upper() if attention_backend else None,
+    )
     return CheckReport(spec)

@@ -25,8 +25,9 @@ class NotServable(SpecregError):
     """The draft is not served as trained by the targeted vLLM, or (`gpu` set) no attention backend
     serves it on the GPU asked for: `findings` holds the error findings that say why."""
 
-    def __init__(self, message: str, *, findings: Sequence[Finding] = (), gpu: str | None = None,
-                 source: str | None = None):
+    def __init__(
+        self, message: str, *, findings: Sequence[Finding] = (), gpu: str | None = None, source: str | None = None
+    ):
         super().__init__(message, source=source)
         self.findings = tuple(findings)
         self.gpu = gpu
@@ -94,8 +95,14 @@ def serve_argv(kwargs: Mapping[str, Any], flags: Sequence[str] = (), *, spec_fla
 
     sc = kwargs["speculative_config"]
     if spec_flags:
-        draft = ["--spec-model", str(sc["model"]), "--spec-method", str(sc["method"]),
-                 "--spec-tokens", str(sc["num_speculative_tokens"])]
+        draft = [
+            "--spec-model",
+            str(sc["model"]),
+            "--spec-method",
+            str(sc["method"]),
+            "--spec-tokens",
+            str(sc["num_speculative_tokens"]),
+        ]
     else:
         draft = ["--speculative-config", json.dumps(sc)]
     return ["vllm", "serve", kwargs["model"], *draft, *flags]
@@ -112,8 +119,10 @@ def vllm_settings(vllm_args: Sequence[str]) -> dict[str, str | None]:
     if owned:
         user, full = names.get(owned[0], (spelling(owned[0]),) * 2)
         read = "" if user.split(".", 1)[0] == full else f"vLLM reads it as {full}; "
-        raise SpecregError(f"{user} after --: {read}specreg writes the model and the speculative config itself; "
-                           "pass vLLM's other flags there")
+        raise SpecregError(
+            f"{user} after --: {read}specreg writes the model and the speculative config itself; "
+            "pass vLLM's other flags there"
+        )
     return given
 
 
@@ -123,20 +132,26 @@ def serving_verifier(spec: Speculator, verifier: str | None = None) -> str:
     directory here; elsewhere it must be given. Raises NotServable for a draft the targeted vLLM does
     not serve as trained."""
     if not spec.servable:
-        raise NotServable(f"not servable as trained by vLLM {spec.vllm_version} (see the errors above)",
-                          findings=spec.errors, source=spec.origin.source if spec.origin else None)
+        raise NotServable(
+            f"not servable as trained by vLLM {spec.vllm_version} (see the errors above)",
+            findings=spec.errors,
+            source=spec.origin.source if spec.origin else None,
+        )
     if verifier:
         return verifier
     local = any(f.code == "verifier-local-path" for f in spec.findings)
     if spec.verifier and (not local or Path(spec.verifier).expanduser().is_dir()):
         return spec.verifier
-    raise ConfigError("the config names no usable verifier; pass --verifier ORG/NAME",
-                      "$.speculators_config.verifier.name_or_path",
-                      source=spec.origin.source if spec.origin else None)
+    raise ConfigError(
+        "the config names no usable verifier; pass --verifier ORG/NAME",
+        "$.speculators_config.verifier.name_or_path",
+        source=spec.origin.source if spec.origin else None,
+    )
 
 
-def _load(draft: Speculator | str | os.PathLike[str], revision: str | None, vllm: str | Version | None,
-          verifier: str | None) -> Speculator:
+def _load(
+    draft: Speculator | str | os.PathLike[str], revision: str | None, vllm: str | Version | None, verifier: str | None
+) -> Speculator:
     if isinstance(draft, Speculator):
         return draft
     from specreg.api import load
@@ -204,8 +219,15 @@ def serve_plan(
     if spec_flags:
         _spec_flags_allowed(spec, kwargs)
     argv = serve_argv(kwargs, flags, spec_flags=spec_flags)
-    return ServePlan(argv=argv, env=spec.serve_env, directory=served_from, written=written, verifier=chosen,
-                     findings=spec.findings, notes=notes)
+    return ServePlan(
+        argv=argv,
+        env=spec.serve_env,
+        directory=served_from,
+        written=written,
+        verifier=chosen,
+        findings=spec.findings,
+        notes=notes,
+    )
 
 
 def _hint_flags(spec: Speculator, given: Mapping[str, str | None], note: Callable[[str], None]) -> list[str]:
@@ -220,38 +242,54 @@ def _hint_flags(spec: Speculator, given: Mapping[str, str | None], note: Callabl
         if field not in given:
             added += [spelling(field), str(hint)]
         elif given[field] != str(hint):
-            note(f"note: the catalog entry serves this draft with {spelling(field)} {hint}; you asked for "
-                 f"{given[field]}")
+            note(
+                f"note: the catalog entry serves this draft with {spelling(field)} {hint}; you asked for {given[field]}"
+            )
     return added
 
 
 def _spec_flags_allowed(spec: Speculator, kwargs: Mapping[str, Any]) -> None:
     if Version(spec.vllm_version) < Version(SPEC_FLAGS_SINCE):
-        raise SpecregError(f"--spec-flags: vLLM {spec.vllm_version} has no --spec-model/--spec-method/--spec-tokens "
-                           f"(they arrive in {SPEC_FLAGS_SINCE}); drop --spec-flags")
+        raise SpecregError(
+            f"--spec-flags: vLLM {spec.vllm_version} has no --spec-model/--spec-method/--spec-tokens "
+            f"(they arrive in {SPEC_FLAGS_SINCE}); drop --spec-flags"
+        )
     extra = sorted(set(kwargs["speculative_config"]) - SPEC_FLAG_KEYS)
     if extra:
-        raise SpecregError("--spec-flags: this draft's speculative config also sets " + ", ".join(extra)
-                           + ", which the --spec-* flags cannot say; serve it with --speculative-config (drop "
-                             "--spec-flags)")
+        raise SpecregError(
+            "--spec-flags: this draft's speculative config also sets "
+            + ", ".join(extra)
+            + ", which the --spec-* flags cannot say; serve it with --speculative-config (drop "
+            "--spec-flags)"
+        )
 
 
-def _fit_gpu(spec: Speculator, gpu: str, kwargs: Mapping[str, Any], given: Mapping[str, str | None],
-             note: Callable[[str], None]) -> dict[str, Any]:
+def _fit_gpu(
+    spec: Speculator, gpu: str, kwargs: Mapping[str, Any], given: Mapping[str, str | None], note: Callable[[str], None]
+) -> dict[str, Any]:
     """The draft's attention on `gpu` (specreg.vllm.gpu_plan.serve_fit), with the flags given."""
     from specreg.vllm.attention import AttentionError
     from specreg.vllm.gpu_plan import serve_fit
 
     v2 = "VLLM_USE_V2_MODEL_RUNNER" in spec.serve_env or os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "") in ("1", "true")
     try:
-        written, notes, errors = serve_fit(spec, gpu, server_kv_cache_dtype=given.get("kv_cache_dtype"),
-                                           server_dtype=given.get("dtype"), server_backend=given.get("attention_backend"),
-                                           v2_runner=v2)
+        written, notes, errors = serve_fit(
+            spec,
+            gpu,
+            server_kv_cache_dtype=given.get("kv_cache_dtype"),
+            server_dtype=given.get("dtype"),
+            server_backend=given.get("attention_backend"),
+            v2_runner=v2,
+        )
     except AttentionError as exc:
         raise SpecregError(f"--gpu {gpu}: {exc}") from None
     if errors:
-        raise NotServable(f"no attention backend serves the draft on {gpu} (see above)", findings=errors, gpu=gpu,
-                          source=spec.origin.source if spec.origin else None)
+        raise NotServable(
+            f"no attention backend serves the draft on {gpu} (see above)",
+            findings=errors,
+            gpu=gpu,
+            source=spec.origin.source if spec.origin else None,
+        )
     for text in notes:
         note(f"gpu: {text}")
     return {**kwargs, "speculative_config": {**kwargs["speculative_config"], **written}}
@@ -275,5 +313,12 @@ def materialize(
     chosen = serving_verifier(spec, verifier)
     done = spec.materialize(directory, weights=weights, force=force, progress=progress)
     kwargs = done.llm_kwargs(verifier=chosen)
-    return Materialization(directory=str(done.directory), files=done.files, weights=done.weights, verifier=chosen,
-                           llm_kwargs=kwargs, env=kwargs.env, findings=spec.findings)
+    return Materialization(
+        directory=str(done.directory),
+        files=done.files,
+        weights=done.weights,
+        verifier=chosen,
+        llm_kwargs=kwargs,
+        env=kwargs.env,
+        findings=spec.findings,
+    )

@@ -20,11 +20,16 @@ def add_catalog(sub: Any) -> None:
         p.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the one shipped with specreg)")
 
     ls = csub.add_parser("list", help="the entries, as a table or JSON")
-    ls.add_argument("pattern", nargs="?", metavar="PATTERN",
-                    help="only ids matching this shell-style pattern, case-insensitively ('RedHatAI/*dflash*')")
+    ls.add_argument(
+        "pattern",
+        nargs="?",
+        metavar="PATTERN",
+        help="only ids matching this shell-style pattern, case-insensitively ('RedHatAI/*dflash*')",
+    )
     ls.add_argument("--algorithm", help="only this algorithm (e.g. dflash)")
-    ls.add_argument("--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B), best published "
-                    "acceptance first")
+    ls.add_argument(
+        "--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B), best published acceptance first"
+    )
     ls.add_argument("--tag", help="only entries with this tag")
     ls.add_argument("--json", action="store_true", help="a JSON list of entries with their baselines")
     registry_arg(ls)
@@ -32,8 +37,14 @@ def add_catalog(sub: Any) -> None:
     show = csub.add_parser("show", help="one entry with its baselines and their harnesses")
     show.add_argument("id", metavar="ID")
     show.add_argument("--json", action="store_true")
-    show.add_argument("--harness", nargs="?", const=-1, type=int, metavar="N",
-                      help="print the `specreg verify` command that reproduces baseline N (default: the primary one)")
+    show.add_argument(
+        "--harness",
+        nargs="?",
+        const=-1,
+        type=int,
+        metavar="N",
+        help="print the `specreg verify` command that reproduces baseline N (default: the primary one)",
+    )
     registry_arg(show)
 
     chk = csub.add_parser("check", help="validate every entry offline (exit 1 listing every problem)")
@@ -52,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _al(entry) -> str:
-    values = [b.metrics.acceptance_length.value for b in entry.baselines
-              if b.metrics.acceptance_length and b.metrics.acceptance_length.value is not None]
+    values = [
+        b.metrics.acceptance_length.value
+        for b in entry.baselines
+        if b.metrics.acceptance_length and b.metrics.acceptance_length.value is not None
+    ]
     if not values:
         return "-"
     return f"{min(values):g}" if len(values) == 1 else f"{min(values):g}-{max(values):g}"
@@ -62,8 +76,9 @@ def _al(entry) -> str:
 def _list(args: argparse.Namespace) -> int:
     from specreg.api.catalog import catalog_list
 
-    listing = catalog_list(args.pattern, algorithm=args.algorithm, verifier=args.verifier, tag=args.tag,
-                           registry=args.registry)
+    listing = catalog_list(
+        args.pattern, algorithm=args.algorithm, verifier=args.verifier, tag=args.tag, registry=args.registry
+    )
     if args.json:
         print(json.dumps([e.to_dict() for e in listing.entries], indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -117,8 +132,10 @@ def _show(args: argparse.Namespace) -> int:
 
         index = None if args.harness == -1 else args.harness
         if index is not None and not 0 <= index < len(entry.baselines):
-            raise SpecregError(f"{entry.id} has no baseline {index}"
-                               + (f" (its baselines are 0-{len(entry.baselines) - 1})" if entry.baselines else ""))
+            raise SpecregError(
+                f"{entry.id} has no baseline {index}"
+                + (f" (its baselines are 0-{len(entry.baselines) - 1})" if entry.baselines else "")
+            )
         print(harness.command_line(entry, index))
         return EXIT_OK
     if args.json:
@@ -141,7 +158,10 @@ def _show(args: argparse.Namespace) -> int:
         out += ["", "no baselines (nothing published with numbers)"]
     for i, b in enumerate(entry.baselines):
         out.append("")  # a blank line between blocks: each line is escaped on its own, a newline in one would show
-        out.append(f"baseline {i}: {b.kind}{' (secondary)' if b.secondary else ''}, {b.source}" + (f", {b.date}" if b.date else ""))
+        out.append(
+            f"baseline {i}: {b.kind}{' (secondary)' if b.secondary else ''}, {b.source}"
+            + (f", {b.date}" if b.date else "")
+        )
         out.append(f"  harness   {_harness_line(b.harness)}")
         if b.harness.notes:
             out.append(f"            {b.harness.notes}")

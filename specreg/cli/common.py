@@ -16,6 +16,7 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report a SIGINT
 
 def int_range(minimum: int, maximum: int = 10**9) -> Any:
     """An argparse type: an integer from minimum to maximum (a clear usage error, exit 2, otherwise)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -26,6 +27,7 @@ def int_range(minimum: int, maximum: int = 10**9) -> Any:
             shown = digits if len(digits) <= 40 else f"{digits[:40]}… ({len(digits):,} digits)"
             raise argparse.ArgumentTypeError(f"must be an integer from {minimum} to {maximum}, got {shown}")
         return value
+
     return parse
 
 
@@ -45,6 +47,7 @@ def harness_number(field: str) -> Any:
 
 def number_range(low: float, high: float) -> Any:
     """An argparse type: a finite number in [low, high] (nan and inf refused)."""
+
     def parse(text: str) -> float:
         import math
 
@@ -55,6 +58,7 @@ def number_range(low: float, high: float) -> Any:
         if not math.isfinite(value) or not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be a finite number from {low:g} to {high:g}, got {value:g}")
         return value
+
     return parse
 
 
@@ -72,8 +76,10 @@ def gpu_name(text: str) -> str:
 def _verifier(text: str) -> str:
     """An argparse type: a verifier that `vllm serve VERIFIER` cannot read as one of its flags."""
     if text.startswith("-"):
-        raise argparse.ArgumentTypeError(f"{clipped(text)} starts with '-': no Hub id does, and vLLM would read it "
-                                         "as a flag; write a local directory as ./NAME")
+        raise argparse.ArgumentTypeError(
+            f"{clipped(text)} starts with '-': no Hub id does, and vLLM would read it "
+            "as a flag; write a local directory as ./NAME"
+        )
     return text
 
 
@@ -81,8 +87,11 @@ def source_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("source", help="a local dir, a config.json path, org/name or org/name@revision")
     sp.add_argument("--revision", help="a Hub branch, tag or commit (or use org/name@revision)")
     sp.add_argument("--vllm", metavar="X.Y", help="the vLLM version to target (default: installed, else newest known)")
-    sp.add_argument("--verifier", type=_verifier, help="the verifier (Hub id or local dir): for native formats, which "
-                    "name none, or to override the config's")
+    sp.add_argument(
+        "--verifier",
+        type=_verifier,
+        help="the verifier (Hub id or local dir): for native formats, which name none, or to override the config's",
+    )
 
 
 def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
@@ -93,8 +102,9 @@ def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
     how = sp.add_mutually_exclusive_group()
     how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
     how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")
-    sp.add_argument("--force", action="store_true", help=f"write into a non-empty {metavar} (replaces only "
-                    "the files it writes)")
+    sp.add_argument(
+        "--force", action="store_true", help=f"write into a non-empty {metavar} (replaces only the files it writes)"
+    )
 
 
 class SpecregErrorLine(Exception):
@@ -120,6 +130,7 @@ def json_value(value: Any) -> str:
 
 
 #: bidirectional-text controls that reorder what a terminal shows (Trojan Source)
+
 
 def print_lines(lines: Sequence[str], file: Any = None) -> None:
     """Print each line with its control characters escaped (a value cannot start a line of its own)."""

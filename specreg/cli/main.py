@@ -15,13 +15,30 @@ from typing import Any, NoReturn, Sequence
 
 from specreg.cli import catalog, serve, show, verify
 from specreg.errors import ConfigError, SpecregError
-from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,
-                                SpecregErrorLine, Refused,
-                                print_lines, printable)
+from specreg.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    SpecregErrorLine,
+    Refused,
+    print_lines,
+    printable,
+)
 
 #: the commands, in the order `specreg --help` lists them, and the group that holds each
-COMMANDS = {"show": show, "serve": serve, "materialize": serve, "convert": serve, "check": show,
-            "verify": verify, "report": verify, "catalog": catalog, "algorithms": show}
+COMMANDS = {
+    "show": show,
+    "serve": serve,
+    "materialize": serve,
+    "convert": serve,
+    "check": show,
+    "verify": verify,
+    "report": verify,
+    "catalog": catalog,
+    "algorithms": show,
+}
 
 
 class _Version(argparse.Action):
@@ -60,8 +77,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="specreg",
         description="Normalize speculative-decoding draft configs into vLLM-ready configuration, as trained.",
     )
-    p.add_argument("--version", action=_Version, help="specreg's version, the vLLM it targets and "
-                   "huggingface_hub's, then exit")
+    p.add_argument(
+        "--version", action=_Version, help="specreg's version, the vLLM it targets and huggingface_hub's, then exit"
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, group in COMMANDS.items():
         getattr(group, f"add_{name}")(sub)
@@ -98,15 +116,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra: list[str] = []
     if "--" in argv:
         at = argv.index("--")
-        argv, extra = argv[:at], argv[at + 1:]
+        argv, extra = argv[:at], argv[at + 1 :]
     if not argv:
         _parser().print_help(sys.stderr)
         return EXIT_BAD_INPUT
     args = _parser().parse_args(argv)
     args.vllm_args = extra
     if extra and args.command != "serve":
-        print(f"error: flags after -- are passed to vLLM by `specreg serve` only, not by `specreg {args.command}`",
-              file=sys.stderr)
+        print(
+            f"error: flags after -- are passed to vLLM by `specreg serve` only, not by `specreg {args.command}`",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     handler = COMMANDS[args.command].HANDLERS[args.command]
     if getattr(args, "quiet", None) is not None:  # commands that may download weights
@@ -123,8 +143,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except ConfigError as exc:  # every problem of the file, one line each with its JSON path
         if getattr(args, "json", False):
-            print(json.dumps({"error": exc.line(), "source": exc.source,
-                              "problems": [{"path": p.path, "message": p.message} for p in exc.problems]}, indent=2))
+            print(
+                json.dumps(
+                    {
+                        "error": exc.line(),
+                        "source": exc.source,
+                        "problems": [{"path": p.path, "message": p.message} for p in exc.problems],
+                    },
+                    indent=2,
+                )
+            )
         prefix = f"{exc.source}: " if exc.source else ""
         print_lines([f"error: {prefix}{p.path}: {p.message}" for p in exc.problems], file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -147,8 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line, not a traceback, unless asked for
         if os.environ.get("SPECREG_DEBUG"):
             raise
-        print(printable(f"error: internal error ({type(exc).__name__}: {exc}); please report it "
-                        "(SPECREG_DEBUG=1 shows the traceback)"), file=sys.stderr)
+        print(
+            printable(
+                f"error: internal error ({type(exc).__name__}: {exc}); please report it "
+                "(SPECREG_DEBUG=1 shows the traceback)"
+            ),
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

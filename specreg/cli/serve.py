@@ -11,17 +11,27 @@ from typing import Any
 from specreg import facts
 from specreg.cli import sglang
 from specreg.cli.sglang import engine_arg
-from specreg.cli.common import (EXIT_OK, Refused, directory_args, gpu_name, load_draft, print_lines, progress_line,
-                                source_args)
+from specreg.cli.common import (
+    EXIT_OK,
+    Refused,
+    directory_args,
+    gpu_name,
+    load_draft,
+    print_lines,
+    progress_line,
+    source_args,
+)
 
 
 def add_serve(sub: Any) -> None:
     serve = sub.add_parser(
-        "serve", help="print the `vllm serve` command line for the draft",
+        "serve",
+        help="print the `vllm serve` command line for the draft",
         usage="specreg serve SOURCE [options] [-- VLLM_FLAGS...]",
         description="Print the `vllm serve` line (with the environment it needs) that serves the draft as trained. "
         "vLLM flags after `--` are passed through; the catalog's [serving] hints (tensor parallel size, max model "
-        "length, quantization) are added unless given.")
+        "length, quantization) are added unless given.",
+    )
     source_args(serve)
     serve.add_argument(
         "--dir",
@@ -29,17 +39,29 @@ def add_serve(sub: Any) -> None:
         "training (default: a directory under ~/.cache/specreg/drafts, or $SPECREG_CACHE/drafts); re-running "
         "with the same source refreshes specreg's own files there",
     )
-    serve.add_argument("--force", action="store_true", help="replace specreg's files in a --dir that holds another draft")
+    serve.add_argument(
+        "--force", action="store_true", help="replace specreg's files in a --dir that holds another draft"
+    )
     serve.add_argument("--config-only", action="store_true", help="materialize config.json without weights")
-    serve.add_argument("--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line')
-    serve.add_argument("--spec-flags", action="store_true",
-                       help="write the draft as --spec-model/--spec-method/--spec-tokens "
-                            f"(vLLM {facts.since('spec_flags')}+) instead of "
-                            "--speculative-config, where those three say all of it")
-    serve.add_argument("--gpu", type=gpu_name, metavar="NAME", help="the GPU to serve on (H100, A100, L40S, RTX 4090, "
-                       "B200, GB10, ... or sm_XY): refuse a draft no attention backend serves there, and write the "
-                       "draft's own kv_cache_dtype or attention_backend into the speculative config where that makes "
-                       "it start")
+    serve.add_argument(
+        "--json", action="store_true", help='print {"env": {...}, "argv": [...]} instead of a shell line'
+    )
+    serve.add_argument(
+        "--spec-flags",
+        action="store_true",
+        help="write the draft as --spec-model/--spec-method/--spec-tokens "
+        f"(vLLM {facts.since('spec_flags')}+) instead of "
+        "--speculative-config, where those three say all of it",
+    )
+    serve.add_argument(
+        "--gpu",
+        type=gpu_name,
+        metavar="NAME",
+        help="the GPU to serve on (H100, A100, L40S, RTX 4090, "
+        "B200, GB10, ... or sm_XY): refuse a draft no attention backend serves there, and write the "
+        "draft's own kv_cache_dtype or attention_backend into the speculative config where that makes "
+        "it start",
+    )
     serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
     engine_arg(serve)
 
@@ -52,10 +74,13 @@ def add_materialize(sub: Any) -> None:
 
 
 def add_convert(sub: Any) -> None:
-    conv = sub.add_parser("convert", help="write the speculators-format twin of a native draft (z-lab, DeepSpec, EAGLE-3)")
+    conv = sub.add_parser(
+        "convert", help="write the speculators-format twin of a native draft (z-lab, DeepSpec, EAGLE-3)"
+    )
     directory_args(conv, "OUT_DIR")
-    conv.add_argument("--json", action="store_true", help="print what was written (directory, format, files, "
-                      "verifier) as JSON")
+    conv.add_argument(
+        "--json", action="store_true", help="print what was written (directory, format, files, verifier) as JSON"
+    )
 
 
 def _report(spec) -> None:
@@ -82,9 +107,17 @@ def _serve(args: argparse.Namespace) -> int:
     spec = load_draft(args)
     _report(spec)
     try:
-        plan = serve_plan(spec, verifier=args.verifier, vllm_args=args.vllm_args, directory=args.dir,
-                          force=args.force, config_only=args.config_only, gpu=args.gpu, spec_flags=args.spec_flags,
-                          progress=progress_line)
+        plan = serve_plan(
+            spec,
+            verifier=args.verifier,
+            vllm_args=args.vllm_args,
+            directory=args.dir,
+            force=args.force,
+            config_only=args.config_only,
+            gpu=args.gpu,
+            spec_flags=args.spec_flags,
+            progress=progress_line,
+        )
     except NotServable as exc:
         raise _refused(exc, args.source) from None
     if args.json:
@@ -104,8 +137,9 @@ def _materialize(args: argparse.Namespace) -> int:
     _report(spec)
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     try:
-        done = materialize(spec, args.dir, verifier=args.verifier, weights=weights, force=args.force,
-                           progress=progress_line)
+        done = materialize(
+            spec, args.dir, verifier=args.verifier, weights=weights, force=args.force, progress=progress_line
+        )
     except NotServable as exc:
         raise _refused(exc, args.source) from None
     kwargs = thaw(done.llm_kwargs)
@@ -113,13 +147,18 @@ def _materialize(args: argparse.Namespace) -> int:
         print(json.dumps({"env": dict(done.env), "llm_kwargs": kwargs}, indent=2))
     else:
         n = len(done.files) - 2
-        what = {"none": "no weights (--config-only)", "copy": f"{n} weight files copied",
-                "link": f"{n} weight files linked"}[weights]
+        what = {
+            "none": "no weights (--config-only)",
+            "copy": f"{n} weight files copied",
+            "link": f"{n} weight files linked",
+        }[weights]
         print(f"wrote {done.directory}: config.json, specreg.json, {what}")
         print(serve_line(spec.serve_env, serve_argv(kwargs)))
     if spec.needs_v2_model_runner and not args.json:
-        print("# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves this draft as trained on its V2 model runner only",
-              file=sys.stderr)
+        print(
+            "# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves this draft as trained on its V2 model runner only",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -127,14 +166,23 @@ def _convert(args: argparse.Namespace) -> int:
     from specreg.api import convert
 
     weights = "none" if args.config_only else "copy" if args.copy else "link"
-    done = convert(args.source, args.dir, verifier=args.verifier, revision=args.revision, weights=weights,
-                   force=args.force, progress=progress_line)
+    done = convert(
+        args.source,
+        args.dir,
+        verifier=args.verifier,
+        revision=args.revision,
+        weights=weights,
+        force=args.force,
+        progress=progress_line,
+    )
     if args.json:
         print(json.dumps(done.to_dict(), indent=2))
         return EXIT_OK
     n = len(done.files) - 2
-    print(f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
-          f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})")
+    print(
+        f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
+        f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})"
+    )
     return EXIT_OK
 
 

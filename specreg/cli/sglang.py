@@ -15,8 +15,12 @@ ENGINES = ("vllm", "sglang")
 
 
 def engine_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--engine", choices=ENGINES, default="vllm",
-                        help="the engine to serve with: vllm (default) or sglang (docs/sglang.md)")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="vllm",
+        help="the engine to serve with: vllm (default) or sglang (docs/sglang.md)",
+    )
 
 
 def _plan(args: argparse.Namespace, *, check_weights: bool = True):
@@ -30,10 +34,13 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
 
 def _report(plan, source: str) -> None:
     """The findings on stderr; a plan SGLang cannot serve as trained ends the command (exit 1)."""
-    print_lines([f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity != "info"],
-                file=sys.stderr)
+    print_lines(
+        [f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity != "info"], file=sys.stderr
+    )
     if not plan.servable:
-        raise Refused(f"error: {source}: not servable as trained by SGLang {plan.sglang_version} (see the errors above)")
+        raise Refused(
+            f"error: {source}: not servable as trained by SGLang {plan.sglang_version} (see the errors above)"
+        )
 
 
 def _verifier(plan, args: argparse.Namespace) -> str:
@@ -54,8 +61,12 @@ def serve(args: argparse.Namespace) -> int:
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
     force = not args.dir or args.force or same_draft(directory, plan)
-    done = plan.materialize(directory, weights="none" if args.config_only else "link", force=force,
-                            progress=None if args.quiet else progress_line)
+    done = plan.materialize(
+        directory,
+        weights="none" if args.config_only else "link",
+        force=force,
+        progress=None if args.quiet else progress_line,
+    )
     argv = done.argv(verifier=verifier, extra=tuple(extra))
     if args.json:
         print(json.dumps({"env": plan.env, "argv": argv}, indent=2))
@@ -75,7 +86,11 @@ def materialize(args: argparse.Namespace) -> int:
         print(json.dumps({"env": plan.env, "argv": argv}, indent=2))
         return EXIT_OK
     n = len(done.files) - 2
-    what = {"none": "no weights (--config-only)", "copy": f"{n} weight files copied", "link": f"{n} weight files linked"}
+    what = {
+        "none": "no weights (--config-only)",
+        "copy": f"{n} weight files copied",
+        "link": f"{n} weight files linked",
+    }
     print(f"wrote {done.directory}: config.json, specreg.json, {what[weights]}")
     print(serve_line(plan.env, argv))
     return EXIT_OK
@@ -98,13 +113,24 @@ def show(args: argparse.Namespace) -> int:
         print(json.dumps(plan.to_dict(), indent=2))
         return EXIT_FINDINGS if plan.errors else EXIT_OK
     t = plan.trained
-    out = [f"{args.source}  ({plan.algorithm}, for SGLang {plan.sglang_version})",
-           f"  {'draft tokens':<14}{t.proposals}", f"  {'query rows':<14}{t.query_rows}",
-           f"  {'capture':<14}{list(t.capture) if t.capture else '-'}  (the hidden states entering these layers)"]
+    out = [
+        f"{args.source}  ({plan.algorithm}, for SGLang {plan.sglang_version})",
+        f"  {'draft tokens':<14}{t.proposals}",
+        f"  {'query rows':<14}{t.query_rows}",
+        f"  {'capture':<14}{list(t.capture) if t.capture else '-'}  (the hidden states entering these layers)",
+    ]
     if plan.servable:
         out += ["", f"flags  {' '.join(plan.flags)}", "", "config.json: what SGLang reads beyond the layer config"]
-        for key in ("architectures", "model_type", "eagle_config", "dflash_config", "layer_types", "is_causal",
-                    "sliding_window", "sample_from_anchor"):
+        for key in (
+            "architectures",
+            "model_type",
+            "eagle_config",
+            "dflash_config",
+            "layer_types",
+            "is_causal",
+            "sliding_window",
+            "sample_from_anchor",
+        ):
             if key in plan.config:
                 out.append(f"  {key} = {json.dumps(plan.config_dict()[key])}")
     out += ["", *_findings(plan)]

@@ -7,8 +7,16 @@ import json
 from typing import Any
 
 from specreg.cli import sglang
-from specreg.cli.common import (EXIT_FINDINGS, EXIT_OK, json_value, load_draft, gpu_name, harness_int, print_lines,
-                                source_args)
+from specreg.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    json_value,
+    load_draft,
+    gpu_name,
+    harness_int,
+    print_lines,
+    source_args,
+)
 from specreg.cli.sglang import engine_arg
 
 
@@ -28,24 +36,48 @@ def add_check(sub: Any) -> None:
     tp = harness_int("tensor_parallel_size")
     chk.add_argument("--tensor-parallel-size", type=tp, metavar="N", help="the verifier's tensor parallel size")
     chk.add_argument("--draft-tensor-parallel-size", type=tp, metavar="N", help="the draft's tensor parallel size")
-    chk.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N", help="the server's "
-                     "--max-model-len (default: the verifier's max_position_embeddings), held against the draft's "
-                     "max_position_embeddings")
-    chk.add_argument("--disable-hybrid-kv-cache-manager", action="store_true",
-                     help="the server's flag of that name (or a KV connector without HMA support): the KV-cache "
-                     "groups of the verifier's and the draft's layers are checked with the manager off")
+    chk.add_argument(
+        "--max-model-len",
+        type=harness_int("max_model_len"),
+        metavar="N",
+        help="the server's "
+        "--max-model-len (default: the verifier's max_position_embeddings), held against the draft's "
+        "max_position_embeddings",
+    )
+    chk.add_argument(
+        "--disable-hybrid-kv-cache-manager",
+        action="store_true",
+        help="the server's flag of that name (or a KV connector without HMA support): the KV-cache "
+        "groups of the verifier's and the draft's layers are checked with the manager off",
+    )
     gpu = chk.add_argument_group("the GPU (vLLM's attention-backend selector, per version)")
-    gpu.add_argument("--gpu", type=gpu_name, metavar="NAME", help="H100, A100, L40S, RTX 4090, B200, GB10, ... or "
-                     "sm_XY: which attention backend vLLM picks for the draft's layers there, and why others are "
-                     "refused")
-    gpu.add_argument("--kv-cache-dtype", default="auto", metavar="DTYPE",
-                     help="the server's --kv-cache-dtype, which the draft inherits (auto, fp8, fp8_e4m3, fp8_e5m2; "
-                     "default auto)")
-    gpu.add_argument("--dtype", metavar="DTYPE", help="bfloat16, float16 or float32 (default: the verifier's config, "
-                     "else the draft's: the draft runs in the verifier's dtype)")
-    gpu.add_argument("--attention-backend", metavar="NAME", help="the draft's own backend "
-                     "(speculative_config.attention_backend; vLLM's names: FLASH_ATTN, FLASHINFER, TRITON_ATTN, "
-                     "FLEX_ATTENTION)")
+    gpu.add_argument(
+        "--gpu",
+        type=gpu_name,
+        metavar="NAME",
+        help="H100, A100, L40S, RTX 4090, B200, GB10, ... or "
+        "sm_XY: which attention backend vLLM picks for the draft's layers there, and why others are "
+        "refused",
+    )
+    gpu.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        metavar="DTYPE",
+        help="the server's --kv-cache-dtype, which the draft inherits (auto, fp8, fp8_e4m3, fp8_e5m2; default auto)",
+    )
+    gpu.add_argument(
+        "--dtype",
+        metavar="DTYPE",
+        help="bfloat16, float16 or float32 (default: the verifier's config, "
+        "else the draft's: the draft runs in the verifier's dtype)",
+    )
+    gpu.add_argument(
+        "--attention-backend",
+        metavar="NAME",
+        help="the draft's own backend "
+        "(speculative_config.attention_backend; vLLM's names: FLASH_ATTN, FLASHINFER, TRITON_ATTN, "
+        "FLEX_ATTENTION)",
+    )
 
 
 def add_algorithms(sub: Any) -> None:
@@ -76,8 +108,13 @@ def _show(args: argparse.Namespace) -> int:
         rows.append(("commit", spec.origin.commit))
     if spec.catalog is not None:
         pin = f", pinned at {spec.catalog.revision[:12]}" if spec.catalog.revision else ""
-        rows.append(("catalog", f"{spec.catalog.id} ({spec.catalog.status}{pin}; {len(spec.catalog.baselines)} "
-                                f"baselines: specreg catalog show {spec.catalog.id})"))
+        rows.append(
+            (
+                "catalog",
+                f"{spec.catalog.id} ({spec.catalog.status}{pin}; {len(spec.catalog.baselines)} "
+                f"baselines: specreg catalog show {spec.catalog.id})",
+            )
+        )
     out += [f"  {k:<14}{v}" for k, v in rows]
     if spec.attention:
         out.append("")
@@ -100,7 +137,7 @@ def _show(args: argparse.Namespace) -> int:
             value = spec.draft_config
             for part in field.split(".")[1:]:
                 value = value[part]
-            out.append(f"  {field[len('draft_config.'):]} = {json_value(thaw(value))}")
+            out.append(f"  {field[len('draft_config.') :]} = {json_value(thaw(value))}")
             out.append(f"      {prov.describe()}")
         out.append(f"  (+ {copied} fields copied from transformer_layer_config)")
     out.append("")
@@ -120,11 +157,19 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.engine == "sglang":
         return sglang.check(args)
-    report = check(load_draft(args), verifier=args.verifier, weights=not args.no_weights,
-                   tensor_parallel_size=args.tensor_parallel_size,
-                   draft_tensor_parallel_size=args.draft_tensor_parallel_size, max_model_len=args.max_model_len,
-                   hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager, gpu=args.gpu,
-                   kv_cache_dtype=args.kv_cache_dtype, dtype=args.dtype, attention_backend=args.attention_backend)
+    report = check(
+        load_draft(args),
+        verifier=args.verifier,
+        weights=not args.no_weights,
+        tensor_parallel_size=args.tensor_parallel_size,
+        draft_tensor_parallel_size=args.draft_tensor_parallel_size,
+        max_model_len=args.max_model_len,
+        hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
+        gpu=args.gpu,
+        kv_cache_dtype=args.kv_cache_dtype,
+        dtype=args.dtype,
+        attention_backend=args.attention_backend,
+    )
     spec = report.speculator
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
@@ -134,13 +179,17 @@ def _check(args: argparse.Namespace) -> int:
     if v:
         arch = ", ".join(v.architectures) or "architecture not named"
         text = " (text_config)" if v.text_config else ""
-        out.append(f"  verifier  {v.id}: {arch}, {v.num_hidden_layers} layers, hidden {v.hidden_size}, "
-                   f"vocab {v.vocab_size}{text}")
+        out.append(
+            f"  verifier  {v.id}: {arch}, {v.num_hidden_layers} layers, hidden {v.hidden_size}, "
+            f"vocab {v.vocab_size}{text}"
+        )
     if w:
         dtypes = ", ".join(f"{k} {n:,}" for k, n in w.dtypes.items())
         read = f"; {w.header_bytes:,} header bytes read" if w.header_bytes is not None else ""
-        out.append(f"  weights   {len(w.files)} file{'s' * (len(w.files) != 1)}, {w.tensors} tensors, "
-                   f"{w.parameters:,} parameters ({dtypes}){read}")
+        out.append(
+            f"  weights   {len(w.files)} file{'s' * (len(w.files) != 1)}, {w.tensors} tensors, "
+            f"{w.parameters:,} parameters ({dtypes}){read}"
+        )
     if report.gpu is not None:
         out += _gpu_lines(report.gpu)
     out.append("")
@@ -164,25 +213,35 @@ def _gpu_lines(report: Any) -> list[str]:
     """The selector's answers, one block per group of layers: picked first, then each refusal."""
     from specreg.vllm.attention import gpu_label
 
-    out = [f"  gpu       {gpu_label(report.gpu)}, vLLM {report.version}'s attention selector; dtype {report.dtype} "
-           f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"]
+    out = [
+        f"  gpu       {gpu_label(report.gpu)}, vLLM {report.version}'s attention selector; dtype {report.dtype} "
+        f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"
+    ]
     from specreg.vllm.attention import cubins_words
 
     for group in (*report.draft, *report.verifier):
         s = group.selection
-        out.append(f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
-                   f"{', sliding window' if s.case.sliding else ''}{', attention sinks' if s.case.sink else ''}")
+        out.append(
+            f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
+            f"{', sliding window' if s.case.sliding else ''}{', attention sinks' if s.case.sink else ''}"
+        )
         if group.given is not None:
-            out.append(f"      given    {report.attention_backend}: "
-                       + (f"refused ({', '.join(group.given)})" if group.given else "valid"))
-        out.append(f"      {'default' if group.given is not None else 'picks':<9}{s.chosen or '- (none valid)'}"
-                   + (f"  (valid: {', '.join(s.valid)})" if len(s.valid) > 1 else ""))
+            out.append(
+                f"      given    {report.attention_backend}: "
+                + (f"refused ({', '.join(group.given)})" if group.given else "valid")
+            )
+        out.append(
+            f"      {'default' if group.given is not None else 'picks':<9}{s.chosen or '- (none valid)'}"
+            + (f"  (valid: {', '.join(s.valid)})" if len(s.valid) > 1 else "")
+        )
         for backend, why in s.refused.items():
             out.append(f"      refuses  {backend}: {', '.join(why)}")
         if group.other is not None:
             o = group.other
-            out.append(f"      {cubins_words(o.cubins)}: {o.chosen or '- (none valid)'}"
-                       + (f"  (valid: {', '.join(o.valid)})" if o.valid else ""))
+            out.append(
+                f"      {cubins_words(o.cubins)}: {o.chosen or '- (none valid)'}"
+                + (f"  (valid: {', '.join(o.valid)})" if o.valid else "")
+            )
     return out
 
 

@@ -7,96 +7,171 @@ import json
 import sys
 from typing import Any
 
-from specreg.cli.common import (EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, SpecregErrorLine, int_range, number_range, progress_line, harness_int,
-                                harness_number)
+from specreg.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    SpecregErrorLine,
+    int_range,
+    number_range,
+    progress_line,
+    harness_int,
+    harness_number,
+)
 
 
 def add_verify(sub: Any) -> None:
     from specreg.verify.prompts import DATASETS
 
     ver = sub.add_parser(
-        "verify", help="measure acceptance with vLLM and judge it against the catalog",
+        "verify",
+        help="measure acceptance with vLLM and judge it against the catalog",
         description="Measure a draft's acceptance with vLLM and judge it against its catalog baseline. With no "
-                    "harness flag, a catalog entry runs its primary baseline's harness (`specreg catalog show "
-                    "ENTRY --harness` prints it); a flag given overrides it. Exit: 0 pass or nothing to judge "
-                    "against, 1 regressed, 2 bad input or refused, 4 no baseline matched, 5 the engine failed, "
-                    "130 interrupted; 3 only for a specreg bug (docs/verify.md).")
+        "harness flag, a catalog entry runs its primary baseline's harness (`specreg catalog show "
+        "ENTRY --harness` prints it); a flag given overrides it. Exit: 0 pass or nothing to judge "
+        "against, 1 regressed, 2 bad input or refused, 4 no baseline matched, 5 the engine failed, "
+        "130 interrupted; 3 only for a specreg bug (docs/verify.md).",
+    )
     ver.add_argument("model", nargs="?", metavar="MODEL", help="a catalog id / Hub id / local draft (omit with --all)")
     h = ver.add_argument_group("harness (default: the entry's baseline, else the value shown)")
-    h.add_argument("--baseline", type=int_range(0, 10_000), metavar="N",
-                   help="reproduce the entry's baseline N (0-based, as `catalog show` numbers them; default: its "
-                        "primary baseline)")
-    h.add_argument("--dataset", help=" | ".join(sorted(DATASETS)) + " | speed-bench:CATEGORY | FILE.jsonl "
-                                     "(default gsm8k)")
-    h.add_argument("--dataset-file", metavar="[DATASET=]FILE", action="append",
-                   help="the rows of the run's dataset from a local JSONL file; with --all, one per dataset "
-                        "(--dataset-file mt-bench=F1 --dataset-file gsm8k=F2)")
+    h.add_argument(
+        "--baseline",
+        type=int_range(0, 10_000),
+        metavar="N",
+        help="reproduce the entry's baseline N (0-based, as `catalog show` numbers them; default: its "
+        "primary baseline)",
+    )
+    h.add_argument(
+        "--dataset", help=" | ".join(sorted(DATASETS)) + " | speed-bench:CATEGORY | FILE.jsonl (default gsm8k)"
+    )
+    h.add_argument(
+        "--dataset-file",
+        metavar="[DATASET=]FILE",
+        action="append",
+        help="the rows of the run's dataset from a local JSONL file; with --all, one per dataset "
+        "(--dataset-file mt-bench=F1 --dataset-file gsm8k=F2)",
+    )
     h.add_argument("--num-prompts", type=harness_int("num_prompts"), metavar="N", help="(default 80)")
     h.add_argument("--temperature", type=harness_number("temperature"), metavar="T", help="(default 0)")
     h.add_argument("--max-tokens", type=harness_int("max_tokens"), metavar="N", help="(default 256)")
-    h.add_argument("--k", type=_k_list, metavar="K[,K...]",
-                   help="draft tokens (default: the config's); several (1,3,5) run a sweep, in-process, reporting "
-                        "AL, per-position rates and tokens/s per k")
+    h.add_argument(
+        "--k",
+        type=_k_list,
+        metavar="K[,K...]",
+        help="draft tokens (default: the config's); several (1,3,5) run a sweep, in-process, reporting "
+        "AL, per-position rates and tokens/s per k",
+    )
     h.add_argument("--seed", type=harness_int("seed"), metavar="N", help="(default 42)")
     fmt = h.add_mutually_exclusive_group()
     fmt.add_argument("--chat", dest="chat", action="store_true", default=None, help="chat template (default)")
     fmt.add_argument("--raw", dest="chat", action="store_false", help="raw completion prompts")
     h.add_argument("--few-shot", type=harness_int("few_shot"), metavar="N", help="(default 0)")
     think = h.add_mutually_exclusive_group()
-    think.add_argument("--thinking", dest="thinking", action="store_true", default=None,
-                       help="chat_template_kwargs enable_thinking true (default: not sent)")
+    think.add_argument(
+        "--thinking",
+        dest="thinking",
+        action="store_true",
+        default=None,
+        help="chat_template_kwargs enable_thinking true (default: not sent)",
+    )
     think.add_argument("--no-thinking", dest="thinking", action="store_false", help="enable_thinking false")
-    h.add_argument("--shots-split", metavar="SPLIT", help="take the few-shot examples from this split (vLLM's GSM8K: "
-                                                          "train)")
+    h.add_argument(
+        "--shots-split", metavar="SPLIT", help="take the few-shot examples from this split (vLLM's GSM8K: train)"
+    )
     h.add_argument("--shots-file", metavar="FILE", help="the few-shot split's rows from a local JSONL file")
-    h.add_argument("--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'")
+    h.add_argument(
+        "--template", metavar="FMT", help="prompt format string over a row's fields, e.g. '{question}\\n...'"
+    )
     h.add_argument("--stop", action="append", metavar="TEXT", help="a stop string (repeatable; default none)")
-    h.add_argument("--mode", choices=("batched", "prompt-at-a-time"),
-                   help="all prompts batched (default), or one generate per prompt")
-    h.add_argument("--statistic", choices=("pooled", "mean-per-prompt"), default=None,
-                   help="AL over the whole run, or the mean of each prompt's AL (default: mean-per-prompt with "
-                        "--mode prompt-at-a-time, else pooled)")
-    h.add_argument("--chunks", type=harness_int("chunks"), default=10, metavar="N",
-                   help="prompts run in this many chunks, for the interval (default 10)")
+    h.add_argument(
+        "--mode",
+        choices=("batched", "prompt-at-a-time"),
+        help="all prompts batched (default), or one generate per prompt",
+    )
+    h.add_argument(
+        "--statistic",
+        choices=("pooled", "mean-per-prompt"),
+        default=None,
+        help="AL over the whole run, or the mean of each prompt's AL (default: mean-per-prompt with "
+        "--mode prompt-at-a-time, else pooled)",
+    )
+    h.add_argument(
+        "--chunks",
+        type=harness_int("chunks"),
+        default=10,
+        metavar="N",
+        help="prompts run in this many chunks, for the interval (default 10)",
+    )
     e = ver.add_argument_group("engine")
     e.add_argument("--server", metavar="URL", help="a running vLLM OpenAI-compatible server (default: vLLM in-process)")
     e.add_argument("--served-model", help="the model name the server serves (default: the first of /v1/models)")
-    e.add_argument("--compare-baseline-engine", nargs="?", const="in-process", metavar="URL",
-                   help="also run the prompts without the draft and report the speedup in output tokens/s "
-                        "(in-process; with --server, the URL of a server of the verifier alone)")
+    e.add_argument(
+        "--compare-baseline-engine",
+        nargs="?",
+        const="in-process",
+        metavar="URL",
+        help="also run the prompts without the draft and report the speedup in output tokens/s "
+        "(in-process; with --server, the URL of a server of the verifier alone)",
+    )
     e.add_argument("--batch-size", type=harness_int("batch_size"), metavar="N", help="max_num_seqs (in-process)")
-    e.add_argument("--concurrency", type=harness_int("concurrency"), metavar="N",
-                   help="requests in flight (--server; default 1)")
-    e.add_argument("--max-model-len", type=harness_int("max_model_len"), metavar="N",
-                   help="the engine's max_model_len (default: the entry's [serving])")
-    e.add_argument("--tensor-parallel-size", type=harness_int("tensor_parallel_size"), metavar="N",
-                   help="(default: the entry's [serving])")
+    e.add_argument(
+        "--concurrency", type=harness_int("concurrency"), metavar="N", help="requests in flight (--server; default 1)"
+    )
+    e.add_argument(
+        "--max-model-len",
+        type=harness_int("max_model_len"),
+        metavar="N",
+        help="the engine's max_model_len (default: the entry's [serving])",
+    )
+    e.add_argument(
+        "--tensor-parallel-size",
+        type=harness_int("tensor_parallel_size"),
+        metavar="N",
+        help="(default: the entry's [serving])",
+    )
     e.add_argument("--draft-sample-method", metavar="M", help="speculative_config.draft_sample_method (in-process)")
     cache = e.add_mutually_exclusive_group()
-    cache.add_argument("--prefix-caching", dest="prefix_caching", action="store_true", default=None,
-                       help="(default: vLLM's)")
+    cache.add_argument(
+        "--prefix-caching", dest="prefix_caching", action="store_true", default=None, help="(default: vLLM's)"
+    )
     cache.add_argument("--no-prefix-caching", dest="prefix_caching", action="store_false")
     e.add_argument("--gpu", help="the GPU, when it cannot be read here (a remote server)")
-    e.add_argument("--timeout", type=number_range(1.0, 7 * 24 * 3600.0), default=3600, metavar="S",
-                   help="seconds a run may take (with --all: per entry; past it the result is timeout; default 3600)")
+    e.add_argument(
+        "--timeout",
+        type=number_range(1.0, 7 * 24 * 3600.0),
+        default=3600,
+        metavar="S",
+        help="seconds a run may take (with --all: per entry; past it the result is timeout; default 3600)",
+    )
     o = ver.add_argument_group("judging and outputs")
     o.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
     o.add_argument("--history", metavar="DB", help="the SQLite history (default: OUT/../history.sqlite)")
-    o.add_argument("--strict-harness", action="store_true",
-                   help="refuse, before measuring, a harness that differs from the baseline's")
-    o.add_argument("--update-baseline", action="store_true",
-                   help="add a measured baseline (a passing run, same harness) to the entry in --registry DIR, "
-                        "printing the change")
+    o.add_argument(
+        "--strict-harness",
+        action="store_true",
+        help="refuse, before measuring, a harness that differs from the baseline's",
+    )
+    o.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="add a measured baseline (a passing run, same harness) to the entry in --registry DIR, "
+        "printing the change",
+    )
     o.add_argument("--registry", metavar="DIR", help="a catalog directory (default: the shipped one)")
-    o.add_argument("--json", action="store_true",
-                   help="print the result (what result.json holds; with --all, the verdict per entry; with several "
-                        "--k, the sweep) as one JSON object on stdout instead of the text lines")
+    o.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result (what result.json holds; with --all, the verdict per entry; with several "
+        "--k, the sweep) as one JSON object on stdout instead of the text lines",
+    )
     n = ver.add_argument_group("nightly")
     n.add_argument("--all", action="store_true", help="every catalog entry with a baseline, each in a subprocess")
     n.add_argument("--shard", default="1/1", metavar="I/N", help="with --all: this shard of N (default 1/1)")
-    n.add_argument("--resume", action="store_true",
-                   help="continue an interrupted run in --out (its measured chunks kept); with --all: skip "
-                        "entries already done")
+    n.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run in --out (its measured chunks kept); with --all: skip entries already done",
+    )
 
 
 def _k_list(text: str) -> tuple[int, ...]:
@@ -111,10 +186,15 @@ def add_report(sub: Any) -> None:
     rep = sub.add_parser("report", help="a static HTML page from verify results and history")
     rep.add_argument("dir", metavar="DIR", help="where verify wrote its results (searched recursively)")
     rep.add_argument("--out", required=True, metavar="SITE")
-    rep.add_argument("--history-out", metavar="DB", help="write the merged history of every history.sqlite under DIR here")
+    rep.add_argument(
+        "--history-out", metavar="DB", help="write the merged history of every history.sqlite under DIR here"
+    )
     rep.add_argument("--registry", metavar="DIR")
-    rep.add_argument("--json", action="store_true",
-                     help="print what was written (the index page, the merged history, the warnings) as JSON")
+    rep.add_argument(
+        "--json",
+        action="store_true",
+        help="print what was written (the index page, the merged history, the warnings) as JSON",
+    )
 
 
 def dataset_files(values: list[str] | None) -> tuple[str | None, dict[str, str]]:
@@ -127,8 +207,10 @@ def dataset_files(values: list[str] | None) -> tuple[str | None, dict[str, str]]
                 raise SpecregErrorLine(f"--dataset-file {name}= is given twice")
             named[name] = path
         elif plain is not None:
-            raise SpecregErrorLine("--dataset-file FILE is given twice; name each file's dataset "
-                                   "(--dataset-file mt-bench=F1 --dataset-file gsm8k=F2)")
+            raise SpecregErrorLine(
+                "--dataset-file FILE is given twice; name each file's dataset "
+                "(--dataset-file mt-bench=F1 --dataset-file gsm8k=F2)"
+            )
         else:
             plain = value
     return plain, named
@@ -149,21 +231,31 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
         values, origin = harness.resolve(entry, given, getattr(args, "baseline", None))
     except ValueError as exc:
         raise SpecregErrorLine(str(exc)) from None
-    values["statistic"] = values["statistic"] or ("mean-per-prompt" if values["mode"] == "prompt-at-a-time"
-                                                  else "pooled")
+    values["statistic"] = values["statistic"] or (
+        "mean-per-prompt" if values["mode"] == "prompt-at-a-time" else "pooled"
+    )
     plain, named = dataset_files(args.dataset_file)
     base = values["dataset"].split(":")[0]
     if named and plain is None:
         if base not in named:
-            raise SpecregErrorLine(f"--dataset-file names {', '.join(sorted(named))}, but this run's dataset is "
-                                   f"{base}")
+            raise SpecregErrorLine(f"--dataset-file names {', '.join(sorted(named))}, but this run's dataset is {base}")
         plain = named[base]
-    return Options(server=args.server, dataset_file=plain, gpu=args.gpu, chunks=args.chunks,
-                   strict_harness=args.strict_harness, update_baseline=args.update_baseline, registry=args.registry,
-                   served_model=args.served_model, shots_file=args.shots_file, timeout=args.timeout,
-                   harness_from=origin, compare_baseline_engine=getattr(args, "compare_baseline_engine", None),
-                   resume=bool(getattr(args, "resume", False)),
-                   **values)
+    return Options(
+        server=args.server,
+        dataset_file=plain,
+        gpu=args.gpu,
+        chunks=args.chunks,
+        strict_harness=args.strict_harness,
+        update_baseline=args.update_baseline,
+        registry=args.registry,
+        served_model=args.served_model,
+        shots_file=args.shots_file,
+        timeout=args.timeout,
+        harness_from=origin,
+        compare_baseline_engine=getattr(args, "compare_baseline_engine", None),
+        resume=bool(getattr(args, "resume", False)),
+        **values,
+    )
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -171,7 +263,9 @@ def _verify(args: argparse.Namespace) -> int:
 
     import importlib.util
 
-    missing = [m for m in ("datasets", "matplotlib", "prometheus_client", "httpx") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("datasets", "matplotlib", "prometheus_client", "httpx") if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise SpecregErrorLine(f"verify needs {', '.join(missing)}: pip install 'specreg[verify]'")
     from specreg.verify.outputs import HISTORY
@@ -184,8 +278,10 @@ def _verify(args: argparse.Namespace) -> int:
             raise SpecregErrorLine("--all needs --out DIR")
         plain, named = dataset_files(args.dataset_file)
         if plain is not None:
-            raise SpecregErrorLine("with --all, name the dataset of each --dataset-file (--dataset-file "
-                                   f"mt-bench={plain}): entries are run on their own baselines' datasets")
+            raise SpecregErrorLine(
+                "with --all, name the dataset of each --dataset-file (--dataset-file "
+                f"mt-bench={plain}): entries are run on their own baselines' datasets"
+            )
         passthrough = []
         if args.server:
             passthrough += ["--server", args.server]
@@ -198,14 +294,24 @@ def _verify(args: argparse.Namespace) -> int:
             nightly.parse_shard(args.shard)
         except ValueError as exc:
             raise SpecregErrorLine(str(exc)) from None
-        verdicts = nightly.run_all(Path(args.out), shard_spec=args.shard, resume=args.resume, timeout=args.timeout,
-                                   extra=passthrough, dataset_files=named, registry=args.registry, progress=progress_line)
+        verdicts = nightly.run_all(
+            Path(args.out),
+            shard_spec=args.shard,
+            resume=args.resume,
+            timeout=args.timeout,
+            extra=passthrough,
+            dataset_files=named,
+            registry=args.registry,
+            progress=progress_line,
+        )
         bad = {k: v for k, v in verdicts.items() if v in ("regressed", "crash", "timeout", "error", "invalid")}
         if args.json:
             print(json.dumps({"out": args.out, "verdicts": verdicts}, indent=2))
             return EXIT_FINDINGS if bad else EXIT_OK
-        print(f"{len(verdicts)} entries: " + ", ".join(f"{v} {list(verdicts.values()).count(v)}"
-                                                        for v in sorted(set(verdicts.values()))))
+        print(
+            f"{len(verdicts)} entries: "
+            + ", ".join(f"{v} {list(verdicts.values()).count(v)}" for v in sorted(set(verdicts.values())))
+        )
         return EXIT_FINDINGS if bad else EXIT_OK
     if not args.model:
         raise SpecregErrorLine("give a MODEL, or --all")
@@ -279,24 +385,38 @@ def _sweep(args: argparse.Namespace, opts: Any, out: Any, history: Any, baseline
     from specreg.verify.run import EXIT, verify
 
     if args.server:
-        raise SpecregErrorLine("--k with several values runs in-process: a server's draft length is fixed when it "
-                               "starts (run one server per k, one verify each)")
+        raise SpecregErrorLine(
+            "--k with several values runs in-process: a server's draft length is fixed when it "
+            "starts (run one server per k, one verify each)"
+        )
     rows, codes = [], {}
     for k in args.k:
         run_opts = attrs.evolve(opts, k=k)
-        result = verify(args.model, run_opts, out=out / f"k-{k}" if out else None, history=history, progress=progress_line)
+        result = verify(
+            args.model, run_opts, out=out / f"k-{k}" if out else None, history=history, progress=progress_line
+        )
         s = result.get("statistics") or {}
-        rows.append({"k": k, "verdict": result["verdict"], "acceptance_length": s.get("acceptance_length"),
-                     "per_position": s.get("per_position"), "output_tokens_per_s": s.get("output_tokens_per_s"),
-                     "error": result.get("error")})
+        rows.append(
+            {
+                "k": k,
+                "verdict": result["verdict"],
+                "acceptance_length": s.get("acceptance_length"),
+                "per_position": s.get("per_position"),
+                "output_tokens_per_s": s.get("output_tokens_per_s"),
+                "error": result.get("error"),
+            }
+        )
         codes[k] = EXIT[result["verdict"]]
     best = max((r for r in rows if r["output_tokens_per_s"]), key=lambda r: r["output_tokens_per_s"], default=None)
     sweep = json.dumps({"model": args.model, "runs": rows, "best_k": best["k"] if best else None}, indent=2) + "\n"
     if out:
         out.mkdir(parents=True, exist_ok=True)
         atomic.write_bytes(out / "sweep.json", sweep.encode())
-    code = codes[baseline_k] if baseline_k in codes else (
-        max(codes.values()) if any(c >= 2 for c in codes.values()) else EXIT_OK)
+    code = (
+        codes[baseline_k]
+        if baseline_k in codes
+        else (max(codes.values()) if any(c >= 2 for c in codes.values()) else EXIT_OK)
+    )
     if args.json:
         print(sweep, end="")
         return code
@@ -324,11 +444,21 @@ def _report(args: argparse.Namespace) -> int:
     if not Path(args.dir).is_dir():
         raise SpecregErrorLine(f"{args.dir}: no such results directory (the --out of `specreg verify`)")
     warnings: list[str] = []
-    index = build(Path(args.dir), Path(args.out), registry=args.registry,
-                  history_out=Path(args.history_out) if args.history_out else None, warnings=warnings)
+    index = build(
+        Path(args.dir),
+        Path(args.out),
+        registry=args.registry,
+        history_out=Path(args.history_out) if args.history_out else None,
+        warnings=warnings,
+    )
     if args.json:
-        print(json.dumps({"index": str(index), "history_out": args.history_out, "warnings": warnings}, indent=2,
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                {"index": str(index), "history_out": args.history_out, "warnings": warnings},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return EXIT_OK
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -11,6 +11,7 @@ from specreg.entries.lookup import read_catalog
 from specreg.entries.rules import warnings
 from specreg.errors import Problem
 
+
 @attrs.frozen
 class CheckReport:
     entries: int
@@ -21,6 +22,7 @@ class CheckReport:
         # a Problem is a slotted class, not attrs: each (file, problem) pair written out by hand
         def rows(found: tuple[tuple[str, Problem], ...]) -> list[dict[str, str]]:
             return [{"file": str(file), "path": p.path, "message": p.message} for file, p in found]
+
         return {"entries": self.entries, "problems": rows(self.problems), "warnings": rows(self.warnings)}
 
 
@@ -46,7 +48,9 @@ def check(directory: str | os.PathLike[str] | None = None) -> CheckReport:
             found += [(where, p) for p in exc.problems]
             continue
         if entry.config_sha256 and digest != entry.config_sha256:
-            found.append((where, Problem("$", f"sha256 {digest} is not the pinned config_sha256 {entry.config_sha256}")))
+            found.append(
+                (where, Problem("$", f"sha256 {digest} is not the pinned config_sha256 {entry.config_sha256}"))
+            )
         if entry.format != "speculators":
             continue
         try:

@@ -9,9 +9,17 @@ from typing import Any
 
 #: field -> (lowest, highest) of an integer harness value
 INTEGERS: dict[str, tuple[int, int]] = {
-    "num_prompts": (1, 10**9), "max_tokens": (1, 10**9), "k": (1, 10**9), "batch_size": (1, 10**9),
-    "concurrency": (1, 10**9), "tensor_parallel_size": (1, 10**9), "runs": (1, 10**9),
-    "max_model_len": (1, 10**9), "seed": (0, 10**9), "few_shot": (0, 10**9), "chunks": (1, 10**9),
+    "num_prompts": (1, 10**9),
+    "max_tokens": (1, 10**9),
+    "k": (1, 10**9),
+    "batch_size": (1, 10**9),
+    "concurrency": (1, 10**9),
+    "tensor_parallel_size": (1, 10**9),
+    "runs": (1, 10**9),
+    "max_model_len": (1, 10**9),
+    "seed": (0, 10**9),
+    "few_shot": (0, 10**9),
+    "chunks": (1, 10**9),
 }
 #: field -> (lowest, highest) of a real harness value
 NUMBERS: dict[str, tuple[float, float]] = {"temperature": (0.0, 100.0)}
@@ -26,8 +34,12 @@ def integer_problem(field: str, value: Any) -> str | None:
 
 def number_problem(field: str, value: Any) -> str | None:
     lo, hi = NUMBERS[field]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not lo <= value <= hi:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not lo <= value <= hi
+    ):
         return f"must be a finite number from {lo:g} to {hi:g}, got {value!r}"
     return None
 

@@ -64,8 +64,10 @@ def writable_root(directory: str | os.PathLike[str] | None) -> Path:
     directory (`--registry DIR` / SPECREG_REGISTRY). An editable install's catalog is the checkout's."""
     root = _root(directory)
     if directory is None and not os.environ.get("SPECREG_REGISTRY") and _installed(root):
-        raise SpecregError(f"refusing to write into the catalog of the installed specreg package ({root}): copy it "
-                           f"(cp -r {root} DIR) and pass --registry DIR, or set SPECREG_REGISTRY=DIR")
+        raise SpecregError(
+            f"refusing to write into the catalog of the installed specreg package ({root}): copy it "
+            f"(cp -r {root} DIR) and pass --registry DIR, or set SPECREG_REGISTRY=DIR"
+        )
     return root
 
 
@@ -123,11 +125,19 @@ class Catalog(Mapping[str, Entry]):
 
         return [e for e in self.entries if fnmatch.fnmatchcase(e.id.lower(), pattern.lower())]
 
-    def filter(self, *, algorithm: str | None = None, verifier: str | None = None, tag: str | None = None,
-               status: str | None = None, pattern: str | None = None) -> list[Entry]:
+    def filter(
+        self,
+        *,
+        algorithm: str | None = None,
+        verifier: str | None = None,
+        tag: str | None = None,
+        status: str | None = None,
+        pattern: str | None = None,
+    ) -> list[Entry]:
         chosen = self.match(pattern) if pattern is not None else self.entries
         return [
-            e for e in chosen
+            e
+            for e in chosen
             if (algorithm is None or e.algorithm == algorithm)
             and (verifier is None or e.verifier.id == verifier)
             and (tag is None or tag in e.tags)
@@ -172,8 +182,9 @@ def read_catalog(directory: str | os.PathLike[str] | None = None) -> tuple[list[
         if entry is not None:
             key = entry.id.lower()  # the Hub's repo ids are case-insensitive: Org/Dup is org/dup
             if key in seen:
-                found.append((file, Problem("$.id", f"{entry.id} is also the id of {seen[key]} "
-                                                    "(repo ids are case-insensitive)")))
+                found.append(
+                    (file, Problem("$.id", f"{entry.id} is also the id of {seen[key]} (repo ids are case-insensitive)"))
+                )
             seen[key] = file
             entries.append(entry)
     entries.sort(key=lambda e: _natural_key(e.id))
@@ -225,10 +236,17 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
         return None
     if entry is None or not entry.revision or not entry.config_sha256 or asked not in (None, entry.revision):
         return None
-    why = ("offline mode is on (HF_HUB_OFFLINE)" if hub.offline() else
-           "the Hub could not be reached" if isinstance(failure, OfflineError) else "the Hub kept failing")
-    for path, where in ((hub.cached(repo_id, hub.CONFIG_NAME, entry.revision), "huggingface_hub's cache"),
-                        (entry.snapshot_path, "the snapshot beside the catalog entry")):
+    why = (
+        "offline mode is on (HF_HUB_OFFLINE)"
+        if hub.offline()
+        else "the Hub could not be reached"
+        if isinstance(failure, OfflineError)
+        else "the Hub kept failing"
+    )
+    for path, where in (
+        (hub.cached(repo_id, hub.CONFIG_NAME, entry.revision), "huggingface_hub's cache"),
+        (entry.snapshot_path, "the snapshot beside the catalog entry"),
+    ):
         if path is None or not path.is_file():
             continue
         try:
@@ -237,10 +255,21 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
             continue
         if digest != entry.config_sha256:
             continue
-        origin = Origin(source=text, path=str(path), repo_id=repo_id, revision=asked, commit=entry.revision,
-                        sha256=digest, bom=has_bom(path))
-        return Read(config, origin, pinned=f"{why}: config.json of {entry.id} at the catalog's pinned revision "
-                                          f"{entry.revision} was used, from {where} ({path})")
+        origin = Origin(
+            source=text,
+            path=str(path),
+            repo_id=repo_id,
+            revision=asked,
+            commit=entry.revision,
+            sha256=digest,
+            bom=has_bom(path),
+        )
+        return Read(
+            config,
+            origin,
+            pinned=f"{why}: config.json of {entry.id} at the catalog's pinned revision "
+            f"{entry.revision} was used, from {where} ({path})",
+        )
     return None
 
 

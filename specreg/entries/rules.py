@@ -71,11 +71,11 @@ def problems(entry: Entry, *, file: str | None = None) -> list[Problem]:
         if pinned and value is None:
             out.append(Problem(f"$.{key}", f"status {json.dumps(entry.status)} needs {key} ({what})"))
         if not pinned and value is not None:
-            out.append(Problem("$.status", f"an entry with {key} is pinned: set status = \"pinned\""))
+            out.append(Problem("$.status", f'an entry with {key} is pinned: set status = "pinned"'))
     if entry.verifier.revision is not None and not _COMMIT.match(entry.verifier.revision):
         out.append(Problem("$.verifier.revision", f"{json.dumps(entry.verifier.revision)} is not a 40-hex commit"))
     if entry.status == "verified" and not any(b.kind == "measured" for b in entry.baselines):
-        out.append(Problem("$.status", "status \"verified\" needs a measured baseline"))
+        out.append(Problem("$.status", 'status "verified" needs a measured baseline'))
     for field in ("k", "tensor_parallel_size", "max_model_len"):
         v = getattr(entry.serving, field)
         if v is not None and v < 1:
@@ -95,8 +95,16 @@ def _baseline_problems(b: Baseline, at: str) -> list[Problem]:
         out.append(Problem(f"{at}.source_commit", f"{json.dumps(b.source_commit)} is not a commit (7-40 hex)"))
     h = b.harness
     # the limits verify's own flags apply (entries/limits.py): nothing here that verify refuses
-    for field in ("num_prompts", "max_tokens", "k", "batch_size", "tensor_parallel_size", "runs", "max_model_len",
-                  "seed"):
+    for field in (
+        "num_prompts",
+        "max_tokens",
+        "k",
+        "batch_size",
+        "tensor_parallel_size",
+        "runs",
+        "max_model_len",
+        "seed",
+    ):
         v = getattr(h, field, None)
         if v is not None and (why := limits.integer_problem(field, v)):
             out.append(Problem(f"{at}.harness.{field}", why))
@@ -153,15 +161,25 @@ def warnings(entry: Entry) -> list[Problem]:
         m, at = b.metrics, f"$.baselines[{i}]"
         pp = m.per_position.values if m.per_position else ()
         if pp and any(later > earlier for earlier, later in zip(pp, pp[1:])):
-            out.append(Problem(f"{at}.metrics.per_position", "per-position rates increase with position; "
-                               "cumulative rates (drafts with at least i+1 accepted) cannot"))
+            out.append(
+                Problem(
+                    f"{at}.metrics.per_position",
+                    "per-position rates increase with position; "
+                    "cumulative rates (drafts with at least i+1 accepted) cannot",
+                )
+            )
         al = m.acceptance_length.value if m.acceptance_length else None
         # only when every position is listed: a source may gate a few (vLLM's CI lists 4 of 15)
         if pp and al is not None and b.harness.k is not None and len(pp) == b.harness.k:
             slack = 0.006 * len(pp) + 0.011
             if abs((al - 1) - sum(pp)) > slack:
-                out.append(Problem(f"{at}.metrics", f"acceptance length {al} != 1 + sum(per_position) = "
-                                   f"{1 + sum(pp):.3f} (AL = 1 + accepted / drafts; the rates may be defined differently)"))
+                out.append(
+                    Problem(
+                        f"{at}.metrics",
+                        f"acceptance length {al} != 1 + sum(per_position) = "
+                        f"{1 + sum(pp):.3f} (AL = 1 + accepted / drafts; the rates may be defined differently)",
+                    )
+                )
         if pp and b.harness.k is not None and len(pp) > b.harness.k:
             out.append(Problem(f"{at}.metrics.per_position", f"{len(pp)} positions for k = {b.harness.k}"))
     return out

@@ -22,7 +22,6 @@ BaselineKind = Literal["published", "measured"]
 SNAPSHOT_SUFFIX = ".config.json"
 
 
-
 @attrs.frozen
 class Verifier:
     id: str
@@ -256,7 +255,9 @@ def cattrs_problems(exc: BaseException) -> list[Problem]:
 
     def describe(error: BaseException, type_: Any) -> str:
         if isinstance(error, cattrs.ForbiddenExtraKeysError):
-            return "unknown key" + ("s " if len(error.extra_fields) > 1 else " ") + ", ".join(sorted(error.extra_fields))
+            return (
+                "unknown key" + ("s " if len(error.extra_fields) > 1 else " ") + ", ".join(sorted(error.extra_fields))
+            )
         if isinstance(error, KeyError):
             return "required key missing"
         options = get_args(type_)

@@ -105,21 +105,27 @@ def first_release(rule: str, holds: dict[str, Any]) -> str:
     (oldest first; a record that is not true or false was not computed and is passed over)."""
     computed = [(r, v) for r, v in holds.items() if isinstance(v, bool)]
     if not computed or not computed[-1][1]:
-        raise FactsError(f"rule {rule} does not hold in {computed[-1][0] if computed else 'any release'}: "
-                         "a dated rule holds from its first release on (retire it, or fix its extractor)")
+        raise FactsError(
+            f"rule {rule} does not hold in {computed[-1][0] if computed else 'any release'}: "
+            "a dated rule holds from its first release on (retire it, or fix its extractor)"
+        )
     lacking = [i for i, (_r, v) in enumerate(computed) if not v]
     start = lacking[-1] + 1 if lacking else 0
     again = [r for r, v in computed[:start] if v]
     if again:
-        raise FactsError(f"rule {rule} holds in {again[0]}, not in {computed[lacking[-1]][0]}, and again from "
-                         f"{computed[start][0]}: a dated rule has one first release (split it in two rules)")
+        raise FactsError(
+            f"rule {rule} holds in {again[0]}, not in {computed[lacking[-1]][0]}, and again from "
+            f"{computed[start][0]}: a dated rule has one first release (split it in two rules)"
+        )
     releases = list(holds)
     first = releases.index(computed[start][0])
     low = releases.index(computed[start - 1][0]) + 1 if start else 0
     unknown = releases[low:first]
     if unknown:
-        raise FactsError(f"rule {rule} holds from {computed[start][0]} and is not computed in "
-                         f"{', '.join(unknown)}: its first release cannot be derived")
+        raise FactsError(
+            f"rule {rule} holds from {computed[start][0]} and is not computed in "
+            f"{', '.join(unknown)}: its first release cannot be derived"
+        )
     return computed[start][0]
 
 
@@ -158,8 +164,9 @@ def _date(rule: str, record: dict[str, Any], holds: dict[str, Any]) -> Version:
     if "since" in record:
         lacking = [r for r, v in holds.items() if v is not True]
         if lacking:
-            raise FactsError(f"rule {rule} is typed as older than every known release but does not hold in "
-                             f"{lacking[0]}")
+            raise FactsError(
+                f"rule {rule} is typed as older than every known release but does not hold in {lacking[0]}"
+            )
         return Version(record["since"])
     return Version(first_release(rule, holds))
 

@@ -19,8 +19,11 @@ def _known(command: str, text: str) -> str | None:
     release = facts.release_of(text.strip())
     if release is None:
         known = facts.known()
-        print(f"{PROG} {command}: {printable(text)!s} is not a known vLLM release "
-              f"(known: {known[0]} to {known[-1]}; `{PROG} list` names each)", file=sys.stderr)
+        print(
+            f"{PROG} {command}: {printable(text)!s} is not a known vLLM release "
+            f"(known: {known[0]} to {known[-1]}; `{PROG} list` names each)",
+            file=sys.stderr,
+        )
     return release
 
 

@@ -43,8 +43,11 @@ def _leaves(value: Any, path: Key) -> Iterator[tuple[Key, Any]]:
 def changes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[Key, Any, Any]]:
     """(path, old value, new value) for each record added (old MISSING), removed (new MISSING) or changed."""
     a, b = records(old), records(new)
-    return [(p, a.get(p, MISSING), b.get(p, MISSING)) for p in sorted(set(a) | set(b))
-            if a.get(p, MISSING) != b.get(p, MISSING)]
+    return [
+        (p, a.get(p, MISSING), b.get(p, MISSING))
+        for p in sorted(set(a) | set(b))
+        if a.get(p, MISSING) != b.get(p, MISSING)
+    ]
 
 
 def harness(about: str) -> str:
@@ -59,7 +62,8 @@ def _text(value: Any) -> str:
 
 def _is_ranges(value: Any) -> bool:
     return isinstance(value, list) and all(
-        isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) for r in value)
+        isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) for r in value
+    )
 
 
 def _sizes(ranges: list[list[int]]) -> set[int]:
@@ -102,11 +106,15 @@ def _change_line(kind: str, path: Key, old: Any, new: Any) -> str:
         gained, lost = _sizes(new) - _sizes(old), _sizes(old) - _sizes(new)
         if path[-1] == "heads":
             subject = _subject(kind, path[:-1])
-            words = [f"now takes head size {_as_ranges(gained)}" if gained else "",
-                     f"no longer takes head size {_as_ranges(lost)}" if lost else ""]
+            words = [
+                f"now takes head size {_as_ranges(gained)}" if gained else "",
+                f"no longer takes head size {_as_ranges(lost)}" if lost else "",
+            ]
         else:
-            words = [f"adds head size {_as_ranges(gained)}" if gained else "",
-                     f"drops head size {_as_ranges(lost)}" if lost else ""]
+            words = [
+                f"adds head size {_as_ranges(gained)}" if gained else "",
+                f"drops head size {_as_ranges(lost)}" if lost else "",
+            ]
         return f"{subject} " + "; ".join(w for w in words if w)
     return f"{subject}: {_text(old)} -> {_text(new)}"
 
@@ -138,8 +146,9 @@ def _holding(value: Any) -> str:
     return "is not computed"
 
 
-def rule_lines(meta: dict[str, dict[str, Any]], old: dict[str, Any] | None, new: dict[str, Any] | None,
-               names: tuple[str, str]) -> list[str]:
+def rule_lines(
+    meta: dict[str, dict[str, Any]], old: dict[str, Any] | None, new: dict[str, Any] | None, names: tuple[str, str]
+) -> list[str]:
     """The dated rules whose record differs between two releases' rules.json (None: no file), each with
     the vLLM source the top rules.json names for it."""
     if old is None and new is None:

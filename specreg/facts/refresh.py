@@ -53,10 +53,17 @@ def run_extractors(release: str, wheel: str, out: Path) -> None:
     root = facts.FOLDER.parents[2]
     driver = root / DRIVER
     if not driver.is_file():
-        raise RefreshError(f"{driver} not found: refresh runs the conformance tier's extractors, "
-                           "which are in a specreg checkout, not in the installed package")
-    with subprocess.Popen([sys.executable, str(driver), release, wheel, str(out)], cwd=str(root),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+        raise RefreshError(
+            f"{driver} not found: refresh runs the conformance tier's extractors, "
+            "which are in a specreg checkout, not in the installed package"
+        )
+    with subprocess.Popen(
+        [sys.executable, str(driver), release, wheel, str(out)],
+        cwd=str(root),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
         last = ""
         for line in proc.stderr:  # type: ignore[union-attr]
             if last:
@@ -68,8 +75,9 @@ def run_extractors(release: str, wheel: str, out: Path) -> None:
         print(last, file=sys.stderr, flush=True)
 
 
-def refresh(version: str, out: Path | None = None, *, extract: Extract = run_extractors,
-            root: Path = facts.FOLDER) -> list[str]:
+def refresh(
+    version: str, out: Path | None = None, *, extract: Extract = run_extractors, root: Path = facts.FOLDER
+) -> list[str]:
     """Compute `version`'s facts with `extract` and write them into `out` (default: the release's
     folder under `root`, a new release being added to `root`/releases.json); one line per file."""
     release, wheel = parse(version)
@@ -103,8 +111,11 @@ def rule_problems(release: str, computed: Path, root: Path) -> list[str]:
     to check when the extractors wrote no rules.json)."""
     if not computed.is_file():
         return []
-    per_release = {r: json.loads(p.read_text(encoding="utf-8"))["rules"]
-                   for r in facts.known() if r != release and (p := root / r / "rules.json").is_file()}
+    per_release = {
+        r: json.loads(p.read_text(encoding="utf-8"))["rules"]
+        for r in facts.known()
+        if r != release and (p := root / r / "rules.json").is_file()
+    }
     per_release[release] = json.loads(computed.read_text(encoding="utf-8"))["rules"]
     return facts.check(dict(sorted(per_release.items(), key=lambda item: Version(item[0]))))
 
@@ -117,8 +128,14 @@ def add_release(path: Path, release: str, wheel: str) -> bool:
     if any(r["release"] == release for r in records):
         return False
     newest = max(records, key=lambda r: Version(r["release"]))
-    records.append({"plugin_tested": newest["plugin_tested"], "release": release,
-                    "tested_by": list(newest["tested_by"]), "wheel": wheel})
+    records.append(
+        {
+            "plugin_tested": newest["plugin_tested"],
+            "release": release,
+            "tested_by": list(newest["tested_by"]),
+            "wheel": wheel,
+        }
+    )
     records.sort(key=lambda r: Version(r["release"]))
     lines = ",\n".join("    " + json.dumps(r, sort_keys=True) for r in records)
     path.write_text('{\n  "releases": [\n' + lines + "\n  ]\n}\n", encoding="utf-8")

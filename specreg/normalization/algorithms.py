@@ -46,13 +46,17 @@ def builtin() -> dict[str, str]:
     if _builtin is None:
         from importlib.resources import files
 
-        modules = {entry.name[:-3]: f"{BUILTIN_PACKAGE}.{entry.name[:-3]}"
-                   for entry in files(BUILTIN_PACKAGE).iterdir()  # imports the package, not its modules
-                   if entry.name.endswith(".py") and NAME.match(entry.name[:-3])}
+        modules = {
+            entry.name[:-3]: f"{BUILTIN_PACKAGE}.{entry.name[:-3]}"
+            for entry in files(BUILTIN_PACKAGE).iterdir()  # imports the package, not its modules
+            if entry.name.endswith(".py") and NAME.match(entry.name[:-3])
+        }
         for name in _refused():
             if name in modules:
-                raise RegistryError(f"built-in algorithm {name!r} is both the module {modules[name]} and an "
-                                    f"entry of {BUILTIN_PACKAGE}.REFUSED")
+                raise RegistryError(
+                    f"built-in algorithm {name!r} is both the module {modules[name]} and an "
+                    f"entry of {BUILTIN_PACKAGE}.REFUSED"
+                )
             modules[name] = BUILTIN_PACKAGE
         _builtin = dict(sorted(modules.items()))
     return _builtin
@@ -93,8 +97,11 @@ class Algorithm:
         return parse_fields_table(self.function.__doc__ or "")
 
     def to_dict(self) -> dict[str, Any]:
-        fields = attrs.asdict(self, filter=attrs.filters.exclude("function", "origin"),
-                              value_serializer=lambda _, __, v: str(v) if isinstance(v, Version) else v)
+        fields = attrs.asdict(
+            self,
+            filter=attrs.filters.exclude("function", "origin"),
+            value_serializer=lambda _, __, v: str(v) if isinstance(v, Version) else v,
+        )
         return {**fields, "module": self.module}
 
 
@@ -108,8 +115,10 @@ class BrokenPlugin:
     package: str = "?"
 
     def line(self) -> str:
-        return (f"specreg: the algorithm plugin {self.entry_point} = {self.value} (package {self.package}) "
-                f"failed: {self.error}; it is skipped")
+        return (
+            f"specreg: the algorithm plugin {self.entry_point} = {self.value} (package {self.package}) "
+            f"failed: {self.error}; it is skipped"
+        )
 
 
 _ROW = re.compile(r"^\s*\|(.+)\|\s*$")
@@ -134,17 +143,21 @@ def shared_rows(fn: Callable[..., Any]) -> Callable[..., Any]:
     VOCAB_ROWS, shape.LAYER_SHAPE_ROWS)."""
     from specreg.normalization import fields, shape
 
-    groups = {"LAYER_CONFIG_ROW": (fields.LAYER_CONFIG_ROW,), "VOCAB_ROWS": fields.VOCAB_ROWS,
-              "LAYER_SHAPE_ROWS": shape.LAYER_SHAPE_ROWS}
+    groups = {
+        "LAYER_CONFIG_ROW": (fields.LAYER_CONFIG_ROW,),
+        "VOCAB_ROWS": fields.VOCAB_ROWS,
+        "LAYER_SHAPE_ROWS": shape.LAYER_SHAPE_ROWS,
+    }
     lines = []
     for line in (fn.__doc__ or "").split("\n"):
         name = line.strip()[1:-1] if line.strip().startswith("{") and line.strip().endswith("}") else None
         if name is not None and name not in groups:
             raise RegistryError(f"{fn.__qualname__}'s docstring names {{{name}}}: the shared rows are {sorted(groups)}")
-        indent = line[:len(line) - len(line.lstrip())]
+        indent = line[: len(line) - len(line.lstrip())]
         lines += [indent + row for row in groups[name]] if name is not None else [line]
     fn.__doc__ = "\n".join(lines)
     return fn
+
 
 _lock = threading.RLock()
 _registered: dict[str, Algorithm] = {}
@@ -177,8 +190,10 @@ def register_speculator(
     unservable: why vLLM cannot serve it, for types that are recognized but not served.
     """
     if not isinstance(name, str) or not NAME.match(name):
-        raise RegistryError(f"algorithm name {name!r}: a name is the speculators_model_type string, lower-case "
-                            "letters, digits, '_' and '-', starting with a letter")
+        raise RegistryError(
+            f"algorithm name {name!r}: a name is the speculators_model_type string, lower-case "
+            "letters, digits, '_' and '-', starting with a letter"
+        )
     if (method is None) == (unservable is None):
         raise RegistryError(f"algorithm {name!r}: give exactly one of method= or unservable=")
 
@@ -189,13 +204,11 @@ def register_speculator(
             existing = _registered.get(name)
             if existing is not None and existing.origin != origin:
                 raise RegistryError(
-                    f"speculator algorithm {name!r} is registered twice: "
-                    f"first by {existing.origin}, again by {origin}"
+                    f"speculator algorithm {name!r} is registered twice: first by {existing.origin}, again by {origin}"
                 )
             if own is not None and _defined_in(fn) != own:
                 raise RegistryError(
-                    f"speculator algorithm {name!r} is registered twice: "
-                    f"first by the built-in {own}, again by {origin}"
+                    f"speculator algorithm {name!r} is registered twice: first by the built-in {own}, again by {origin}"
                 )
             _registered[name] = Algorithm(
                 name=name,
@@ -225,8 +238,9 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             plan = fn(cfg, ctx)
         except (SystemExit, KeyboardInterrupt) as exc:
-            raise RuntimeError(f"it raised {type(exc).__name__}({_exit_args(exc)}), which would have ended the "
-                               "process") from exc
+            raise RuntimeError(
+                f"it raised {type(exc).__name__}({_exit_args(exc)}), which would have ended the process"
+            ) from exc
         if not isinstance(plan, Plan):
             raise TypeError(f"it returned {type(plan).__name__} {_short(plan)}, not a specreg.Plan")
         return plan
@@ -238,8 +252,11 @@ def guest_modules() -> set[str]:
     """The modules of other packages whose functions are registered (a plugin's code, in a traceback)."""
     with _lock:
         algos = list(_registered.values())
-    return {where for a in algos
-            if (where := _defined_in(getattr(a.function, "__wrapped__", a.function))) != builtin().get(a.name)}
+    return {
+        where
+        for a in algos
+        if (where := _defined_in(getattr(a.function, "__wrapped__", a.function))) != builtin().get(a.name)
+    }
 
 
 def _exit_args(exc: BaseException) -> str:
@@ -259,8 +276,10 @@ def _import_builtin(name: str) -> Algorithm:
     try:
         return _registered[name]
     except KeyError:
-        raise RegistryError(f"built-in module {module} did not register algorithm {name!r} (a built-in "
-                            "registers the type its file is named after)") from None
+        raise RegistryError(
+            f"built-in module {module} did not register algorithm {name!r} (a built-in "
+            "registers the type its file is named after)"
+        ) from None
 
 
 def load_plugins() -> None:
@@ -294,8 +313,11 @@ def _load_guest(ep: Any) -> None:
         ep.load()
         error = _replaced(before)
     except BaseException as exc:  # noqa: BLE001 - sys.exit or Ctrl-C at a plugin's import is the plugin's failure
-        error = f"SystemExit: it called sys.exit({_exit_args(exc)})" if isinstance(exc, SystemExit) else (
-            f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        error = (
+            f"SystemExit: it called sys.exit({_exit_args(exc)})"
+            if isinstance(exc, SystemExit)
+            else (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        )
     finally:
         added, _guest.added = _guest.added, None
     if error is None:
@@ -323,8 +345,9 @@ def _replaced(before: dict[str, Algorithm]) -> str | None:
     name = changed[0]
     now = _registered.get(name)
     kind = "built-in " if name in builtin() else ""
-    return (f"it replaced the {kind}algorithm {name!r} of {before[name].origin}"
-            + (f" with {now.origin}" if now is not None else " (removed it)"))
+    return f"it replaced the {kind}algorithm {name!r} of {before[name].origin}" + (
+        f" with {now.origin}" if now is not None else " (removed it)"
+    )
 
 
 def broken_plugins() -> list[BrokenPlugin]:

@@ -21,58 +21,61 @@ from specreg.errors import ConfigError
 NEWEST_KNOWN = facts.newest()
 
 #: rule -> first vLLM version that has it (specreg/vllm/facts/rules.json).
-RULES: dict[str, Version] = {name: facts.since(name) for name in (
-    # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
-    "dflash_target_layer_ids_minus_one",
-    # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal) for every
-    # layer; before, every layer is non-causal. (vllm/v1/spec_decode/dflash.py, DFlashProposer.__init__:
-    # self.dflash_causal = self.dflash_config.get("causal", False); 0.23, where DESIGN.md says 0.24.)
-    "dflash_causal_layers",
-    # Each layer's mask is its own: qwen3_dflash._dflash_layer_causal(config, i) = dflash_config.causal
-    # when set, else layer_types[i] == "sliding_attention"; the V1 proposer and the V2 speculator
-    # take it from the model. In 0.25 the model computed a per-layer value but left it unused
-    # ("currently unused" in DFlashQwen3Attention) and both runners applied the global flag.
-    "dflash_per_layer_causal",
-    # _dflash_layer_causal reads the top-level is_causal first, for every layer.
-    "dflash_is_causal_first",
-    # DSpark layers take the DFlash per-layer rule (Qwen3DSparkModel subclasses DFlashQwen3Model,
-    # DSparkSpeculator subclasses DFlashSpeculator); in 0.25 DSparkSpeculator.__init__ set
-    # self.dflash_causal = False, so every DSpark layer was served non-causal.
-    # (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py)
-    "dspark_per_layer_causal",
-    # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
-    # before, every draft got the Llama class.
-    "eagle_arch_by_model_type",
-    # fc_norm and norm_output are mapped for Eagle-3.
-    "eagle3_fc_norm_norm_output",
-    # dflash_config.causal = not sliding_window_non_causal (missing -> not causal), for all layers.
-    "dflash_causal_from_sliding_window_non_causal",
-    # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
-    # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
-    "sample_from_anchor_mapped",
-    # The V2 model runner refuses sample_from_anchor=true for DFlash
-    # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
-    "dflash_v2_runner_rejects_sample_from_anchor",
-    # vLLM's V1 model runner refuses DFlash candidate-head drafts (DFlash2DraftModel): "Model Runner V1
-    # does not support: DFlash candidate-head drafts" (vllm/config/vllm.py); before, V1 drafted them
-    # through DFlashProposer, which never calls the candidate head (DFlash2 served as plain DFlash).
-    "v1_runner_refuses_dflash_candidate_head",
-    # DSpark exists only in the V2 model runner: 0.25-0.28 select V2 for it by themselves
-    # (VllmConfig.use_v2_model_runner), from 0.29 the V1 runner refuses "dspark speculative decoding"
-    # when V2 is not chosen (no Triton, VLLM_USE_V2_MODEL_RUNNER=0).
-    "v1_runner_refuses_dspark",
-    # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
-    # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
-    # and id L was silently never captured). (vllm/model_executor/models/llama.py)
-    "aux_capture_through_last_layer",
-    # A user --speculative-config is merged on the automatic speculators path (discarded before).
-    # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
-    "user_speculative_config_merged",
-    # LLMBaseProposer.__init__ raises "does not support M-RoPE yet" when the drafter adds input slots
-    # per request (DFlash, parallel drafting) and the draft config declares M-RoPE
-    # (vllm/v1/spec_decode/llm_base_proposer.py `_raise_if_mrope`, in every wheel 0.20-0.33; tests/conformance reads each).
-    "mrope_refused_with_extra_slots",
-)}
+RULES: dict[str, Version] = {
+    name: facts.since(name)
+    for name in (
+        # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
+        "dflash_target_layer_ids_minus_one",
+        # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal) for every
+        # layer; before, every layer is non-causal. (vllm/v1/spec_decode/dflash.py, DFlashProposer.__init__:
+        # self.dflash_causal = self.dflash_config.get("causal", False); 0.23, where DESIGN.md says 0.24.)
+        "dflash_causal_layers",
+        # Each layer's mask is its own: qwen3_dflash._dflash_layer_causal(config, i) = dflash_config.causal
+        # when set, else layer_types[i] == "sliding_attention"; the V1 proposer and the V2 speculator
+        # take it from the model. In 0.25 the model computed a per-layer value but left it unused
+        # ("currently unused" in DFlashQwen3Attention) and both runners applied the global flag.
+        "dflash_per_layer_causal",
+        # _dflash_layer_causal reads the top-level is_causal first, for every layer.
+        "dflash_is_causal_first",
+        # DSpark layers take the DFlash per-layer rule (Qwen3DSparkModel subclasses DFlashQwen3Model,
+        # DSparkSpeculator subclasses DFlashSpeculator); in 0.25 DSparkSpeculator.__init__ set
+        # self.dflash_causal = False, so every DSpark layer was served non-causal.
+        # (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py)
+        "dspark_per_layer_causal",
+        # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
+        # before, every draft got the Llama class.
+        "eagle_arch_by_model_type",
+        # fc_norm and norm_output are mapped for Eagle-3.
+        "eagle3_fc_norm_norm_output",
+        # dflash_config.causal = not sliding_window_non_causal (missing -> not causal), for all layers.
+        "dflash_causal_from_sliding_window_non_causal",
+        # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
+        # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
+        "sample_from_anchor_mapped",
+        # The V2 model runner refuses sample_from_anchor=true for DFlash
+        # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
+        "dflash_v2_runner_rejects_sample_from_anchor",
+        # vLLM's V1 model runner refuses DFlash candidate-head drafts (DFlash2DraftModel): "Model Runner V1
+        # does not support: DFlash candidate-head drafts" (vllm/config/vllm.py); before, V1 drafted them
+        # through DFlashProposer, which never calls the candidate head (DFlash2 served as plain DFlash).
+        "v1_runner_refuses_dflash_candidate_head",
+        # DSpark exists only in the V2 model runner: 0.25-0.28 select V2 for it by themselves
+        # (VllmConfig.use_v2_model_runner), from 0.29 the V1 runner refuses "dspark speculative decoding"
+        # when V2 is not chosen (no Triton, VLLM_USE_V2_MODEL_RUNNER=0).
+        "v1_runner_refuses_dspark",
+        # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
+        # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
+        # and id L was silently never captured). (vllm/model_executor/models/llama.py)
+        "aux_capture_through_last_layer",
+        # A user --speculative-config is merged on the automatic speculators path (discarded before).
+        # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
+        "user_speculative_config_merged",
+        # LLMBaseProposer.__init__ raises "does not support M-RoPE yet" when the drafter adds input slots
+        # per request (DFlash, parallel drafting) and the draft config declares M-RoPE
+        # (vllm/v1/spec_decode/llm_base_proposer.py `_raise_if_mrope`, in every wheel 0.20-0.33; tests/conformance reads each).
+        "mrope_refused_with_extra_slots",
+    )
+}
 
 
 def since(rule: str, version: Version) -> bool:
@@ -87,8 +90,9 @@ def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:
     try:
         v = Version(str(text).strip())
     except InvalidVersion:
-        raise ConfigError(f"not a vLLM version: {text!r} (expected e.g. {short(NEWEST_KNOWN)} or {NEWEST_KNOWN})",
-                          what) from None
+        raise ConfigError(
+            f"not a vLLM version: {text!r} (expected e.g. {short(NEWEST_KNOWN)} or {NEWEST_KNOWN})", what
+        ) from None
     return Version(v.base_version)
 
 
@@ -106,7 +110,7 @@ def installed_vllm() -> Version | None:
         return None
     folder, name = found
     try:
-        return parse_version(name[:-len(".dist-info")].rpartition("-")[2])
+        return parse_version(name[: -len(".dist-info")].rpartition("-")[2])
     except ConfigError:
         pass
     try:
@@ -131,8 +135,9 @@ def _vllm_distribution() -> tuple[str, str] | None:
             continue
         if "vllm" not in names or not os.path.isfile(os.path.join(folder, "vllm", "__init__.py")):
             continue
-        infos = sorted((n for n in names if n.endswith(".dist-info")),
-                       key=lambda n: (not n.lower().startswith("vllm"), n))
+        infos = sorted(
+            (n for n in names if n.endswith(".dist-info")), key=lambda n: (not n.lower().startswith("vllm"), n)
+        )
         for name in infos:
             if _provides_vllm(os.path.join(folder, name)):
                 return folder, name
@@ -173,46 +178,113 @@ def short(version: Version) -> str:
 AUX_CAPTURE_VERSION = facts.newest()
 AUX_CAPTURE_ARCHITECTURES = frozenset(
     {
-        "AfmoeForCausalLM", "Alpamayo2Super", "ApertusForCausalLM", "ClefFlashForJointSchema",
-        "ClefOmniForJointSchema", "Cohere2MoeForCausalLM",
-        "CohereCompassForConditionalGeneration", "ColQwen3", "ColQwen3_5",
-        "Cosmos3ForConditionalGeneration", "DFlash2DraftModel", "DFlashDraftModel",
-        "DFlashLagunaForCausalLM", "DFlashMuseGlimmerAssistantModel", "DFlashQwen3XPressModel",
-        "DeepseekForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3BidirectionalModel",
-        "DeepseekV3ForCausalLM", "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM",
-        "Eagle3Qwen3ForCausalLM", "EagleDeepSeekMTPModel", "Ernie4_5ForCausalLM",
-        "Exaone4_5_ForConditionalGeneration", "Gemma4DSparkModel", "Gemma4ForCausalLM",
-        "Gemma4ForConditionalGeneration", "Gemma4UnifiedForConditionalGeneration",
-        "GptOssForCausalLM", "GraniteForCausalLM", "GraniteMoeForCausalLM",
-        "GraniteMoeSWAForCausalLM", "GraniteMoeSharedForCausalLM", "GraniteSWAForCausalLM",
-        "IQuestCoderForCausalLM", "InternLM3ForCausalLM", "InternS1ProForConditionalGeneration",
-        "InternS2MobiusForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
-        "JinaEmbeddingsV5Model", "K2HorizonForCausalLM", "KimiK25ForConditionalGeneration",
-        "LLaMAForCausalLM", "LagunaForCausalLM", "LiLiCorrDraftModel",
-        "LightOnOCRForConditionalGeneration", "Llama4ForCausalLM",
-        "Llama4ForConditionalGeneration", "LlamaForCausalLM", "LlamaModel",
-        "LlavaForConditionalGeneration", "MiMoForCausalLM", "MiMoV2FlashForCausalLM",
-        "MiMoV2ForCausalLM", "MiMoV2OmniForCausalLM", "MiniCPM3ForCausalLM",
-        "MiniCPMForCausalLM", "MiniCPMOcrForConditionalGeneration",
-        "MiniCPMV4_6ForConditionalGeneration", "MiniCPMV4_7ForConditionalGeneration",
-        "MiniMaxM2ForCausalLM", "Ministral3ForCausalLM", "Mistral3ForConditionalGeneration",
-        "MistralForCausalLM", "MistralLarge3ForCausalLM", "MistralModel",
-        "MuseGlimmerAssistantModel", "MuseGlimmerForCausalLM",
-        "MuseGlimmerForConditionalGeneration", "NemotronHForCausalLM",
-        "NemotronHPuzzleForCausalLM", "NemotronH_Nano_Omni_Reasoning_V3",
-        "NemotronH_Nano_VL_V2", "NemotronH_Omni_Reasoning_V3",
-        "NemotronH_Super_Omni_Reasoning_V3", "OpenCUAForConditionalGeneration",
-        "OpsColQwen3Model", "PeagleQwen3ForCausalLM", "Phi3ForCausalLM",
-        "PixtralForConditionalGeneration", "Plamo3ForCausalLM", "Qwen2ForCausalLM",
-        "Qwen2Model", "Qwen2_5_VLForConditionalGeneration", "Qwen3ASRForConditionalGeneration",
-        "Qwen3ASRForcedAlignerForTokenClassification", "Qwen3ASRRealtimeGeneration",
-        "Qwen3DSparkModel", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM",
-        "Qwen3OmniDSparkModel", "Qwen3OmniMoeForConditionalGeneration",
-        "Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration",
-        "Qwen3VLNemotronEmbedModel", "Qwen3XPressModel", "Qwen3_5ForCausalLM",
-        "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
-        "Qwen3_5MoeForConditionalGeneration", "RadioMBartPrefixForCausalLM",
-        "SarvamMLAForCausalLM", "Step1ForCausalLM", "TeleChat2ForCausalLM",
-        "TeleChat3ForCausalLM", "TeleFLMForCausalLM"
+        "AfmoeForCausalLM",
+        "Alpamayo2Super",
+        "ApertusForCausalLM",
+        "ClefFlashForJointSchema",
+        "ClefOmniForJointSchema",
+        "Cohere2MoeForCausalLM",
+        "CohereCompassForConditionalGeneration",
+        "ColQwen3",
+        "ColQwen3_5",
+        "Cosmos3ForConditionalGeneration",
+        "DFlash2DraftModel",
+        "DFlashDraftModel",
+        "DFlashLagunaForCausalLM",
+        "DFlashMuseGlimmerAssistantModel",
+        "DFlashQwen3XPressModel",
+        "DeepseekForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3BidirectionalModel",
+        "DeepseekV3ForCausalLM",
+        "Eagle3DeepseekV2ForCausalLM",
+        "Eagle3DeepseekV3ForCausalLM",
+        "Eagle3Qwen3ForCausalLM",
+        "EagleDeepSeekMTPModel",
+        "Ernie4_5ForCausalLM",
+        "Exaone4_5_ForConditionalGeneration",
+        "Gemma4DSparkModel",
+        "Gemma4ForCausalLM",
+        "Gemma4ForConditionalGeneration",
+        "Gemma4UnifiedForConditionalGeneration",
+        "GptOssForCausalLM",
+        "GraniteForCausalLM",
+        "GraniteMoeForCausalLM",
+        "GraniteMoeSWAForCausalLM",
+        "GraniteMoeSharedForCausalLM",
+        "GraniteSWAForCausalLM",
+        "IQuestCoderForCausalLM",
+        "InternLM3ForCausalLM",
+        "InternS1ProForConditionalGeneration",
+        "InternS2MobiusForConditionalGeneration",
+        "InternS2PreviewForConditionalGeneration",
+        "JinaEmbeddingsV5Model",
+        "K2HorizonForCausalLM",
+        "KimiK25ForConditionalGeneration",
+        "LLaMAForCausalLM",
+        "LagunaForCausalLM",
+        "LiLiCorrDraftModel",
+        "LightOnOCRForConditionalGeneration",
+        "Llama4ForCausalLM",
+        "Llama4ForConditionalGeneration",
+        "LlamaForCausalLM",
+        "LlamaModel",
+        "LlavaForConditionalGeneration",
+        "MiMoForCausalLM",
+        "MiMoV2FlashForCausalLM",
+        "MiMoV2ForCausalLM",
+        "MiMoV2OmniForCausalLM",
+        "MiniCPM3ForCausalLM",
+        "MiniCPMForCausalLM",
+        "MiniCPMOcrForConditionalGeneration",
+        "MiniCPMV4_6ForConditionalGeneration",
+        "MiniCPMV4_7ForConditionalGeneration",
+        "MiniMaxM2ForCausalLM",
+        "Ministral3ForCausalLM",
+        "Mistral3ForConditionalGeneration",
+        "MistralForCausalLM",
+        "MistralLarge3ForCausalLM",
+        "MistralModel",
+        "MuseGlimmerAssistantModel",
+        "MuseGlimmerForCausalLM",
+        "MuseGlimmerForConditionalGeneration",
+        "NemotronHForCausalLM",
+        "NemotronHPuzzleForCausalLM",
+        "NemotronH_Nano_Omni_Reasoning_V3",
+        "NemotronH_Nano_VL_V2",
+        "NemotronH_Omni_Reasoning_V3",
+        "NemotronH_Super_Omni_Reasoning_V3",
+        "OpenCUAForConditionalGeneration",
+        "OpsColQwen3Model",
+        "PeagleQwen3ForCausalLM",
+        "Phi3ForCausalLM",
+        "PixtralForConditionalGeneration",
+        "Plamo3ForCausalLM",
+        "Qwen2ForCausalLM",
+        "Qwen2Model",
+        "Qwen2_5_VLForConditionalGeneration",
+        "Qwen3ASRForConditionalGeneration",
+        "Qwen3ASRForcedAlignerForTokenClassification",
+        "Qwen3ASRRealtimeGeneration",
+        "Qwen3DSparkModel",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "Qwen3NextForCausalLM",
+        "Qwen3OmniDSparkModel",
+        "Qwen3OmniMoeForConditionalGeneration",
+        "Qwen3VLForConditionalGeneration",
+        "Qwen3VLMoeForConditionalGeneration",
+        "Qwen3VLNemotronEmbedModel",
+        "Qwen3XPressModel",
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "RadioMBartPrefixForCausalLM",
+        "SarvamMLAForCausalLM",
+        "Step1ForCausalLM",
+        "TeleChat2ForCausalLM",
+        "TeleChat3ForCausalLM",
+        "TeleFLMForCausalLM",
     }
 )

@@ -15,6 +15,7 @@ from specreg.normalization.plan import Context, Envelope, Plan
 from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator, thaw
 from specreg.sources.files import is_repo_id
 
+
 # A Hub repo id: "name" or "org/name" (the Hub's own rules, checked without importing huggingface_hub).
 def _read_envelope(root: Fields, version: Version) -> tuple[Envelope, list[Finding]]:
     """The fields every speculators config shares: draft length, verifier, versions (`version`: the vLLM
@@ -143,8 +144,9 @@ def normalize(
         converted = native.to_speculators(config, layout.format, verifier=verifier, source=source)
         served = layout.serves(name).vllm_class
     try:
-        spec = _normalize_speculators(converted.config, vllm=vllm, source=source, origin=origin,
-                                      native_architecture=served)
+        spec = _normalize_speculators(
+            converted.config, vllm=vllm, source=source, origin=origin, native_architecture=served
+        )
     except ConfigError as exc:
         remapped = [Problem(converted.native_path(p.path) or "$", p.message) for p in exc.problems]
         raise type(exc)(remapped, source=exc.source) from None
@@ -167,27 +169,51 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
             provenance[key] = attrs.evolve(prov, sources=tuple(converted.native_path(s) for s in prov.sources))
     # How vLLM's speculators mapping would read the twin says nothing about the native file (vLLM
     # never maps it): those findings are dropped; materialize serves the native draft as trained.
-    findings = [attrs.evolve(f, path=converted.native_path(f.path)) for f in spec.findings
-                if f.code not in SERVED_DIFFERENTLY]
+    findings = [
+        attrs.evolve(f, path=converted.native_path(f.path)) for f in spec.findings if f.code not in SERVED_DIFFERENTLY
+    ]
     attention, draft = spec.attention, spec.draft_config_dict()
     if converted.causal_everywhere:
         attention, draft, extra = _causal_everywhere(spec, converted.causal_everywhere, provenance, draft)
         findings += extra
-    labels = {"zlab": "z-lab DFlash", "zlab-dflash2": "z-lab DFlash2", "deepspec": "DeepSpec DSpark",
-              "eagle3-native": "native EAGLE-3"}
+    labels = {
+        "zlab": "z-lab DFlash",
+        "zlab-dflash2": "z-lab DFlash2",
+        "deepspec": "DeepSpec DSpark",
+        "eagle3-native": "native EAGLE-3",
+    }
     if converted.format == "materialized":
-        findings.append(Finding.of("native-format", "read back as the directory specreg materialized: the plan is "
-                                   "what vLLM will serve from it (specreg.json gives the length and the verifier)"))
+        findings.append(
+            Finding.of(
+                "native-format",
+                "read back as the directory specreg materialized: the plan is "
+                "what vLLM will serve from it (specreg.json gives the length and the verifier)",
+            )
+        )
     else:
-        findings.append(Finding.of("native-format", f"read as a {labels[converted.format]} config (not the "
-                                   "speculators format); `specreg convert` writes its speculators-format twin"))
+        findings.append(
+            Finding.of(
+                "native-format",
+                f"read as a {labels[converted.format]} config (not the "
+                "speculators format); `specreg convert` writes its speculators-format twin",
+            )
+        )
     findings += [Finding.of(code, message, path) for code, message, path in converted.notes]
     if isinstance(config.get("auto_map"), Mapping):
-        findings.append(Finding.of("auto-map-ignored", "auto_map points at repository code; specreg never imports or runs it",
-                                   "$.auto_map"))
-    return attrs.evolve(spec, provenance=provenance, findings=_ordered(findings), source_config=config,
-                        format=converted.format, attention=attention, draft_config=draft)
-
+        findings.append(
+            Finding.of(
+                "auto-map-ignored", "auto_map points at repository code; specreg never imports or runs it", "$.auto_map"
+            )
+        )
+    return attrs.evolve(
+        spec,
+        provenance=provenance,
+        findings=_ordered(findings),
+        source_config=config,
+        format=converted.format,
+        attention=attention,
+        draft_config=draft,
+    )
 
 
 def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dict) -> tuple:
@@ -232,8 +258,11 @@ def _run_algorithm(algo: Any, fields: Fields, ctx: Context, source: str | None) 
     except Exception as exc:
         if algo.origin.startswith("specreg.algos."):
             raise
-        raise SpecregError(f"the algorithm plugin {algo.origin} for {algo.name!r} failed on this config "
-                           f"({type(exc).__name__}: {exc}); report it to that plugin's authors", source=source) from exc
+        raise SpecregError(
+            f"the algorithm plugin {algo.origin} for {algo.name!r} failed on this config "
+            f"({type(exc).__name__}: {exc}); report it to that plugin's authors",
+            source=source,
+        ) from exc
 
 
 def _normalize_speculators(
@@ -254,8 +283,10 @@ def _normalize_speculators(
             if not root.present("speculators_model_type") and not root.present("speculators_config"):
                 from specreg.sources.native import not_a_draft
 
-                raise ConfigError(not_a_draft(config), "$.architectures" if root.present("architectures")
-                                  else "$.speculators_model_type")
+                raise ConfigError(
+                    not_a_draft(config),
+                    "$.architectures" if root.present("architectures") else "$.speculators_model_type",
+                )
             root.done()
         algo = algorithms.get(name, source=source)
         envelope, findings = _read_envelope(root, version)
@@ -277,11 +308,14 @@ def _normalize_speculators(
             plan.findings.extend(_unread_fields(config, root.reads | fields.reads, algo.name))
         findings = _envelope_findings(root, algo, ctx) + findings + plan.findings
         if version > NEWEST_KNOWN:
-            findings.append(Finding.of(
-                "vllm-version-unchecked",
-                f"vLLM {version} is newer than {short(NEWEST_KNOWN)}, the newest version specreg's rules were checked "
-                f"against: the plan uses {short(NEWEST_KNOWN)}'s rules, which vLLM {version} may have changed",
-                None))
+            findings.append(
+                Finding.of(
+                    "vllm-version-unchecked",
+                    f"vLLM {version} is newer than {short(NEWEST_KNOWN)}, the newest version specreg's rules were checked "
+                    f"against: the plan uses {short(NEWEST_KNOWN)}'s rules, which vLLM {version} may have changed",
+                    None,
+                )
+            )
     except ConfigError as exc:
         if exc.source is None and source is not None:
             raise type(exc)(exc.problems, source=source) from None
@@ -304,12 +338,16 @@ def _normalize_speculators(
         provenance["verifier"] = Provenance("source", ("$.speculators_config.verifier.name_or_path",))
     try:  # the Speculator freezes a deep copy of the source
         if origin is not None and origin.bom:
-            findings.append(Finding.of(
-                "config-byte-order-mark",
-                "config.json begins with a UTF-8 byte-order mark: transformers' config reader refuses it "
-                "(\"Unexpected UTF-8 BOM\"), so vLLM cannot load the unmodified file; serve the directory "
-                "specreg materialize writes, which has none",
-                "$", fix="specreg serve DRAFT (or materialize it), or save the file without the mark"))
+            findings.append(
+                Finding.of(
+                    "config-byte-order-mark",
+                    "config.json begins with a UTF-8 byte-order mark: transformers' config reader refuses it "
+                    '("Unexpected UTF-8 BOM"), so vLLM cannot load the unmodified file; serve the directory '
+                    "specreg materialize writes, which has none",
+                    "$",
+                    fix="specreg serve DRAFT (or materialize it), or save the file without the mark",
+                )
+            )
         return Speculator(
             algorithm=algo.name,
             method=method,
@@ -331,10 +369,16 @@ def _normalize_speculators(
 def _unread_fields(config: Mapping[str, Any], reads: set[str], algorithm: str) -> list[Finding]:
     """An info finding for each key no reader read that is a near miss of a missing field (a typo that
     would otherwise leave the field at its default without a word)."""
-    return [Finding.of("unread-field", f"{key} is not a field {algorithm} reads, and {field} is missing: did you "
-                       f"mean {field}? As written, {field} takes its default and {key} is kept unread", path,
-                       fix=f"rename {key} to {field}")
-            for path, key, field in near_misses(config, reads)]
+    return [
+        Finding.of(
+            "unread-field",
+            f"{key} is not a field {algorithm} reads, and {field} is missing: did you "
+            f"mean {field}? As written, {field} takes its default and {key} is kept unread",
+            path,
+            fix=f"rename {key} to {field}",
+        )
+        for path, key, field in near_misses(config, reads)
+    ]
 
 
 def _carry_quantization(config: Mapping[str, Any], plan: Plan) -> None:

@@ -26,7 +26,17 @@ import attrs
 from packaging.version import Version
 
 from specreg.normalization.capabilities import RULES, short
-from specreg.normalization.fields import BOOL, COUNT, LAYER_IDS, NONNEG_INT, POS_INT, STR_LIST, Fields, Kind, check_layer_ids
+from specreg.normalization.fields import (
+    BOOL,
+    COUNT,
+    LAYER_IDS,
+    NONNEG_INT,
+    POS_INT,
+    STR_LIST,
+    Fields,
+    Kind,
+    check_layer_ids,
+)
 from specreg.normalization.plan import Context, Plan
 from specreg.normalization.shape import check_layer_shape, check_startup
 from specreg.normalization.speculator import LayerAttention
@@ -114,7 +124,10 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     layer_cfg = cfg.obj("transformer_layer_config", required=True)
     aux = cfg.get("aux_hidden_state_layer_ids", LAYER_IDS, required=True)
     check_layer_ids(
-        cfg, "aux_hidden_state_layer_ids", aux, minimum=1,
+        cfg,
+        "aux_hidden_state_layer_ids",
+        aux,
+        minimum=1,
         why="the DFlash family reads the output of layer i - 1, and aux id i counts the state entering layer i",
     )
     mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True)
@@ -172,7 +185,9 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             plan.copy(f"{dest}.{key}", extras[key], cfg.at(key))
 
     _draft_length(cfg, ctx, variant, plan, block, anchor_in_file)
-    v1 = variant.name == "dflash" or (variant.name == "dflash2" and not ctx.since("v1_runner_refuses_dflash_candidate_head"))
+    v1 = variant.name == "dflash" or (
+        variant.name == "dflash2" and not ctx.since("v1_runner_refuses_dflash_candidate_head")
+    )
     check_startup(layer_cfg, plan, ctx, parallel_slots=v1, why="DFlash (it drafts the whole block in one pass)")
     _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file)
     return plan
@@ -196,11 +211,17 @@ def _draft_length(
         plan_anchor = ("copy", anchor_src[0])
     elif predates:
         anchor = False
-        plan_anchor = ("default", f"speculators {writer} predates sample_from_anchor (added in 0.7.0); its "
-                                  f"{variant.name} trainer always drafted block_size - 1 tokens after the anchor")
+        plan_anchor = (
+            "default",
+            f"speculators {writer} predates sample_from_anchor (added in 0.7.0); its "
+            f"{variant.name} trainer always drafted block_size - 1 tokens after the anchor",
+        )
     elif block is not None and k in (block - 1, block):
         anchor = k == block
-        plan_anchor = ("derive", "speculative_tokens == block_size" if anchor else "speculative_tokens == block_size - 1")
+        plan_anchor = (
+            "derive",
+            "speculative_tokens == block_size" if anchor else "speculative_tokens == block_size - 1",
+        )
     else:
         anchor = variant.sample_from_anchor_default
         plan_anchor = ("default", f"speculators' default for {variant.name}")
@@ -233,9 +254,11 @@ def _draft_length(
         # No runner serves it: the V1 DFlashProposer never reads the field and always queries a bonus
         # token (gpu_model_runner: "DFlash queries one extra token (the bonus token)"); the V2
         # DFlashSpeculator raises on it from 0.27 (tests/conformance checks both in every wheel).
-        how = (f"{ctx.vllm_label} maps the field, but its V1 runner always drafts after a bonus token"
-               if ctx.since("sample_from_anchor_mapped")
-               else f"{ctx.vllm_label} never reads sample_from_anchor for DFlash and drafts after a bonus token")
+        how = (
+            f"{ctx.vllm_label} maps the field, but its V1 runner always drafts after a bonus token"
+            if ctx.since("sample_from_anchor_mapped")
+            else f"{ctx.vllm_label} never reads sample_from_anchor for DFlash and drafts after a bonus token"
+        )
         if ctx.since("dflash_v2_runner_rejects_sample_from_anchor"):
             how += " and its V2 runner refuses sample_from_anchor=true for DFlash"
         plan.find(
@@ -274,8 +297,12 @@ def _draft_length(
             f"block; specreg serves {expected}.",
             env.tokens_path,
         )
-        plan.derive("num_speculative_tokens", expected, [cfg.at("block_size"), "$.speculators_version"],
-                    f"{rule} for the trained block (speculators {writer}'s DFlash trainer)")
+        plan.derive(
+            "num_speculative_tokens",
+            expected,
+            [cfg.at("block_size"), "$.speculators_version"],
+            f"{rule} for the trained block (speculators {writer}'s DFlash trainer)",
+        )
     elif expected is not None and k != expected:
         plan.find(
             "draft-length-mismatch",
@@ -355,8 +382,7 @@ def _attention(
         causal = sliding and not non_causal
         trained.append(causal)
         why = (
-            f"{types_why}; sliding layers are "
-            + ("non-causal (sliding_window_non_causal)" if non_causal else "causal")
+            f"{types_why}; sliding layers are " + ("non-causal (sliding_window_non_causal)" if non_causal else "causal")
             if sliding
             else f"{types_why}; full-attention layers are bidirectional inside the draft block"
         )
@@ -364,7 +390,9 @@ def _attention(
         if sliding:
             sources.append(nc_path)
         plan.layer(
-            LayerAttention(layer=i, kind="sliding" if sliding else "full", window=window if sliding else None, causal=causal),
+            LayerAttention(
+                layer=i, kind="sliding" if sliding else "full", window=window if sliding else None, causal=causal
+            ),
             sources,
             why,
         )
@@ -383,20 +411,35 @@ def _attention(
     # Drafts vLLM serves as trained only on its V2 model runner (Speculator.needs_v2_model_runner)
     why_v2 = []
     if mixed:  # qwen3_dflash._resolve_layer_attention (DSpark's layers too) raises on V1
-        why_v2.append(f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers "
-                      "need one KV group each, which only the V2 runner builds")
+        why_v2.append(
+            f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers "
+            "need one KV group each, which only the V2 runner builds"
+        )
     if variant.name == "dflash2":
-        how = ("refuses it (\"DFlash candidate-head drafts\")" if ctx.since("v1_runner_refuses_dflash_candidate_head")
-               else "drafts it as plain DFlash without a word (its proposer never calls the candidate head)")
-        why_v2.append(f"DFlash2's candidate selector runs only in the V2 speculator; the V1 runner of "
-                      f"{ctx.vllm_label} {how}")
+        how = (
+            'refuses it ("DFlash candidate-head drafts")'
+            if ctx.since("v1_runner_refuses_dflash_candidate_head")
+            else "drafts it as plain DFlash without a word (its proposer never calls the candidate head)"
+        )
+        why_v2.append(
+            f"DFlash2's candidate selector runs only in the V2 speculator; the V1 runner of {ctx.vllm_label} {how}"
+        )
     if variant.top_level:
-        why_v2.append("DSpark is implemented by vLLM's V2 model runner only ("
-                      + (f"{ctx.vllm_label}'s V1 runner refuses it" if ctx.since("v1_runner_refuses_dspark")
-                         else f"{ctx.vllm_label} selects V2 for it unless VLLM_USE_V2_MODEL_RUNNER=0") + ")")
+        why_v2.append(
+            "DSpark is implemented by vLLM's V2 model runner only ("
+            + (
+                f"{ctx.vllm_label}'s V1 runner refuses it"
+                if ctx.since("v1_runner_refuses_dspark")
+                else f"{ctx.vllm_label} selects V2 for it unless VLLM_USE_V2_MODEL_RUNNER=0"
+            )
+            + ")"
+        )
     if why_v2:
-        plan.find("needs-v2-model-runner", "; ".join(why_v2) + ": serve with VLLM_USE_V2_MODEL_RUNNER=1",
-                  types_path if mixed else "$.speculators_model_type")
+        plan.find(
+            "needs-v2-model-runner",
+            "; ".join(why_v2) + ": serve with VLLM_USE_V2_MODEL_RUNNER=1",
+            types_path if mixed else "$.speculators_model_type",
+        )
 
     served = vllm_layer_causal(ctx, variant.top_level, mapped, n)
     wrong = [i for i in range(n) if served[i] != trained[i]]
@@ -433,14 +476,20 @@ def mask_flag(ctx: Context, dspark: bool, trained: list[bool], base: Mapping[str
             return "draft_config.dflash_config.causal", trained[0], why
     elif base.get("is_causal") is not None and ctx.since("dflash_is_causal_first"):
         # a layer config's own is_causal would override the per-layer fallback for every layer
-        return "draft_config.is_causal", None, "layers were trained with different masks: is_causal cleared so each layer's type decides"
+        return (
+            "draft_config.is_causal",
+            None,
+            "layers were trained with different masks: is_causal cleared so each layer's type decides",
+        )
     return None
 
 
 def _served_because(ctx: Context, variant: Variant, mapped: dict) -> str:
     """Which rule of the targeted vLLM gives the unmodified file its mask."""
     if ctx.since("dflash_is_causal_first") and mapped.get("is_causal") is not None:
-        return f"{ctx.vllm_label} applies the layer config's is_causal = {str(mapped['is_causal']).lower()} to every layer"
+        return (
+            f"{ctx.vllm_label} applies the layer config's is_causal = {str(mapped['is_causal']).lower()} to every layer"
+        )
     if "dflash_config" in mapped and ctx.since("dflash_per_layer_causal"):
         return (
             f"{ctx.vllm_label} sets dflash_config.causal = not sliding_window_non_causal "

@@ -174,7 +174,12 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             "Eagle draft layers are causal decoder layers",
         )
     k = ctx.envelope.num_speculative_tokens
-    check_startup(layer_cfg, plan, ctx, parallel_slots=variant.name == "peagle" and (k or 0) > 1,
-                  why="parallel drafting (P-EAGLE drafts k tokens in one pass)")
+    check_startup(
+        layer_cfg,
+        plan,
+        ctx,
+        parallel_slots=variant.name == "peagle" and (k or 0) > 1,
+        why="parallel drafting (P-EAGLE drafts k tokens in one pass)",
+    )
     plan.copy("num_speculative_tokens", k, ctx.envelope.tokens_path)
     return plan

@@ -29,8 +29,15 @@ SEVERITIES = ("error", "warning", "info")
 #: Codes meaning vLLM, given the unmodified file, would serve the draft differently from how it
 #: was trained; specreg's draft_config (a materialized directory) serves it as trained.
 SERVED_DIFFERENTLY = frozenset(
-    {"served-causal-mismatch", "served-length-mismatch", "served-default-mismatch", "top-level-model-type",
-     "proposal-method-not-first", "served-layer-ids-mismatch", "config-byte-order-mark"}
+    {
+        "served-causal-mismatch",
+        "served-length-mismatch",
+        "served-default-mismatch",
+        "top-level-model-type",
+        "proposal-method-not-first",
+        "served-layer-ids-mismatch",
+        "config-byte-order-mark",
+    }
 )
 
 
@@ -45,9 +52,11 @@ class Code:
 
 
 #: the one fix for every SERVED_DIFFERENTLY code: give vLLM specreg's draft_config instead of the file
-SERVE_AS_TRAINED = ("serve specreg's draft_config, not the unmodified file: `specreg serve DRAFT`, or "
-                    "`specreg materialize DRAFT DIR` and serve DIR, or install specreg beside vLLM (its "
-                    "plugin gives vLLM the draft_config when it loads the draft)")
+SERVE_AS_TRAINED = (
+    "serve specreg's draft_config, not the unmodified file: `specreg serve DRAFT`, or "
+    "`specreg materialize DRAFT DIR` and serve DIR, or install specreg beside vLLM (its "
+    "plugin gives vLLM the draft_config when it loads the draft)"
+)
 
 
 CODES: dict[str, Code] = {
@@ -366,7 +375,7 @@ CODES: dict[str, Code] = {
             "the backend given for the draft is refused",
             "The draft's `speculative_config.attention_backend` (`check --attention-backend`) fails that "
             "backend's `validate_configuration` for the draft's layers on the GPU: vLLM raises \"Selected "
-            "backend ... is not valid for this configuration\" at startup. The fix names the backends vLLM "
+            'backend ... is not valid for this configuration" at startup. The fix names the backends vLLM '
             "finds valid.",
         ),
         Code(
@@ -660,8 +669,10 @@ def register_finding(code: str, severity: str, title: str, explains: str = "") -
     from specreg.errors import RegistryError
 
     if not isinstance(code, str) or not _PLUGIN_CODE.match(code):
-        raise RegistryError(f"finding code {code!r}: a plugin's code is namespaced, '<plugin>/<name>' in lower case "
-                            "(e.g. 'myplugin/head-too-wide'); specreg's own codes are listed in docs/findings.md")
+        raise RegistryError(
+            f"finding code {code!r}: a plugin's code is namespaced, '<plugin>/<name>' in lower case "
+            "(e.g. 'myplugin/head-too-wide'); specreg's own codes are listed in docs/findings.md"
+        )
     if severity not in SEVERITIES:
         raise RegistryError(f"finding code {code!r}: severity {severity!r} is not one of {', '.join(SEVERITIES)}")
     new = Code(code, severity, title, explains)
@@ -677,7 +688,9 @@ def code_of(code: str) -> Code:
 
     found = CODES.get(code)
     if found is None:
-        raise RegistryError(f"unknown finding code {code!r}: specreg's codes are in docs/findings.md; a plugin "
-                            "declares its own first, namespaced: specreg.register_finding('myplugin/name', "
-                            "'warning', 'what it means')")
+        raise RegistryError(
+            f"unknown finding code {code!r}: specreg's codes are in docs/findings.md; a plugin "
+            "declares its own first, namespaced: specreg.register_finding('myplugin/name', "
+            "'warning', 'what it means')"
+        )
     return found

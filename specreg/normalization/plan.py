@@ -80,9 +80,11 @@ class Plan:
 
     @num_speculative_tokens.setter
     def num_speculative_tokens(self, value: Any) -> None:
-        raise AttributeError("Plan.num_speculative_tokens is read-only: set it with plan.copy(\"num_speculative_tokens\", "
-                             "value, \"$.json.path\"), plan.derive(...) or plan.default(...), which record where it "
-                             "came from")
+        raise AttributeError(
+            'Plan.num_speculative_tokens is read-only: set it with plan.copy("num_speculative_tokens", '
+            'value, "$.json.path"), plan.derive(...) or plan.default(...), which record where it '
+            "came from"
+        )
 
     def copy(self, field: str, value: Any, source: str) -> None:
         """`value` is the source's value at `source`, unchanged."""

@@ -22,16 +22,39 @@ FORMAT = "materialized"
 MANIFEST_WRITER = "specreg"
 #: keys materialize adds to the layer config (everything else in config.json is the layer config)
 _VLLM_KEYS = {
-    "architectures", "dflash_config", "eagle_aux_hidden_state_layer_ids", "draft_vocab_size", "target_hidden_size",
-    "is_causal", "target_layer_ids", "block_size", "sample_from_anchor", "dspark_bonus_anchor", "mask_token_id",
-    "markov_rank", "markov_head_type", "enable_confidence_head", "confidence_head_with_markov",
-    "use_aux_hidden_state", "pard_token", "norm_before_residual", "norm_before_fc", "fc_norm", "norm_output",
+    "architectures",
+    "dflash_config",
+    "eagle_aux_hidden_state_layer_ids",
+    "draft_vocab_size",
+    "target_hidden_size",
+    "is_causal",
+    "target_layer_ids",
+    "block_size",
+    "sample_from_anchor",
+    "dspark_bonus_anchor",
+    "mask_token_id",
+    "markov_rank",
+    "markov_head_type",
+    "enable_confidence_head",
+    "confidence_head_with_markov",
+    "use_aux_hidden_state",
+    "pard_token",
+    "norm_before_residual",
+    "norm_before_fc",
+    "fc_norm",
+    "norm_output",
 }
 _DFLASH_FAMILY = ("dflash", "dflash2", "dspark")
 _PASS_THROUGH = {
     "dflash2": ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"),
-    "dspark": ("markov_rank", "markov_head_type", "enable_confidence_head", "confidence_head_with_markov",
-               "use_aux_hidden_state", "block_size"),
+    "dspark": (
+        "markov_rank",
+        "markov_head_type",
+        "enable_confidence_head",
+        "confidence_head_with_markov",
+        "use_aux_hidden_state",
+        "block_size",
+    ),
     "eagle3": ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"),
     "peagle": ("norm_before_residual", "norm_before_fc"),
 }
@@ -39,9 +62,12 @@ _PASS_THROUGH = {
 
 def is_manifest(manifest: Any) -> bool:
     """Whether `manifest` (a parsed specreg.json) describes a directory this reader can read."""
-    return (isinstance(manifest, Mapping) and manifest.get("written_by") == MANIFEST_WRITER
-            and isinstance(manifest.get("speculative_config"), Mapping)
-            and manifest.get("algorithm") in (*_DFLASH_FAMILY, "eagle3", "peagle"))
+    return (
+        isinstance(manifest, Mapping)
+        and manifest.get("written_by") == MANIFEST_WRITER
+        and isinstance(manifest.get("speculative_config"), Mapping)
+        and manifest.get("algorithm") in (*_DFLASH_FAMILY, "eagle3", "peagle")
+    )
 
 
 def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, source: str | None = None) -> Converted:
@@ -61,8 +87,10 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
         "target_hidden_size": config.get("target_hidden_size"),
         "speculators_config": speculators_envelope(algorithm, tokens, manifest.get("verifier")),
     }
-    paths = {"$.speculators_config.proposal_methods[0].speculative_tokens": "specreg.json:$.speculative_config",
-             "$.speculators_config.verifier.name_or_path": "specreg.json:$.verifier"}
+    paths = {
+        "$.speculators_config.proposal_methods[0].speculative_tokens": "specreg.json:$.speculative_config",
+        "$.speculators_config.verifier.name_or_path": "specreg.json:$.verifier",
+    }
     source_keys = config.get("dflash_config") if algorithm in ("dflash", "dflash2") else config
     source_keys = source_keys if isinstance(source_keys, Mapping) else {}
     prefix = "$.dflash_config" if algorithm in ("dflash", "dflash2") else "$"
@@ -90,7 +118,9 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
             out["block_size"] = tokens if out["sample_from_anchor"] else tokens + 1
         # the masks vLLM serves from this config, stated in the speculators format's terms
         n = layer.get("num_hidden_layers")
-        version = parse_version(str(manifest.get("vllm_version") or facts.known()[-1]), what="specreg.json:$.vllm_version")
+        version = parse_version(
+            str(manifest.get("vllm_version") or facts.known()[-1]), what="specreg.json:$.vllm_version"
+        )
         if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 4096:
             types = layer.get("layer_types") if isinstance(layer.get("layer_types"), list) else [FULL] * n
             ctx = Context(vllm=version, source=source, envelope=None)
@@ -100,13 +130,20 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
             flag = "$.is_causal" if "is_causal" in config else "$.dflash_config.causal"
             if any(full):
                 if not all(served):
-                    raise ConfigError("serves some full-attention layers causal and others not: no draft "
-                                      "specreg materializes has that mask", flag, source=source)
+                    raise ConfigError(
+                        "serves some full-attention layers causal and others not: no draft "
+                        "specreg materializes has that mask",
+                        flag,
+                        source=source,
+                    )
                 causal_everywhere = flag
                 out["sliding_window_non_causal"] = True
             elif len(set(sliding)) > 1:
-                raise ConfigError("serves some sliding layers causal and others not: no draft specreg "
-                                  "materializes has that mask", flag, source=source)
+                raise ConfigError(
+                    "serves some sliding layers causal and others not: no draft specreg materializes has that mask",
+                    flag,
+                    source=source,
+                )
             else:
                 out["sliding_window_non_causal"] = not sliding[0] if sliding else True
             paths["$.sliding_window_non_causal"] = flag

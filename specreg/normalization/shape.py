@@ -13,7 +13,12 @@ Each fails only after a GPU has been allocated and weights fetched, so specreg r
 from __future__ import annotations
 
 from specreg.normalization.capabilities import NEWEST_KNOWN, short
-from specreg.normalization.model_types import COMPOSITE_MODEL_TYPES, KNOWN_MODEL_TYPES, TRANSFORMERS_VERSION, mtp_rewrite
+from specreg.normalization.model_types import (
+    COMPOSITE_MODEL_TYPES,
+    KNOWN_MODEL_TYPES,
+    TRANSFORMERS_VERSION,
+    mtp_rewrite,
+)
 from specreg.normalization.fields import POS_INT, Fields
 from specreg.normalization.plan import Context, Plan
 
@@ -43,47 +48,74 @@ def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
     head_dim = layer_cfg.raw("head_dim")
     model_type = layer_cfg.raw("model_type")
     if isinstance(model_type, str) and model_type in COMPOSITE_MODEL_TYPES:
-        plan.find("composite-model-type",
-                  f"model_type {model_type!r} makes transformers build a composite (vision-language) config whose "
-                  "language fields sit under text_config: vLLM's draft class then fails reading vocab_size "
-                  f"(\"'{type_name(model_type)}' object has no attribute 'vocab_size'\"; transformers "
-                  f"{TRANSFORMERS_VERSION}). The draft's layers are a text model: give the text model_type "
-                  "they were trained as", layer_cfg.at("model_type"),
-                  fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)")
+        plan.find(
+            "composite-model-type",
+            f"model_type {model_type!r} makes transformers build a composite (vision-language) config whose "
+            "language fields sit under text_config: vLLM's draft class then fails reading vocab_size "
+            f"(\"'{type_name(model_type)}' object has no attribute 'vocab_size'\"; transformers "
+            f"{TRANSFORMERS_VERSION}). The draft's layers are a text model: give the text model_type "
+            "they were trained as",
+            layer_cfg.at("model_type"),
+            fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)",
+        )
     elif isinstance(model_type, str) and model_type not in KNOWN_MODEL_TYPES:
-        plan.find("unknown-model-type",
-                  f"model_type {model_type!r} is known neither to transformers ({TRANSFORMERS_VERSION}) nor to "
-                  "vLLM's config registry: vLLM's config loading ends in \"The checkpoint you are trying to load "
-                  f"has model type `{model_type}` but Transformers does not recognize this architecture\"",
-                  layer_cfg.at("model_type"),
-                  fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)")
+        plan.find(
+            "unknown-model-type",
+            f"model_type {model_type!r} is known neither to transformers ({TRANSFORMERS_VERSION}) nor to "
+            "vLLM's config registry: vLLM's config loading ends in \"The checkpoint you are trying to load "
+            f'has model type `{model_type}` but Transformers does not recognize this architecture"',
+            layer_cfg.at("model_type"),
+            fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)",
+        )
     if heads is not None and not _positive_int(heads):
-        plan.find("invalid-draft-shape", f"num_attention_heads must be a positive integer, got {heads!r}",
-                  layer_cfg.at("num_attention_heads"))
+        plan.find(
+            "invalid-draft-shape",
+            f"num_attention_heads must be a positive integer, got {heads!r}",
+            layer_cfg.at("num_attention_heads"),
+        )
         return
     if _positive_int(hidden) and _positive_int(heads) and hidden % heads:
         if model_type == "llama":
-            plan.find("invalid-draft-shape", f"hidden_size {hidden} is not a multiple of num_attention_heads "
-                      f"{heads}: transformers' LlamaConfig (transformers 5, which vLLM {short(NEWEST_KNOWN)} "
-                      "requires) refuses it when vLLM loads the draft",
-                      layer_cfg.at("hidden_size"))
+            plan.find(
+                "invalid-draft-shape",
+                f"hidden_size {hidden} is not a multiple of num_attention_heads "
+                f"{heads}: transformers' LlamaConfig (transformers 5, which vLLM {short(NEWEST_KNOWN)} "
+                "requires) refuses it when vLLM loads the draft",
+                layer_cfg.at("hidden_size"),
+            )
         elif head_dim is None:
-            plan.find("invalid-draft-shape", f"hidden_size {hidden} is not a multiple of num_attention_heads "
-                      f"{heads} and there is no head_dim: vLLM's head size hidden_size // heads would not "
-                      "cover the hidden size", layer_cfg.at("hidden_size"))
+            plan.find(
+                "invalid-draft-shape",
+                f"hidden_size {hidden} is not a multiple of num_attention_heads "
+                f"{heads} and there is no head_dim: vLLM's head size hidden_size // heads would not "
+                "cover the hidden size",
+                layer_cfg.at("hidden_size"),
+            )
     if kv_heads is not None and not _positive_int(kv_heads):
-        plan.find("invalid-draft-shape", f"num_key_value_heads must be a positive integer, got {kv_heads!r}",
-                  layer_cfg.at("num_key_value_heads"))
+        plan.find(
+            "invalid-draft-shape",
+            f"num_key_value_heads must be a positive integer, got {kv_heads!r}",
+            layer_cfg.at("num_key_value_heads"),
+        )
     elif _positive_int(kv_heads) and _positive_int(heads) and heads % kv_heads:
-        plan.find("invalid-draft-shape", f"num_attention_heads {heads} is not a multiple of num_key_value_heads "
-                  f"{kv_heads}: vLLM's attention groups query heads per key/value head",
-                  layer_cfg.at("num_key_value_heads"))
+        plan.find(
+            "invalid-draft-shape",
+            f"num_attention_heads {heads} is not a multiple of num_key_value_heads "
+            f"{kv_heads}: vLLM's attention groups query heads per key/value head",
+            layer_cfg.at("num_key_value_heads"),
+        )
 
 
 def type_name(model_type: str) -> str:
     """The config class name transformers gives a model_type, as vLLM's error names it (best effort)."""
-    known = {"qwen2_5_vl": "Qwen2_5_VLConfig", "qwen2_vl": "Qwen2VLConfig", "qwen3_vl": "Qwen3VLConfig",
-             "llava": "LlavaConfig", "llava_next": "LlavaNextConfig", "gemma3": "Gemma3Config"}
+    known = {
+        "qwen2_5_vl": "Qwen2_5_VLConfig",
+        "qwen2_vl": "Qwen2VLConfig",
+        "qwen3_vl": "Qwen3VLConfig",
+        "llava": "LlavaConfig",
+        "llava_next": "LlavaNextConfig",
+        "gemma3": "Gemma3Config",
+    }
     return known.get(model_type, "".join(p.capitalize() for p in model_type.replace("-", "_").split("_")) + "Config")
 
 
@@ -114,21 +146,29 @@ def check_startup(layer_cfg: Fields, plan: Plan, ctx: Context, *, parallel_slots
     becomes = mtp_rewrite(model_type, ctx.vllm)
     if becomes is not None:
         into = "an MTP model's config it cannot build from a draft" if becomes == "refused" else f"{becomes}"
-        plan.find("vllm-startup-refusal",
-                  f"{ctx.vllm_label}'s SpeculativeConfig.hf_config_override rewrites every draft config with model_type "
-                  f"{model_type!r} into {into} (vllm/config/speculative.py), so the draft class is never built",
-                  layer_cfg.at("model_type"), fix=_rewrite_fix(model_type))
+        plan.find(
+            "vllm-startup-refusal",
+            f"{ctx.vllm_label}'s SpeculativeConfig.hf_config_override rewrites every draft config with model_type "
+            f"{model_type!r} into {into} (vllm/config/speculative.py), so the draft class is never built",
+            layer_cfg.at("model_type"),
+            fix=_rewrite_fix(model_type),
+        )
     found = mrope_section(layer_cfg)
     if found is not None and parallel_slots and ctx.since("mrope_refused_with_extra_slots"):
-        plan.find("vllm-startup-refusal",
-                  f"the draft's rope parameters declare M-RoPE (mrope_section {found[1]}); {ctx.vllm_label}'s drafter "
-                  f"raises \"Speculative Decoding with draft models or parallel drafting does not support M-RoPE "
-                  f"yet\" at startup for {why}", found[0],
-                  fix="serve a draft trained with plain RoPE, or an EAGLE-3 draft (which M-RoPE does not stop)")
+        plan.find(
+            "vllm-startup-refusal",
+            f"the draft's rope parameters declare M-RoPE (mrope_section {found[1]}); {ctx.vllm_label}'s drafter "
+            f'raises "Speculative Decoding with draft models or parallel drafting does not support M-RoPE '
+            f'yet" at startup for {why}',
+            found[0],
+            fix="serve a draft trained with plain RoPE, or an EAGLE-3 draft (which M-RoPE does not stop)",
+        )
 
 
 def _rewrite_fix(model_type: str) -> str:
     if model_type.startswith("deepseek_v3"):
-        return ("set model_type to deepseek_v2 (transformers' DeepseekV2Config reads the same MLA fields) or kimi_k2 "
-                "(vLLM's registry maps it to the same DeepseekV3Config); neither is rewritten")
+        return (
+            "set model_type to deepseek_v2 (transformers' DeepseekV2Config reads the same MLA fields) or kimi_k2 "
+            "(vLLM's registry maps it to the same DeepseekV3Config); neither is rewritten"
+        )
     return "set model_type to a text model type vLLM does not take for an MTP target's (llama, qwen3, ...)"

@@ -61,8 +61,13 @@ class Finding:
         """A finding with the severity its code is documented with, and the code's own fix when the
         emitter gives none."""
         registered = code_of(code)
-        return cls(code=code, severity=registered.severity, message=message, path=path,
-                   fix=fix if fix is not None else registered.fix)
+        return cls(
+            code=code,
+            severity=registered.severity,
+            message=message,
+            path=path,
+            fix=fix if fix is not None else registered.fix,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return attr.asdict(self, retain_collection_types=False)
@@ -182,8 +187,7 @@ class Speculator:
             codes = ", ".join(sorted({f.code for f in self.served_differently}))
             return f"the unmodified file would be served differently from how it was trained ({codes})"
         if self.format != "speculators":
-            return (f"a {self.format} config: the materialized directory states the trained plan in the form "
-                    "vLLM loads")
+            return f"a {self.format} config: the materialized directory states the trained plan in the form vLLM loads"
         origin = self.origin
         if origin is None or (origin.repo_id is None and origin.path is None):
             return "it was normalized from a dict, not read from a draft directory"
@@ -227,8 +231,9 @@ class Speculator:
         spec_cfg.update(cfg)
         return LLMKwargs({"model": verifier, "speculative_config": spec_cfg}, env=self.serve_env)
 
-    def materialize(self, directory: str | os.PathLike[str], *, weights: str = "link", force: bool = False,
-                    progress: Any = None) -> Any:
+    def materialize(
+        self, directory: str | os.PathLike[str], *, weights: str = "link", force: bool = False, progress: Any = None
+    ) -> Any:
         """Write a vLLM-ready draft directory (config.json as vLLM loads it directly, plus the
         weights linked, copied or left out: weights="link" | "copy" | "none"). Returns a
         `specreg.vllm.materialize.Materialized` (``.directory``, ``.files``, ``.llm_kwargs()``).
@@ -240,8 +245,10 @@ class Speculator:
         if writer is None:
             from specreg.errors import SpecregError
 
-            raise SpecregError("nothing registered to write a draft directory: import specreg.vllm.materialize "
-                               "(specreg.load and specreg.normalize do)")
+            raise SpecregError(
+                "nothing registered to write a draft directory: import specreg.vllm.materialize "
+                "(specreg.load and specreg.normalize do)"
+            )
         return writer(self, directory, weights=weights, force=force, progress=progress)
 
     def draft_config_dict(self) -> dict[str, Any]:
@@ -254,8 +261,9 @@ class Speculator:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``specreg show SOURCE --json``."""
-        return attrs.asdict(self, recurse=False, filter=lambda field, _: field.name != "source_config",
-                            value_serializer=_json_value)
+        return attrs.asdict(
+            self, recurse=False, filter=lambda field, _: field.name != "source_config", value_serializer=_json_value
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)

@@ -23,14 +23,32 @@ if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
 
 #: trained-plan errors about vLLM alone (the draft itself is fine for another engine)
-VLLM_ONLY_ERRORS = frozenset({
-    "vllm-unsupported-algorithm", "vllm-startup-refusal", "trained-key-not-served", "vllm-unsupported-feature",
-    "unservable-algorithm", "composite-model-type", "unknown-model-type", "draft-tp-invalid", "no-attention-backend",
-    "attention-backend-refused", "draft-quant-layer-names", "quantization-gpu", "kv-cache-groups",
-})
+VLLM_ONLY_ERRORS = frozenset(
+    {
+        "vllm-unsupported-algorithm",
+        "vllm-startup-refusal",
+        "trained-key-not-served",
+        "vllm-unsupported-feature",
+        "unservable-algorithm",
+        "composite-model-type",
+        "unknown-model-type",
+        "draft-tp-invalid",
+        "no-attention-backend",
+        "attention-backend-refused",
+        "draft-quant-layer-names",
+        "quantization-gpu",
+        "kv-cache-groups",
+    }
+)
 #: keys of vLLM's draft_config that SGLang reads nowhere, or reads elsewhere in its own layout
-_VLLM_KEYS = ("dspark_bonus_anchor", "eagle_aux_hidden_state_layer_ids", "target_layer_ids", "mask_token_id",
-              "block_size", "norm_before_residual")
+_VLLM_KEYS = (
+    "dspark_bonus_anchor",
+    "eagle_aux_hidden_state_layer_ids",
+    "target_layer_ids",
+    "mask_token_id",
+    "block_size",
+    "norm_before_residual",
+)
 _BLOCK = ("dflash", "dflash2", "dspark")
 UNSERVABLE_FIX = "serve the draft with vLLM (`specreg serve DRAFT`), which serves it as trained"
 SERVED_FIX = "serve it with `specreg serve DRAFT --engine sglang` (or `specreg materialize DRAFT DIR --engine sglang`)"
@@ -47,9 +65,13 @@ class Trained:
     sample_from_anchor: bool | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"proposals": self.proposals, "capture": list(self.capture) if self.capture else None,
-                "attention": [{"window": w, "causal": c} for w, c in self.attention],
-                "query_rows": self.query_rows, "sample_from_anchor": self.sample_from_anchor}
+        return {
+            "proposals": self.proposals,
+            "capture": list(self.capture) if self.capture else None,
+            "attention": [{"window": w, "causal": c} for w, c in self.attention],
+            "query_rows": self.query_rows,
+            "sample_from_anchor": self.sample_from_anchor,
+        }
 
 
 def trained(spec: "Speculator") -> Trained:
@@ -103,13 +125,24 @@ class SGLangPlan:
         from specreg.errors import SpecregError
 
         if not self.servable:
-            raise SpecregError(f"not servable as trained by SGLang {self.sglang_version} "
-                               f"({', '.join(sorted({f.code for f in self.errors}))})")
+            raise SpecregError(
+                f"not servable as trained by SGLang {self.sglang_version} "
+                f"({', '.join(sorted({f.code for f in self.errors}))})"
+            )
         model = verifier or self.verifier
         if not model:
             raise SpecregError("the config names no verifier; pass verifier=")
-        return ["python", "-m", "sglang.launch_server", "--model-path", model,
-                "--speculative-draft-model-path", str(draft), *self.flags, *extra]
+        return [
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            model,
+            "--speculative-draft-model-path",
+            str(draft),
+            *self.flags,
+            *extra,
+        ]
 
     def config_dict(self) -> dict[str, Any]:
         return thaw(self.config)
@@ -135,8 +168,14 @@ class SGLangPlan:
         }
 
 
-def export(spec: "Speculator", *, sglang: str | None = None, tensor_names: Iterable[str] | None = None,
-           target_layers: int | None = None, target_architecture: str | None = None) -> SGLangPlan:
+def export(
+    spec: "Speculator",
+    *,
+    sglang: str | None = None,
+    tensor_names: Iterable[str] | None = None,
+    target_layers: int | None = None,
+    target_architecture: str | None = None,
+) -> SGLangPlan:
     """The SGLang plan of a normalized draft for SGLang `sglang` (default: the installed release, else the
     newest known; see `rules.target`). `tensor_names`: the checkpoint's tensor names, when
     known (a DFlash/DSpark head SGLang would skip is refused); `target_layers` and
@@ -145,8 +184,14 @@ def export(spec: "Speculator", *, sglang: str | None = None, tensor_names: Itera
     rules = release_rules(version)
     found: list[Finding] = [f for f in spec.errors if f.code not in VLLM_ONLY_ERRORS]
     if unchecked:
-        found.append(Finding.of("sglang-version-unchecked", unchecked, None,
-                                fix="upgrade specreg to rules read from that SGLang, or pass sglang= a known release"))
+        found.append(
+            Finding.of(
+                "sglang-version-unchecked",
+                unchecked,
+                None,
+                fix="upgrade specreg to rules read from that SGLang, or pass sglang= a known release",
+            )
+        )
     plan = trained(spec)
     algo = spec.algorithm
     version = rules["sglang"]
@@ -159,8 +204,10 @@ def export(spec: "Speculator", *, sglang: str | None = None, tensor_names: Itera
     if algo in rules["not_served"]:
         refuse(rules["not_served"][algo], "$.speculators_config.algorithm")
     elif algo not in rules["architectures"]:
-        refuse(f"SGLang {version} has no class for a {algo} draft (specreg/sglang/rules/{version}.json)",
-               "$.speculators_config.algorithm")
+        refuse(
+            f"SGLang {version} has no class for a {algo} draft (specreg/sglang/rules/{version}.json)",
+            "$.speculators_config.algorithm",
+        )
     else:
         if plan.capture is None and algo == "eagle3" and target_layers:
             # the trained plan leaves the ids to the engine's default, which SGLang's fallback equals: written out
@@ -171,12 +218,21 @@ def export(spec: "Speculator", *, sglang: str | None = None, tensor_names: Itera
         _read_back(config, flags, algo, rules, plan, refuse, target_layers)
     unmodified = reading.Reading(refused=f"SGLang {version} serves no {algo} draft")
     if algo in rules["architectures"]:
-        unmodified = reading.read(thaw(spec.source_config), algo, rules, target_layers=target_layers,
-                                  target_architecture=target_architecture)
+        unmodified = reading.read(
+            thaw(spec.source_config), algo, rules, target_layers=target_layers, target_architecture=target_architecture
+        )
         found += _served_differently(unmodified, plan, spec, rules)
-    return SGLangPlan(sglang_version=version, algorithm=algo, verifier=spec.verifier, trained=plan,
-                      config=config if not any(f.severity == "error" for f in found) else {},
-                      flags=tuple(flags), findings=found, unmodified=unmodified, speculator=spec)
+    return SGLangPlan(
+        sglang_version=version,
+        algorithm=algo,
+        verifier=spec.verifier,
+        trained=plan,
+        config=config if not any(f.severity == "error" for f in found) else {},
+        flags=tuple(flags),
+        findings=found,
+        unmodified=unmodified,
+        speculator=spec,
+    )
 
 
 def _export(spec, plan: Trained, rules, refuse, tensor_names) -> tuple[dict[str, Any], list[str]]:
@@ -191,8 +247,14 @@ def _export(spec, plan: Trained, rules, refuse, tensor_names) -> tuple[dict[str,
     flags = ["--speculative-algorithm", rule["algorithm"]]
     if algo == "eagle3":
         _eagle3(spec, plan, config, rules, refuse)
-        flags += ["--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
-                  "--speculative-num-draft-tokens", str(k + 1)]
+        flags += [
+            "--speculative-num-steps",
+            str(k),
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            str(k + 1),
+        ]
     else:
         block = k if algo == "dspark" else k + 1
         flash.pop("sample_from_anchor", None)
@@ -213,41 +275,58 @@ def _eagle3(spec, plan: Trained, config: dict[str, Any], rules, refuse) -> None:
     rule = rules["eagle3"]
     dc = spec.draft_config
     if dc.get("norm_before_residual") is True:
-        refuse("the draft was trained with norm_before_residual: true (the residual taken after the hidden-state "
-               "norm); SGLang's LlamaForCausalLMEagle3 never reads it: its first layer always keeps the un-normed "
-               f"target state as the residual ({rule['norm_before_residual_from']})", "$.norm_before_residual")
+        refuse(
+            "the draft was trained with norm_before_residual: true (the residual taken after the hidden-state "
+            "norm); SGLang's LlamaForCausalLMEagle3 never reads it: its first layer always keeps the un-normed "
+            f"target state as the residual ({rule['norm_before_residual_from']})",
+            "$.norm_before_residual",
+        )
     model_type = config.get("model_type")
     if model_type not in rule["layer_model_types"]:
-        refuse(f"the draft's layers are {model_type}; SGLang's only EAGLE-3 draft class builds "
-               f"{', '.join(rule['layer_model_types'])} layers ({rule['layer_model_types_from']})",
-               "$.transformer_layer_config.model_type")
+        refuse(
+            f"the draft's layers are {model_type}; SGLang's only EAGLE-3 draft class builds "
+            f"{', '.join(rule['layer_model_types'])} layers ({rule['layer_model_types_from']})",
+            "$.transformer_layer_config.model_type",
+        )
     if plan.capture is None:
-        refuse("the config names no aux layer ids: SGLang would capture its own fallback "
-               f"{rule['aux_ids_fallback']}, and specreg never guesses the trained ones",
-               "$.eagle_aux_hidden_state_layer_ids")
+        refuse(
+            "the config names no aux layer ids: SGLang would capture its own fallback "
+            f"{rule['aux_ids_fallback']}, and specreg never guesses the trained ones",
+            "$.eagle_aux_hidden_state_layer_ids",
+        )
     else:
-        config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [i - 1 for i in plan.capture],
-                                  "use_aux_hidden_state": True}
+        config["eagle_config"] = {
+            "eagle_aux_hidden_state_layer_ids": [i - 1 for i in plan.capture],
+            "use_aux_hidden_state": True,
+        }
 
 
 def _block(spec, plan: Trained, config: dict[str, Any], rules, refuse, tensor_names) -> None:
     rule = rules[spec.algorithm if spec.algorithm == "dspark" else "dflash"]
     if spec.algorithm != "dspark" and plan.sample_from_anchor:
-        refuse("the draft was trained with sample_from_anchor: true (it proposes from the anchor row); SGLang's "
-               "DFlash worker never reads sample_from_anchor and always drafts after the anchor, block_size - 1 "
-               f"tokens ({rules['dflash']['block_from']})", "$.sample_from_anchor")
+        refuse(
+            "the draft was trained with sample_from_anchor: true (it proposes from the anchor row); SGLang's "
+            "DFlash worker never reads sample_from_anchor and always drafts after the anchor, block_size - 1 "
+            f"tokens ({rules['dflash']['block_from']})",
+            "$.sample_from_anchor",
+        )
     if spec.algorithm == "dspark" and not config.get("markov_rank"):
         refuse(f"markov_rank is 0 (no Markov head); {rule['markov_required_from']}", "$.markov_rank")
     elif spec.algorithm == "dspark" and config.get("markov_head_type") is None:
-        refuse("the config names no markov_head_type; SGLang's parse_dspark_draft_config requires one when "
-               "markov_rank > 0 (sglang/srt/speculative/dspark_components/dspark_config.py)", "$.markov_head_type")
+        refuse(
+            "the config names no markov_head_type; SGLang's parse_dspark_draft_config requires one when "
+            "markov_rank > 0 (sglang/srt/speculative/dspark_components/dspark_config.py)",
+            "$.markov_head_type",
+        )
     layers = rules["dflash"]
     if config.get("model_type") in layers["qwen3_layer_names"]:
         config["model_type"] = layers["layer_model_type"]  # a trainer's own name for these Qwen3 layers
     else:
-        refuse(f"the draft's layers are {config.get('model_type')}; SGLang's {config['architectures'][0]} builds "
-               f"{layers['layer_model_type']} layers ({layers['layer_model_type_from']})",
-               "$.transformer_layer_config.model_type")
+        refuse(
+            f"the draft's layers are {config.get('model_type')}; SGLang's {config['architectures'][0]} builds "
+            f"{layers['layer_model_type']} layers ({layers['layer_model_type_from']})",
+            "$.transformer_layer_config.model_type",
+        )
     # the mask: layer_types plus one top-level is_causal is all SGLang reads
     kinds = ["sliding_attention" if a.kind == "sliding" else "full_attention" for a in spec.attention]
     windows = sorted({a.window for a in spec.attention if a.kind == "sliding"})
@@ -258,28 +337,42 @@ def _block(spec, plan: Trained, config: dict[str, Any], rules, refuse, tensor_na
     if len(causal) == 1:
         config["is_causal"] = causal.pop()
     elif any(c != (kind == "sliding_attention") for (_w, c), kind in zip(plan.attention, kinds)):
-        layers = ", ".join(f"{i} ({kinds[i].split('_')[0]}, {'causal' if c else 'non-causal'})"
-                           for i, (_w, c) in enumerate(plan.attention))
-        refuse(f"the trained masks (layers {layers}) cannot be said to SGLang: it reads layer_types (full non-causal, "
-               "sliding causal) and one top-level is_causal for every layer "
-               f"({rules['dflash']['mask_from']})", "$.transformer_layer_config.layer_types")
+        layers = ", ".join(
+            f"{i} ({kinds[i].split('_')[0]}, {'causal' if c else 'non-causal'})"
+            for i, (_w, c) in enumerate(plan.attention)
+        )
+        refuse(
+            f"the trained masks (layers {layers}) cannot be said to SGLang: it reads layer_types (full non-causal, "
+            "sliding causal) and one top-level is_causal for every layer "
+            f"({rules['dflash']['mask_from']})",
+            "$.transformer_layer_config.layer_types",
+        )
     if len(windows) > 1:
-        refuse(f"the sliding layers were trained with windows {windows}; SGLang reads one sliding_window for every "
-               "layer", "$.transformer_layer_config.sliding_window")
+        refuse(
+            f"the sliding layers were trained with windows {windows}; SGLang reads one sliding_window for every layer",
+            "$.transformer_layer_config.sliding_window",
+        )
     if windows:
         config["sliding_window"] = windows[0]
         config["use_sliding_window"] = True
     vocab, draft_vocab = config.get("vocab_size"), config.get("draft_vocab_size")
     if isinstance(vocab, int) and isinstance(draft_vocab, int) and draft_vocab != vocab:
-        refuse(f"the draft was trained with its own {draft_vocab}-token head (vocab_size {vocab}); SGLang's "
-               f"{config['architectures'][0]} uses the target's lm_head ({rule['skipped_tensors_from']})",
-               "$.draft_vocab_size")
-    own = sorted(n for n in tensor_names or () if n.removeprefix("model.").startswith(("lm_head.", "embed_tokens."))
-                 or n.split(".")[-1] in ("d2t", "t2d"))
+        refuse(
+            f"the draft was trained with its own {draft_vocab}-token head (vocab_size {vocab}); SGLang's "
+            f"{config['architectures'][0]} uses the target's lm_head ({rule['skipped_tensors_from']})",
+            "$.draft_vocab_size",
+        )
+    own = sorted(
+        n
+        for n in tensor_names or ()
+        if n.removeprefix("model.").startswith(("lm_head.", "embed_tokens.")) or n.split(".")[-1] in ("d2t", "t2d")
+    )
     if own:
-        refuse(f"the checkpoint holds {', '.join(own[:4])}{' ...' if len(own) > 4 else ''}: a head of the draft's "
-               f"own, which SGLang skips without a word and replaces with the target's ({rule['skipped_tensors_from']})",
-               "$")
+        refuse(
+            f"the checkpoint holds {', '.join(own[:4])}{' ...' if len(own) > 4 else ''}: a head of the draft's "
+            f"own, which SGLang skips without a word and replaces with the target's ({rule['skipped_tensors_from']})",
+            "$",
+        )
 
 
 def _quantization(config: dict[str, Any], rules, refuse) -> str:
@@ -288,8 +381,11 @@ def _quantization(config: dict[str, Any], rules, refuse) -> str:
     if method is None:
         return "unquant"  # not the target's --quantization, which an unset draft setting inherits
     if method not in rules["quantization_choices"]:
-        refuse(f"the draft is quantized with {json.dumps(method)}, which SGLang's {rules['quantization_flag']} does "
-               f"not offer ({rules['quantization_choices_from']})", "$.quantization_config.quant_method")
+        refuse(
+            f"the draft is quantized with {json.dumps(method)}, which SGLang's {rules['quantization_flag']} does "
+            f"not offer ({rules['quantization_choices_from']})",
+            "$.quantization_config.quant_method",
+        )
     return str(method)
 
 
@@ -312,22 +408,27 @@ def differences(got: reading.Reading, plan: Trained) -> list[str]:
     out = []
     if plan.capture is not None and got.capture != plan.capture:
         shown = list(got.capture) if got.capture else "layers it guesses from the target's layer count"
-        out.append(f"capturing the hidden states entering layers {shown} ({got.capture_from}), trained on "
-                   f"{list(plan.capture)}")
+        out.append(
+            f"capturing the hidden states entering layers {shown} ({got.capture_from}), trained on {list(plan.capture)}"
+        )
     masks = [i for i, (a, b) in enumerate(zip(got.attention, plan.attention)) if a != b]
     if masks or len(got.attention) != len(plan.attention):
         show = "; ".join(f"layer {i}: {_mask(got.attention[i])}, trained {_mask(plan.attention[i])}" for i in masks)
         out.append(f"masks {show or f'for {len(got.attention)} layers, trained {len(plan.attention)}'}")
     if got.eagle_tree is not None and got.eagle_tree[1:] != (1, (plan.proposals or 0) + 1):
         steps, topk, tokens = got.eagle_tree
-        out.append(f"a top-{topk} tree of {tokens} draft tokens over {steps} steps, trained as a chain of "
-                   f"{plan.proposals}")
+        out.append(
+            f"a top-{topk} tree of {tokens} draft tokens over {steps} steps, trained as a chain of {plan.proposals}"
+        )
     elif got.proposals != plan.proposals or got.query_rows != plan.query_rows:
-        out.append(f"{got.proposals} proposals from {got.query_rows} query rows per step, trained "
-                   f"{plan.proposals} from {plan.query_rows}")
+        out.append(
+            f"{got.proposals} proposals from {got.query_rows} query rows per step, trained "
+            f"{plan.proposals} from {plan.query_rows}"
+        )
     if plan.sample_from_anchor is not None and got.sample_from_anchor != plan.sample_from_anchor:
-        out.append(f"sample_from_anchor {str(got.sample_from_anchor).lower()}, trained "
-                   f"{str(plan.sample_from_anchor).lower()}")
+        out.append(
+            f"sample_from_anchor {str(got.sample_from_anchor).lower()}, trained {str(plan.sample_from_anchor).lower()}"
+        )
     return out
 
 
@@ -337,10 +438,24 @@ def _mask(attention: tuple[int | None, bool]) -> str:
 
 
 def _served_differently(unmodified: reading.Reading, plan: Trained, spec, rules) -> list[Finding]:
-    out = [Finding.of("sglang-served-differently", f"given the unmodified file, SGLang {rules['sglang']} would "
-                      f"serve {problem}", None, fix=SERVED_FIX) for problem in differences(unmodified, plan)]
+    out = [
+        Finding.of(
+            "sglang-served-differently",
+            f"given the unmodified file, SGLang {rules['sglang']} would serve {problem}",
+            None,
+            fix=SERVED_FIX,
+        )
+        for problem in differences(unmodified, plan)
+    ]
     if spec.algorithm == "eagle3" and spec.draft_config.get("norm_before_residual") is True and not unmodified.refused:
-        out.append(Finding.of("sglang-served-differently", "given the unmodified file, SGLang would keep the "
-                              "un-normed target state as the first layer's residual; the draft was trained with "
-                              "norm_before_residual: true", "$.norm_before_residual", fix=UNSERVABLE_FIX))
+        out.append(
+            Finding.of(
+                "sglang-served-differently",
+                "given the unmodified file, SGLang would keep the "
+                "un-normed target state as the first layer's residual; the draft was trained with "
+                "norm_before_residual: true",
+                "$.norm_before_residual",
+                fix=UNSERVABLE_FIX,
+            )
+        )
     return out

@@ -58,6 +58,8 @@ def merge(flags: Sequence[str], rules: Mapping[str, Any]) -> list[str]:
     if owned:
         user, full = named[owned[0]]
         read = "" if user == full else f"SGLang reads it as {full}; "
-        raise FlagError(f"{user} after --: {read}specreg writes the model, the draft and its speculative settings "
-                        "itself; pass SGLang's other flags there")
+        raise FlagError(
+            f"{user} after --: {read}specreg writes the model, the draft and its speculative settings "
+            "itself; pass SGLang's other flags there"
+        )
     return list(flags)

@@ -9,8 +9,15 @@ from specreg.api import load
 from specreg.sglang.export import SGLangPlan, export
 
 
-def sglang_plan(source: str | os.PathLike[str], *, revision: str | None = None, sglang: str | None = None,
-                verifier: str | None = None, check_verifier: bool = False, check_weights: bool = True) -> SGLangPlan:
+def sglang_plan(
+    source: str | os.PathLike[str],
+    *,
+    revision: str | None = None,
+    sglang: str | None = None,
+    verifier: str | None = None,
+    check_verifier: bool = False,
+    check_weights: bool = True,
+) -> SGLangPlan:
     """The draft at `source` as SGLang `sglang` (the newest release specreg knows when None) serves it as
     trained: `.config` (config.json), `.argv(DIR)`, `.findings`, `.materialize(DIR)`, `.to_dict()`.
 
@@ -23,14 +30,19 @@ def sglang_plan(source: str | os.PathLike[str], *, revision: str | None = None, 
     names = None
     if check_weights and spec.origin is not None:
         if spec.origin.repo_id:
-            found = preflight.hub_weights(spec.origin.repo_id, spec.origin.commit or spec.origin.revision,
-                                          source=spec.origin.source)
+            found = preflight.hub_weights(
+                spec.origin.repo_id, spec.origin.commit or spec.origin.revision, source=spec.origin.source
+            )
         elif spec.origin.path:
             found = preflight.local_weights(Path(spec.origin.path).parent)
         else:
             found = None
         names = tuple(found[0]) if found else None
     facts = spec.checks.verifier if spec.checks is not None else None
-    return export(spec, sglang=sglang, tensor_names=names,
-                  target_layers=facts.num_hidden_layers if facts else None,
-                  target_architecture=facts.architectures[0] if facts and facts.architectures else None)
+    return export(
+        spec,
+        sglang=sglang,
+        tensor_names=names,
+        target_layers=facts.num_hidden_layers if facts else None,
+        target_architecture=facts.architectures[0] if facts and facts.architectures else None,
+    )

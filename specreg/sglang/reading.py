@@ -70,9 +70,15 @@ def block_attention(config: Mapping[str, Any]) -> tuple[tuple[int | None, bool],
     return tuple(out)
 
 
-def read(config: Mapping[str, Any], algorithm: str, rules: Mapping[str, Any], *,
-         flags: Mapping[str, int] | None = None, target_layers: int | None = None,
-         target_architecture: str | None = None) -> Reading:
+def read(
+    config: Mapping[str, Any],
+    algorithm: str,
+    rules: Mapping[str, Any],
+    *,
+    flags: Mapping[str, int] | None = None,
+    target_layers: int | None = None,
+    target_architecture: str | None = None,
+) -> Reading:
     """What SGLang serves from `config` for `algorithm` launched with `flags` (setting -> value: the
     speculative_* settings given on the command line). `target_layers`, when known, resolves the
     capture layers SGLang guesses when the config names none."""
@@ -91,8 +97,10 @@ def read(config: Mapping[str, Any], algorithm: str, rules: Mapping[str, Any], *,
         if model_type in block["window_nulled_by"] and not text.get("use_sliding_window"):
             window = None
         if window is None:
-            return Reading(refused="its sliding_attention layers have no sliding_window as SGLang reads the file: "
-                           f"{block['window_nulled_from']}")
+            return Reading(
+                refused="its sliding_attention layers have no sliding_window as SGLang reads the file: "
+                f"{block['window_nulled_from']}"
+            )
     return _block(config, algorithm, rules, flags, target_layers)
 
 
@@ -106,14 +114,23 @@ def _eagle3(config, rule, flags, target_layers, target_architecture) -> Reading:
         how = "SGLang's fallback [2, N // 2, N - 3] (llama.py: set_eagle3_layers_to_capture)"
     keys = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
     defaults = rule["default_flags"]
-    chosen = tuple(flags[k] for k in keys) if all(k in flags for k in keys) else \
-        defaults.get(target_architecture or "", defaults["*"])
+    chosen = (
+        tuple(flags[k] for k in keys)
+        if all(k in flags for k in keys)
+        else defaults.get(target_architecture or "", defaults["*"])
+    )
     steps, topk, tokens = (int(v) for v in chosen)
     n_layers = int(_get(config, "num_hidden_layers", 1))
     # every layer causal; a window only from --speculative-draft-window-size (llama_eagle3.py: __init__)
     window = flags.get("speculative_draft_window_size")
-    return Reading(capture=capture, capture_from=how, attention=((window, True),) * n_layers,
-                   proposals=steps, query_rows=1, eagle_tree=(steps, topk, tokens))
+    return Reading(
+        capture=capture,
+        capture_from=how,
+        attention=((window, True),) * n_layers,
+        proposals=steps,
+        query_rows=1,
+        eagle_tree=(steps, topk, tokens),
+    )
 
 
 def _block(config, algorithm, rules, flags, target_layers) -> Reading:
@@ -125,8 +142,11 @@ def _block(config, algorithm, rules, flags, target_layers) -> Reading:
     if ids is not None:
         capture, how = tuple(int(i) + 1 for i in ids), "config"
     else:
-        capture = (tuple(i + 1 for i in build_target_layer_ids(target_layers, n_layers))
-                   if target_layers and n_layers else None)
+        capture = (
+            tuple(i + 1 for i in build_target_layer_ids(target_layers, n_layers))
+            if target_layers and n_layers
+            else None
+        )
         how = "SGLang's guess (dflash_utils.py: build_target_layer_ids)"
     block = dflash.get("block_size", config.get("block_size"))
     if algorithm == "dspark":
@@ -137,10 +157,22 @@ def _block(config, algorithm, rules, flags, target_layers) -> Reading:
             gamma = config.get("dspark_block_size", block)
         gamma = int(gamma if gamma is not None else rules["dspark"]["default_gamma"])
         anchor = bool(_get(config, "sample_from_anchor", rules["dspark"]["sample_from_anchor_default"]))
-        return Reading(capture=capture, capture_from=how, attention=block_attention(config), proposals=gamma,
-                       query_rows=gamma if anchor else gamma + 1, sample_from_anchor=anchor)
+        return Reading(
+            capture=capture,
+            capture_from=how,
+            attention=block_attention(config),
+            proposals=gamma,
+            query_rows=gamma if anchor else gamma + 1,
+            sample_from_anchor=anchor,
+        )
     size = flags.get("speculative_dflash_block_size", flags.get("speculative_num_draft_tokens"))
     size = int(size if size is not None else block if block is not None else rules["dflash"]["default_block"])
     # SGLang's DFlash worker always drafts after the anchor (the bonus token): block - 1 proposals
-    return Reading(capture=capture, capture_from=how, attention=block_attention(config), proposals=size - 1,
-                   query_rows=size, sample_from_anchor=False)
+    return Reading(
+        capture=capture,
+        capture_from=how,
+        attention=block_attention(config),
+        proposals=size - 1,
+        query_rows=size,
+        sample_from_anchor=False,
+    )

@@ -43,9 +43,11 @@ def target(version: str | None = None) -> tuple[str, str | None]:
     if asked is None or asked in known():
         return asked or newest(), None
     if version is None and Version(asked) > Version(newest()):
-        return newest(), (f"SGLang {asked} is installed, newer than the newest release specreg's SGLang rules "
-                          f"were read from ({newest()}); the plan uses {newest()}'s rules, which a newer SGLang "
-                          "may have changed")
+        return newest(), (
+            f"SGLang {asked} is installed, newer than the newest release specreg's SGLang rules "
+            f"were read from ({newest()}); the plan uses {newest()}'s rules, which a newer SGLang "
+            "may have changed"
+        )
     return rules(asked)["sglang"], None  # refused by name
 
 
@@ -54,6 +56,8 @@ def rules(version: str | None = None) -> dict[str, Any]:
     """The rules of one SGLang release (the newest known when None); an unknown release is refused."""
     version = version or newest()
     if version not in known():
-        raise SpecregError(f"SGLang {clipped(str(version))} is not a release specreg knows (known: {', '.join(known())}); "
-                           "its rules are read from each release's code (specreg/sglang/rules/)")
+        raise SpecregError(
+            f"SGLang {clipped(str(version))} is not a release specreg knows (known: {', '.join(known())}); "
+            "its rules are read from each release's code (specreg/sglang/rules/)"
+        )
     return json.loads((FOLDER / f"{version}.json").read_text(encoding="utf-8"))

@@ -32,15 +32,24 @@ class Written:
         return self.plan.argv(str(self.directory), verifier=verifier, extra=extra)
 
 
-def materialize(plan: "SGLangPlan", directory: str | os.PathLike[str], *, weights: str = "link", force: bool = False,
-                progress: Callable[[str], None] | None = None) -> Written:
+def materialize(
+    plan: "SGLangPlan",
+    directory: str | os.PathLike[str],
+    *,
+    weights: str = "link",
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Written:
     """Write `plan` as an SGLang-ready directory; refused (nothing written) when SGLang cannot serve it as trained."""
     spec = plan.speculator
     vllm_dir.check_weight_mode(weights)
     source = spec.origin.source if spec.origin else None
     if not plan.servable:
-        raise SpecregError(f"not servable as trained by SGLang {plan.sglang_version} "
-                           f"({', '.join(sorted({f.code for f in plan.errors}))}); nothing was written", source=source)
+        raise SpecregError(
+            f"not servable as trained by SGLang {plan.sglang_version} "
+            f"({', '.join(sorted({f.code for f in plan.errors}))}); nothing was written",
+            source=source,
+        )
     say = progress or (lambda _msg: None)
     target = Path(directory).expanduser().absolute()
     vllm_dir.refuse_source_as_target(spec, target)
@@ -75,6 +84,12 @@ def same_draft(directory: str | os.PathLike[str], plan: "SGLangPlan") -> bool:
     manifest = vllm_dir.trusted_manifest(Path(directory).expanduser()) or {}
     source = manifest.get("source")
     origin = plan.speculator.origin
-    return (isinstance(source, dict) and origin is not None and bool(origin.sha256)
-            and source.get("sha256") == origin.sha256 and manifest.get("engine") == "sglang"
-            and manifest.get("sglang_version") == plan.sglang_version and manifest.get("written_by") == "specreg")
+    return (
+        isinstance(source, dict)
+        and origin is not None
+        and bool(origin.sha256)
+        and source.get("sha256") == origin.sha256
+        and manifest.get("engine") == "sglang"
+        and manifest.get("sglang_version") == plan.sglang_version
+        and manifest.get("written_by") == "specreg"
+    )

@@ -45,8 +45,8 @@ class Origin:
         return attrs.asdict(self)
 
 
-
 # -- the one rule for a file a user or a remote supplied -------------------------------------------
+
 
 class FileTooLarge(ValueError):
     """The file is larger than its reader reads (read_regular)."""
@@ -69,8 +69,9 @@ def link_outside(path: Path, root: Path) -> Path | None:
     return None if top in real.parents else real
 
 
-def read_regular(path: Path, limit: int, *, root: Path | None = None, root_name: str = "the directory",
-                 dir_fd: int | None = None) -> bytes:
+def read_regular(
+    path: Path, limit: int, *, root: Path | None = None, root_name: str = "the directory", dir_fd: int | None = None
+) -> bytes:
     """The bytes of a regular file, at most `limit` of them. With `root`, a link must resolve inside it.
     The file is opened without blocking (a FIFO is never read) and checked on the open descriptor, so
     what is read is what was checked. ValueError (FileTooLarge for the size) says why not; OSError
@@ -100,7 +101,9 @@ def read_config(path: Path, *, source: str, dir_fd: int | None = None) -> tuple[
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}", "$", source=source) from None
     except FileTooLarge:
-        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source) from None
+        raise ConfigError(
+            f"{path} is larger than {MAX_CONFIG_BYTES} bytes: not a config.json", "$", source=source
+        ) from None
     except ValueError as exc:
         raise ConfigError(f"{path} is {exc}", "$", source=source) from None
     digest = hashlib.sha256(data).hexdigest()
@@ -121,7 +124,9 @@ def read_config(path: Path, *, source: str, dir_fd: int | None = None) -> tuple[
     try:
         value = json.loads(text, parse_constant=no_constants, parse_float=finite)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "$", source=source) from None
+        raise ConfigError(
+            f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", "$", source=source
+        ) from None
     except ValueError as exc:
         raise ConfigError(f"invalid JSON: {exc}", "$", source=source) from None
     except RecursionError:
@@ -137,7 +142,9 @@ def split_source(source: str, revision: str | None) -> tuple[str, str | None]:
         repo_id, _, at_rev = source.rpartition("@")
         if revision is not None and revision != at_rev:
             raise ConfigError(
-                f"two revisions given: {at_rev!r} in the source and {revision!r} as revision=", "revision", source=source
+                f"two revisions given: {at_rev!r} in the source and {revision!r} as revision=",
+                "revision",
+                source=source,
             )
         rev = at_rev
     if not is_repo_id(repo_id):
@@ -159,8 +166,6 @@ def manifest_beside(config_path: Path, source: str) -> dict[str, Any] | None:
     except ConfigError:
         return None  # not a manifest specreg can read: the config is read on its own
     return manifest
-
-
 
 
 @attrs.frozen
@@ -189,8 +194,12 @@ def _nowhere(text: str, exc: HubError) -> HubError:
     mistyped local directory (`drafts/q9`) is also a valid repo id, so both answers are given."""
     said = exc.message if isinstance(exc, RepoNotFoundError) else f"as a Hub repository: {exc.message}"
     joint = ", and " if isinstance(exc, RepoNotFoundError) else "; "
-    return type(exc)(f"no local directory {text}{joint}{said}", source=exc.source, transient=exc.transient,
-                     cache_fallback=exc.cache_fallback)
+    return type(exc)(
+        f"no local directory {text}{joint}{said}",
+        source=exc.source,
+        transient=exc.transient,
+        cache_fallback=exc.cache_fallback,
+    )
 
 
 def read_source(text: str, revision: str | None = None) -> Read:
@@ -205,8 +214,9 @@ def read_source(text: str, revision: str | None = None) -> Read:
         if not path.is_file():
             raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
         config, digest = read_config(path, source=text)
-        return Read(config, Origin(source=text, path=str(path), sha256=digest, bom=has_bom(path)),
-                    manifest_beside(path, text))
+        return Read(
+            config, Origin(source=text, path=str(path), sha256=digest, bom=has_bom(path)), manifest_beside(path, text)
+        )
     if text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
         raise ConfigError("no such file or directory", "source", source=text)
     repo_id, rev = split_source(text, revision)
@@ -217,6 +227,13 @@ def read_source(text: str, revision: str | None = None) -> Read:
             raise
         raise _nowhere(text, exc) from None
     config, digest = read_config(fetched.path, source=text)
-    origin = Origin(source=text, path=str(fetched.path), repo_id=repo_id, revision=rev, commit=fetched.commit,
-                    sha256=digest, bom=has_bom(fetched.path))
+    origin = Origin(
+        source=text,
+        path=str(fetched.path),
+        repo_id=repo_id,
+        revision=rev,
+        commit=fetched.commit,
+        sha256=digest,
+        bom=has_bom(fetched.path),
+    )
     return Read(config, origin, None, fetched.stale)

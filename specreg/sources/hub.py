@@ -47,7 +47,8 @@ def _retries() -> tuple[int, float]:
     within about 2 s."""
     try:
         return max(0, int(os.environ.get("SPECREG_HUB_RETRIES", "2"))), max(
-            0.0, float(os.environ.get("SPECREG_HUB_BACKOFF", "0.5")))
+            0.0, float(os.environ.get("SPECREG_HUB_BACKOFF", "0.5"))
+        )
     except ValueError:
         return 2, 0.5
 
@@ -122,11 +123,18 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
         if blobs is not None and worker.is_alive():
             grown = _incomplete_bytes(blobs, started)
             if grown > max_bytes:
-                raise errors.HubError(f"{what} streamed {grown} bytes, over the {max_bytes}-byte limit for a config "
-                                      "file (whatever its headers said): stopped", source=source)
+                raise errors.HubError(
+                    f"{what} streamed {grown} bytes, over the {max_bytes}-byte limit for a config "
+                    "file (whatever its headers said): stopped",
+                    source=source,
+                )
         if worker.is_alive() and time.monotonic() > end:
-            raise errors.OfflineError(f"{what}: no complete answer within {limit:g} s (SPECREG_HUB_DEADLINE): gave up",
-                                      source=source, transient=True, cache_fallback=True)
+            raise errors.OfflineError(
+                f"{what}: no complete answer within {limit:g} s (SPECREG_HUB_DEADLINE): gave up",
+                source=source,
+                transient=True,
+                cache_fallback=True,
+            )
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]
@@ -160,8 +168,9 @@ def _incomplete_bytes(blobs: Path, since: float) -> int:
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-def fetch_config(repo_id: str, revision: str | None = None, *, source: str | None = None,
-                 max_bytes: int | None = MAX_CONFIG_BYTES) -> Fetched:
+def fetch_config(
+    repo_id: str, revision: str | None = None, *, source: str | None = None, max_bytes: int | None = MAX_CONFIG_BYTES
+) -> Fetched:
     """Download (or find in the cache) `config.json` of `repo_id` at `revision`.
 
     Transient failures (429, 5xx, dropped connections, timeouts) are retried with backoff; when
@@ -174,8 +183,13 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
     # looked up first: a failed download may already have moved the cached ref to the new commit
     cached_before = cached(repo_id, CONFIG_NAME, revision)
     try:
-        return _bounded(lambda: _fetch_config(repo_id, revision, source, max_bytes, cached_before),
-                        what=f"{CONFIG_NAME} of {repo_id}{where}", source=source, repo_id=repo_id, max_bytes=max_bytes)
+        return _bounded(
+            lambda: _fetch_config(repo_id, revision, source, max_bytes, cached_before),
+            what=f"{CONFIG_NAME} of {repo_id}{where}",
+            source=source,
+            repo_id=repo_id,
+            max_bytes=max_bytes,
+        )
     except errors.HubError as exc:
         # the Hub kept failing (after specreg's retries, or past the deadline): a cached copy stands in
         if not exc.cache_fallback:
@@ -183,12 +197,18 @@ def fetch_config(repo_id: str, revision: str | None = None, *, source: str | Non
         copy = cached_before or cached(repo_id, CONFIG_NAME, revision)
         if copy is None:
             raise
-        return Fetched(path=copy, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(copy)),
-                       stale=f"{exc.message}; using the cached copy")
+        return Fetched(
+            path=copy,
+            repo_id=repo_id,
+            revision=revision,
+            commit=_commit_from_path(str(copy)),
+            stale=f"{exc.message}; using the cached copy",
+        )
 
 
-def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: int | None,
-                  cached_before: Path | None) -> Fetched:
+def _fetch_config(
+    repo_id: str, revision: str | None, source: str, max_bytes: int | None, cached_before: Path | None
+) -> Fetched:
     """The fetch itself, with specreg's retries; a Hub that keeps failing ends in a transient HubError
     (fetch_config then falls back to the cached copy when there is one)."""
     import time
@@ -210,7 +230,9 @@ def _fetch_config(repo_id: str, revision: str | None, source: str, max_bytes: in
                 break  # huggingface_hub already retried this one
             if attempt < retries:
                 time.sleep(backoff * 2**attempt)
-    tries = f"tried {attempt + 1} time{'s' * (attempt > 0)}" + (", each retried by huggingface_hub" if not failure.transient else "")
+    tries = f"tried {attempt + 1} time{'s' * (attempt > 0)}" + (
+        ", each retried by huggingface_hub" if not failure.transient else ""
+    )
     raise type(failure)(f"{failure.message} ({tries})", source=source, transient=True)
 
 
@@ -234,16 +256,22 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
         return
     _tell_offline_mode()
     where = f" at revision {revision!r}" if revision else ""
-    url = huggingface_hub.hf_hub_url(repo_id, filename, revision=revision,
-                                     endpoint=os.environ.get("HF_ENDPOINT") or None)
+    url = huggingface_hub.hf_hub_url(
+        repo_id, filename, revision=revision, endpoint=os.environ.get("HF_ENDPOINT") or None
+    )
     try:
-        meta = huggingface_hub.get_hf_file_metadata(url, token=os.environ.get("HF_TOKEN") or None,
-                                                    retry_on_errors=False)
+        meta = huggingface_hub.get_hf_file_metadata(
+            url, token=os.environ.get("HF_TOKEN") or None, retry_on_errors=False
+        )
     except hf.HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else None
         if status in TRANSIENT:
-            raise errors.HubError(f"the Hub answered HTTP {status} for {filename} of {repo_id}{where}",
-                                  source=source, transient=True, cache_fallback=True) from None
+            raise errors.HubError(
+                f"the Hub answered HTTP {status} for {filename} of {repo_id}{where}",
+                source=source,
+                transient=True,
+                cache_fallback=True,
+            ) from None
         return  # 401/403/404 and the like: the download maps them to specreg's typed errors
     except Exception as exc:  # noqa: BLE001 - a connection failure: retried like a 5xx
         failure = _connection_failure(exc, f"{filename} of {repo_id}{where}", source)
@@ -254,7 +282,9 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
     if meta.size is not None and meta.size > max_bytes:
         raise errors.HubError(
             f"{filename} of {repo_id}{where} is {meta.size} bytes, over the {max_bytes}-byte limit for a "
-            "config file: not downloaded", source=source)
+            "config file: not downloaded",
+            source=source,
+        )
 
 
 _ETAG = re.compile(r'^(W/)?"?[A-Za-z0-9._+=-]{1,128}"?\Z')
@@ -266,11 +296,17 @@ def _check_answer(meta: object, repo_id: str, filename: str, source: str) -> Non
     etag = getattr(meta, "etag", None)
     commit = getattr(meta, "commit_hash", None)
     if etag is not None and (not _ETAG.match(etag) or ".." in etag):
-        raise errors.HubError(f"the Hub answered an ETag {etag[:80]!r} for {filename} of {repo_id}, which is not a "
-                              "content hash (a path would place the file outside the cache): refused", source=source)
+        raise errors.HubError(
+            f"the Hub answered an ETag {etag[:80]!r} for {filename} of {repo_id}, which is not a "
+            "content hash (a path would place the file outside the cache): refused",
+            source=source,
+        )
     if commit is not None and not _COMMIT.match(commit):
-        raise errors.HubError(f"the Hub answered a commit {commit[:80]!r} for {filename} of {repo_id}, which is not a "
-                              "40-hex commit: refused", source=source)
+        raise errors.HubError(
+            f"the Hub answered a commit {commit[:80]!r} for {filename} of {repo_id}, which is not a "
+            "40-hex commit: refused",
+            source=source,
+        )
 
 
 def _inside_cache(path: Path, repo_id: str, filename: str, source: str) -> Path:
@@ -280,8 +316,11 @@ def _inside_cache(path: Path, repo_id: str, filename: str, source: str) -> Path:
     root = Path(cache_dir() or huggingface_hub.constants.HF_HUB_CACHE).expanduser().resolve()
     real = path.resolve()
     if root != real and root not in real.parents:
-        raise errors.HubError(f"{filename} of {repo_id} came back at {real}, outside the Hugging Face cache ({root}): "
-                              "refused; nothing is linked or copied from there", source=source)
+        raise errors.HubError(
+            f"{filename} of {repo_id} came back at {real}, outside the Hugging Face cache ({root}): "
+            "refused; nothing is linked or copied from there",
+            source=source,
+        )
     return path
 
 
@@ -345,12 +384,16 @@ def fetch_file(
         ) from None
     except hf.LocalEntryNotFoundError:
         if quiet_missing and is_offline:
-            raise errors.FileNotFoundOnHubError(f"{filename} of {repo_id}{where} is not in the cache", source=source) from None
+            raise errors.FileNotFoundOnHubError(
+                f"{filename} of {repo_id}{where} is not in the cache", source=source
+            ) from None
         why = "offline mode is on (HF_HUB_OFFLINE)" if is_offline else "the Hub could not be reached"
         what = filename if source == f"{repo_id}{where}" else f"{filename} of {repo_id}{where}"  # name the id once
         raise errors.OfflineError(f"{what} is not in the Hugging Face cache and {why}", source=source) from None
     except hf.EntryNotFoundError:
-        raise errors.FileNotFoundOnHubError(f"the repository {repo_id}{where} has no {filename}", source=source) from None
+        raise errors.FileNotFoundOnHubError(
+            f"the repository {repo_id}{where} has no {filename}", source=source
+        ) from None
     except hf.OfflineModeIsEnabled:
         raise errors.OfflineError(
             f"{filename} of {repo_id}{where} is not in the cache and offline mode is on", source=source
@@ -363,9 +406,12 @@ def fetch_file(
         # GET on 408/429; what it did not retry is worth retrying here
         method = exc.response.request.method if exc.response is not None and exc.response.request else None
         retried = status in TRANSIENT and (method == "HEAD" or status in (408, 429))
-        raise errors.HubError(f"the Hub answered HTTP {status or '?'} for {filename} of {repo_id}{where}",
-                              source=source, transient=status in TRANSIENT and not retried,
-                              cache_fallback=status in TRANSIENT) from None
+        raise errors.HubError(
+            f"the Hub answered HTTP {status or '?'} for {filename} of {repo_id}{where}",
+            source=source,
+            transient=status in TRANSIENT and not retried,
+            cache_fallback=status in TRANSIENT,
+        ) from None
     except Exception as exc:
         failure = _connection_failure(exc, f"{filename} of {repo_id}{where}", source)
         if failure is None:
@@ -379,8 +425,11 @@ def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.O
     HTTP client, httpx, or the OS), or None when `exc` is something else."""
     if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
         return None
-    how = ("timed out" if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError)
-           else f"the connection failed ({type(exc).__name__})")
+    how = (
+        "timed out"
+        if "Timeout" in type(exc).__name__ or isinstance(exc, TimeoutError)
+        else f"the connection failed ({type(exc).__name__})"
+    )
     if source and what.endswith(f" of {source}"):  # the line starts with the source: name it once
         what = what[: -len(f" of {source}")]
     return errors.OfflineError(f"could not fetch {what}: {how}", source=source, transient=True)
@@ -412,5 +461,6 @@ def probe(what: str, *, source: str) -> None:
             time.sleep(backoff * 2**attempt)
     said = _connection_failure(failure, what, source) if failure is not None else None
     message = said.message if said is not None else f"could not fetch {what}: timed out"
-    raise errors.OfflineError(f"{message} (tried {attempt + 1} time{'s' * (attempt > 0)})", source=source,
-                              transient=True)
+    raise errors.OfflineError(
+        f"{message} (tried {attempt + 1} time{'s' * (attempt > 0)})", source=source, transient=True
+    )

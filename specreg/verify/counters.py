@@ -17,8 +17,9 @@ import attr  # attr.asdict(retain_collection_types=False): tuples as lists, as J
 import attrs
 
 PREFIX = "vllm:spec_decode_"
-DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS = (f"{PREFIX}{n}" for n in (
-    "num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos"))
+DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS = (
+    f"{PREFIX}{n}" for n in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
+)
 #: tokens the engine generated (vLLM's own counter, vllm/v1/metrics/loggers.py); optional: throughput only
 GENERATED = "vllm:generation_tokens"
 
@@ -45,12 +46,18 @@ class SpecCounters:
     def _combine(self, other: "SpecCounters", op: Callable[[Any, Any], Any]) -> "SpecCounters":
         """Field by field, per-position counters padded with zeros to the longer of the two; the
         optional fields only where both have them."""
+
         def both(a: Any, b: Any) -> Any:
             return None if a is None or b is None else op(a, b)
 
-        return SpecCounters(op(self.drafts, other.drafts), op(self.draft_tokens, other.draft_tokens),
-                            op(self.accepted, other.accepted), _pairwise(self.per_pos, other.per_pos, op),
-                            both(self.generated, other.generated), both(self.seconds, other.seconds))
+        return SpecCounters(
+            op(self.drafts, other.drafts),
+            op(self.draft_tokens, other.draft_tokens),
+            op(self.accepted, other.accepted),
+            _pairwise(self.per_pos, other.per_pos, op),
+            both(self.generated, other.generated),
+            both(self.seconds, other.seconds),
+        )
 
     def __sub__(self, before: "SpecCounters") -> "SpecCounters":
         return self._combine(before, operator.sub)
@@ -74,6 +81,7 @@ class SpecCounters:
     @classmethod
     def from_chunk_dict(cls, d: Any) -> "SpecCounters":
         """The inverse of `chunk_dict`; CounterError for anything else (a result file is untrusted)."""
+
         def count(v: Any) -> int:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise CounterError(f"not a count: {v!r}")
@@ -82,13 +90,19 @@ class SpecCounters:
         if not isinstance(d, dict) or not isinstance(d.get("per_pos"), list):
             raise CounterError("not a chunk's counters")
         seconds = d.get("seconds")
-        if seconds is not None and (not isinstance(seconds, (int, float)) or isinstance(seconds, bool)
-                                    or not 0 <= seconds < float("inf")):
+        if seconds is not None and (
+            not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds < float("inf")
+        ):
             raise CounterError(f"not seconds: {seconds!r}")
         generated = d.get("generated")
-        return cls(count(d.get("drafts")), count(d.get("draft_tokens")), count(d.get("accepted")),
-                   tuple(count(v) for v in d["per_pos"]), None if generated is None else count(generated),
-                   None if seconds is None else float(seconds))
+        return cls(
+            count(d.get("drafts")),
+            count(d.get("draft_tokens")),
+            count(d.get("accepted")),
+            tuple(count(v) for v in d["per_pos"]),
+            None if generated is None else count(generated),
+            None if seconds is None else float(seconds),
+        )
 
 
 #: the four spec-decode counters of a SpecCounters (an attrs.asdict filter): without the chunk's
@@ -142,14 +156,24 @@ def from_prometheus(text: str, *, speculative: bool = True) -> SpecCounters:
         if generated is None:
             raise CounterError(f"no {GENERATED} in the metrics: are stats logged (vLLM: not --disable-log-stats)?")
     elif missing:
-        raise CounterError(f"no {', '.join(missing)} in the metrics: is speculative decoding on, and are "
-                           "stats logged (vLLM: not --disable-log-stats)?")
-    overflowed = [n for n, v in [*totals.items(), *((f"{PER_POS}[{p}]", v) for p, v in by_position.items())]
-                  if not v < float("inf")]
+        raise CounterError(
+            f"no {', '.join(missing)} in the metrics: is speculative decoding on, and are "
+            "stats logged (vLLM: not --disable-log-stats)?"
+        )
+    overflowed = [
+        n
+        for n, v in [*totals.items(), *((f"{PER_POS}[{p}]", v) for p, v in by_position.items())]
+        if not v < float("inf")
+    ]
     if overflowed:  # each sample finite, their sum not (two engines at 1e308)
         raise CounterError(f"{overflowed[0]} sums to infinity over its label sets: not a counter")
-    return SpecCounters(int(totals[DRAFTS]), int(totals[DRAFT_TOKENS]), int(totals[ACCEPTED]), _per_pos(by_position),
-                        int(generated) if generated is not None and generated < float("inf") else None)
+    return SpecCounters(
+        int(totals[DRAFTS]),
+        int(totals[DRAFT_TOKENS]),
+        int(totals[ACCEPTED]),
+        _per_pos(by_position),
+        int(generated) if generated is not None and generated < float("inf") else None,
+    )
 
 
 def from_vllm_metrics(metrics: Iterable[Any], *, speculative: bool = True) -> SpecCounters:
@@ -174,8 +198,10 @@ def from_vllm_metrics(metrics: Iterable[Any], *, speculative: bool = True) -> Sp
         if generated is None:
             raise CounterError(f"no {GENERATED} in LLM.get_metrics(): build the LLM with disable_log_stats=False")
     elif missing:
-        raise CounterError(f"no {', '.join(missing)} in LLM.get_metrics(): build the LLM with "
-                           "disable_log_stats=False and a speculative_config")
+        raise CounterError(
+            f"no {', '.join(missing)} in LLM.get_metrics(): build the LLM with "
+            "disable_log_stats=False and a speculative_config"
+        )
     return SpecCounters(totals[DRAFTS], totals[DRAFT_TOKENS], totals[ACCEPTED], per_pos, generated)
 
 
@@ -186,16 +212,21 @@ def check_delta(delta: SpecCounters, *, chunk: int) -> SpecCounters:
     where = f"chunk {chunk}"
     for field in ("drafts", "draft_tokens", "accepted"):
         if getattr(delta, field) < 0:
-            raise CounterError(f"{where}: {PREFIX}num_{field} went down by {-getattr(delta, field)}: the server's "
-                               "counters were reset (restarted?) during the run; measure again")
+            raise CounterError(
+                f"{where}: {PREFIX}num_{field} went down by {-getattr(delta, field)}: the server's "
+                "counters were reset (restarted?) during the run; measure again"
+            )
     if any(v < 0 for v in delta.per_pos):
         raise CounterError(f"{where}: {PER_POS} went down: the server's counters were reset during the run")
     if delta.accepted > delta.draft_tokens:
         raise CounterError(f"{where}: {delta.accepted} accepted tokens but {delta.draft_tokens} draft tokens")
     if any(v > delta.drafts for v in delta.per_pos):
-        raise CounterError(f"{where}: a position was accepted in more drafts ({max(delta.per_pos)}) than there were "
-                           f"({delta.drafts})")
+        raise CounterError(
+            f"{where}: a position was accepted in more drafts ({max(delta.per_pos)}) than there were ({delta.drafts})"
+        )
     if any(later > earlier for earlier, later in zip(delta.per_pos, delta.per_pos[1:])):
-        raise CounterError(f"{where}: per-position counts grow with the position ({list(delta.per_pos)}); position i "
-                           "counts drafts with at least i + 1 accepted tokens, which cannot grow")
+        raise CounterError(
+            f"{where}: per-position counts grow with the position ({list(delta.per_pos)}); position i "
+            "counts drafts with at least i + 1 accepted tokens, which cannot grow"
+        )
     return delta

@@ -50,7 +50,7 @@ ERROR_BODY_BYTES = 64 * 1024
 def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
     n_chunks = max(1, min(n_chunks, len(items)))
     size = -(-len(items) // n_chunks)
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 class Interrupted(Exception):
@@ -61,9 +61,15 @@ class Interrupted(Exception):
         self.deltas, self.done, self.total = deltas, done, total
 
 
-def measure(counters: Callable[[], SpecCounters], items: Sequence[Any], n_chunks: int,
-            run_chunk: Callable[[Sequence[Any]], None], progress: Callable[[str], None],
-            deadline: float | None = None, skip: int = 0) -> list[SpecCounters]:
+def measure(
+    counters: Callable[[], SpecCounters],
+    items: Sequence[Any],
+    n_chunks: int,
+    run_chunk: Callable[[Sequence[Any]], None],
+    progress: Callable[[str], None],
+    deadline: float | None = None,
+    skip: int = 0,
+) -> list[SpecCounters]:
     """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure.
     `deadline` (time.monotonic()) is checked before each chunk. `skip`: chunks measured by an
     interrupted run that this one resumes (not run again; their deltas are the caller's)."""
@@ -107,8 +113,16 @@ class ServerEngine:
     like), its total time (30 s for those, the run's remaining --timeout for completions), whatever
     pace the server sends at."""
 
-    def __init__(self, url: str, *, model: str | None = None, timeout: float = 600.0, idle_wait: float | None = None,
-                 deadline: float | None = None, speculative: bool = True):
+    def __init__(
+        self,
+        url: str,
+        *,
+        model: str | None = None,
+        timeout: float = 600.0,
+        idle_wait: float | None = None,
+        deadline: float | None = None,
+        speculative: bool = True,
+    ):
         import httpx
 
         self.url = url.rstrip("/")
@@ -142,8 +156,9 @@ class ServerEngine:
         try:
             with self.client.stream(method, self.url + path, json=body, timeout=limit) as r:
                 if not r.is_success:
-                    raise EngineError(f"{self.shown}{path}: HTTP {r.status_code} {r.reason_phrase}"
-                                      + self._said(r, end))
+                    raise EngineError(
+                        f"{self.shown}{path}: HTTP {r.status_code} {r.reason_phrase}" + self._said(r, end)
+                    )
                 data = bytearray()
                 for chunk in r.iter_bytes():
                     data += chunk
@@ -181,8 +196,15 @@ class ServerEngine:
         except ValueError:
             doc = None
         error = doc.get("error") if isinstance(doc, dict) else None
-        message = (error.get("message") if isinstance(error, dict) else error if isinstance(error, str)
-                   else doc.get("message") if isinstance(doc, dict) else None)
+        message = (
+            error.get("message")
+            if isinstance(error, dict)
+            else error
+            if isinstance(error, str)
+            else doc.get("message")
+            if isinstance(doc, dict)
+            else None
+        )
         said = message if isinstance(message, str) else " ".join(text.split())
         said = self._clean(said)
         return f": the server said {clipped(said, 300)}" if said else ""
@@ -249,8 +271,10 @@ class ServerEngine:
         time.sleep(self.idle_wait)
         moved = self.counters() - first
         if moved.moved:
-            raise EngineError(f"the spec-decode counters of {self.shown} moved while idle ({moved.to_dict()}): another "
-                              "client is using the server, so the deltas would not be this run's")
+            raise EngineError(
+                f"the spec-decode counters of {self.shown} moved while idle ({moved.to_dict()}): another "
+                "client is using the server, so the deltas would not be this run's"
+            )
 
     def _one(self, item: Any, sampling: dict[str, Any]) -> None:
         if isinstance(item, str):
@@ -259,17 +283,34 @@ class ServerEngine:
             path, body = "/v1/chat/completions", {"model": self.model, "messages": item, **sampling}
         self._request("POST", path, body=body, max_bytes=COMPLETION_BYTES, seconds=self.timeout)
 
-    def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
-            seed: int | None, thinking: bool | None, progress: Callable[[str], None],
-            stop: Sequence[str] | None = None, skip: int = 0) -> list[SpecCounters]:
+    def run(
+        self,
+        items: Sequence[Any],
+        *,
+        n_chunks: int,
+        concurrency: int,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        thinking: bool | None,
+        progress: Callable[[str], None],
+        stop: Sequence[str] | None = None,
+        skip: int = 0,
+    ) -> list[SpecCounters]:
         self.check_idle()
         sampling = sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop)
         if thinking is not None:
             sampling["chat_template_kwargs"] = {"enable_thinking": thinking}
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            return measure(self.counters, items, n_chunks,
-                           lambda part: list(pool.map(lambda item: self._one(item, sampling), part)), progress,
-                           deadline=self.deadline, skip=skip)
+            return measure(
+                self.counters,
+                items,
+                n_chunks,
+                lambda part: list(pool.map(lambda item: self._one(item, sampling), part)),
+                progress,
+                deadline=self.deadline,
+                skip=skip,
+            )
 
 
 class InProcessEngine:
@@ -284,7 +325,9 @@ class InProcessEngine:
         try:
             from vllm import LLM
         except ImportError:
-            raise EngineError("the in-process engine needs vLLM (pip install vllm) and a GPU; or use --server URL") from None
+            raise EngineError(
+                "the in-process engine needs vLLM (pip install vllm) and a GPU; or use --server URL"
+            ) from None
         try:
             self.llm: "LLM" = LLM(**kwargs)
         except Exception as exc:  # CUDA, memory, model loading: the engine failed, not the input
@@ -308,9 +351,20 @@ class InProcessEngine:
 
         return vllm.__version__
 
-    def run(self, items: Sequence[Any], *, n_chunks: int, concurrency: int, temperature: float, max_tokens: int,
-            seed: int | None, thinking: bool | None, progress: Callable[[str], None],
-            stop: Sequence[str] | None = None, skip: int = 0) -> list[SpecCounters]:
+    def run(
+        self,
+        items: Sequence[Any],
+        *,
+        n_chunks: int,
+        concurrency: int,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        thinking: bool | None,
+        progress: Callable[[str], None],
+        stop: Sequence[str] | None = None,
+        skip: int = 0,
+    ) -> list[SpecCounters]:
         from vllm import SamplingParams
 
         params = SamplingParams(**sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop))
@@ -328,9 +382,16 @@ class InProcessEngine:
         return measure(self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline, skip=skip)
 
 
-def engine_kwargs(llm_kwargs: dict[str, Any], *, batch_size: int | None = None, seed: int | None = None,
-                  tensor_parallel_size: int | None = None, max_model_len: int | None = None,
-                  draft_sample_method: str | None = None, prefix_caching: bool | None = None) -> dict[str, Any]:
+def engine_kwargs(
+    llm_kwargs: dict[str, Any],
+    *,
+    batch_size: int | None = None,
+    seed: int | None = None,
+    tensor_parallel_size: int | None = None,
+    max_model_len: int | None = None,
+    draft_sample_method: str | None = None,
+    prefix_caching: bool | None = None,
+) -> dict[str, Any]:
     """The `vllm.LLM(**kwargs)` of a run: the draft's own kwargs (specreg's plan) plus the harness's
     engine options; counters on (`disable_log_stats=False`, as vLLM's CI tests set it)."""
     kwargs = dict(llm_kwargs, disable_log_stats=False)
@@ -343,15 +404,17 @@ def engine_kwargs(llm_kwargs: dict[str, Any], *, batch_size: int | None = None, 
     if max_model_len:
         kwargs["max_model_len"] = max_model_len
     if draft_sample_method:
-        kwargs["speculative_config"] = dict(kwargs.get("speculative_config") or {},
-                                            draft_sample_method=draft_sample_method)
+        kwargs["speculative_config"] = dict(
+            kwargs.get("speculative_config") or {}, draft_sample_method=draft_sample_method
+        )
     if prefix_caching is not None:
         kwargs["enable_prefix_caching"] = prefix_caching
     return kwargs
 
 
-def sampling_kwargs(*, temperature: float, max_tokens: int, seed: int | None = None,
-                    stop: Sequence[str] | None = None) -> dict[str, Any]:
+def sampling_kwargs(
+    *, temperature: float, max_tokens: int, seed: int | None = None, stop: Sequence[str] | None = None
+) -> dict[str, Any]:
     """The sampling parameters of every request of a run (`vllm.SamplingParams(**kwargs)` in-process,
     the request body's fields against a server); a seed or stop strings only when given."""
     out: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
@@ -370,8 +433,16 @@ def gpu_info() -> tuple[str | None, str | None]:
     if not shutil.which("nvidia-smi"):
         return None, None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+        out = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            .stdout.strip()
+            .splitlines()
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     if not out:

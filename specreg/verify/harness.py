@@ -18,20 +18,49 @@ from specreg.verify.prompts import DATASETS
 from specreg.verify.run import Options
 
 #: the run settings a harness states (each a field of `run.Options`)
-FIELDS = ("dataset", "num_prompts", "temperature", "max_tokens", "k", "batch_size", "concurrency", "seed", "chat",
-          "few_shot", "thinking", "shots_split", "template", "stop", "max_model_len", "tensor_parallel_size", "mode",
-          "statistic", "draft_sample_method", "prefix_caching")
+FIELDS = (
+    "dataset",
+    "num_prompts",
+    "temperature",
+    "max_tokens",
+    "k",
+    "batch_size",
+    "concurrency",
+    "seed",
+    "chat",
+    "few_shot",
+    "thinking",
+    "shots_split",
+    "template",
+    "stop",
+    "max_model_len",
+    "tensor_parallel_size",
+    "mode",
+    "statistic",
+    "draft_sample_method",
+    "prefix_caching",
+)
 #: verify's settings where neither the baseline nor the command line states one: `run.Options`' own
 #: defaults, but the statistic, which follows the mode when nothing states it (the CLI picks it)
-DEFAULTS: dict[str, Any] = {**{f.name: f.default for f in attrs.fields(Options) if f.name in FIELDS},
-                            "statistic": None}
+DEFAULTS: dict[str, Any] = {**{f.name: f.default for f in attrs.fields(Options) if f.name in FIELDS}, "statistic": None}
 
 #: the run setting -> its command-line flag (value flags; the booleans are written in `command_args`)
-FLAGS = {"num_prompts": "--num-prompts", "temperature": "--temperature", "max_tokens": "--max-tokens", "k": "--k",
-         "batch_size": "--batch-size", "seed": "--seed", "few_shot": "--few-shot", "shots_split": "--shots-split",
-         "template": "--template", "max_model_len": "--max-model-len",
-         "tensor_parallel_size": "--tensor-parallel-size", "mode": "--mode", "statistic": "--statistic",
-         "draft_sample_method": "--draft-sample-method"}
+FLAGS = {
+    "num_prompts": "--num-prompts",
+    "temperature": "--temperature",
+    "max_tokens": "--max-tokens",
+    "k": "--k",
+    "batch_size": "--batch-size",
+    "seed": "--seed",
+    "few_shot": "--few-shot",
+    "shots_split": "--shots-split",
+    "template": "--template",
+    "max_model_len": "--max-model-len",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "mode": "--mode",
+    "statistic": "--statistic",
+    "draft_sample_method": "--draft-sample-method",
+}
 
 
 def runnable(baseline: Baseline) -> bool:
@@ -54,42 +83,61 @@ def why_not_runnable(entry: Entry) -> str:
     if not primary:
         return "only secondary baselines (reported beside a run, never a gate): nothing to reproduce"
     datasets = sorted({str(b.harness.dataset) for b in primary})
-    return (f"no primary baseline on a dataset verify can load (the baselines use {', '.join(datasets)}; "
-            f"verify knows {', '.join(sorted(DATASETS))})")
+    return (
+        f"no primary baseline on a dataset verify can load (the baselines use {', '.join(datasets)}; "
+        f"verify knows {', '.join(sorted(DATASETS))})"
+    )
 
 
 def settings(baseline: Baseline) -> dict[str, Any]:
     """The run settings that reproduce `baseline`: every field its harness states (nothing else)."""
     h = baseline.harness
     out: dict[str, Any] = {"dataset": h.dataset + (f":{h.subset}" if h.subset else "")}
-    values = {"num_prompts": h.num_prompts, "temperature": h.temperature, "max_tokens": h.max_tokens, "k": h.k,
-              "batch_size": h.batch_size, "seed": h.seed, "few_shot": h.prompt.few_shot,
-              "shots_split": h.prompt.shots_split, "template": h.prompt.template, "max_model_len": h.max_model_len,
-              "tensor_parallel_size": h.tensor_parallel_size, "mode": h.mode, "statistic": h.statistic,
-              "draft_sample_method": h.draft_sample_method, "stop": tuple(h.stop) if h.stop else None,
-              "chat": h.prompt.chat_template, "thinking": h.prompt.thinking, "prefix_caching": h.prefix_caching}
+    values = {
+        "num_prompts": h.num_prompts,
+        "temperature": h.temperature,
+        "max_tokens": h.max_tokens,
+        "k": h.k,
+        "batch_size": h.batch_size,
+        "seed": h.seed,
+        "few_shot": h.prompt.few_shot,
+        "shots_split": h.prompt.shots_split,
+        "template": h.prompt.template,
+        "max_model_len": h.max_model_len,
+        "tensor_parallel_size": h.tensor_parallel_size,
+        "mode": h.mode,
+        "statistic": h.statistic,
+        "draft_sample_method": h.draft_sample_method,
+        "stop": tuple(h.stop) if h.stop else None,
+        "chat": h.prompt.chat_template,
+        "thinking": h.prompt.thinking,
+        "prefix_caching": h.prefix_caching,
+    }
     out.update({k: v for k, v in values.items() if v is not None})
     return out
 
 
-def resolve(entry: Entry | None, given: dict[str, Any], baseline: int | None = None
-            ) -> tuple[dict[str, Any], dict[str, Any]]:
+def resolve(
+    entry: Entry | None, given: dict[str, Any], baseline: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the run's settings, where they came from): verify's defaults, then the chosen baseline's
     harness (`baseline`, an index into the entry's baselines, or the primary one), then what the
     user gave. Raises ValueError for a baseline index the entry does not have."""
     chosen: tuple[int, Baseline] | None = None
     if entry is not None and baseline is not None:
         if not 0 <= baseline < len(entry.baselines):
-            raise ValueError(f"--baseline {baseline}: {entry.id} has baselines 0-{len(entry.baselines) - 1}"
-                             if entry.baselines else f"--baseline {baseline}: {entry.id} has no baseline")
+            raise ValueError(
+                f"--baseline {baseline}: {entry.id} has baselines 0-{len(entry.baselines) - 1}"
+                if entry.baselines
+                else f"--baseline {baseline}: {entry.id} has no baseline"
+            )
         chosen = baseline, entry.baselines[baseline]
     elif entry is not None:
         chosen = primary_baseline(entry)
     from_baseline = settings(chosen[1]) if chosen else {}
     merged = {**DEFAULTS, **from_baseline, **given}
     overridden = sorted(k for k, v in given.items() if k in from_baseline and from_baseline[k] != v)
-    return merged, {"baseline_index": chosen[0] if chosen else None,
-                    "overridden": overridden, "given": sorted(given)}
+    return merged, {"baseline_index": chosen[0] if chosen else None, "overridden": overridden, "given": sorted(given)}
 
 
 def command_args(values: dict[str, Any]) -> list[str]:
@@ -111,7 +159,9 @@ def command_args(values: dict[str, Any]) -> list[str]:
 
 def command_line(entry: Entry, baseline: int | None = None) -> str:
     """`specreg verify ENTRY ...` with every harness field of the baseline spelled out."""
-    index, b = (baseline, entry.baselines[baseline]) if baseline is not None else (primary_baseline(entry) or (None, None))
+    index, b = (
+        (baseline, entry.baselines[baseline]) if baseline is not None else (primary_baseline(entry) or (None, None))
+    )
     if b is None:
         return f"# {why_not_runnable(entry)}"
     return shlex.join(["specreg", "verify", entry.id, *command_args(settings(b))])

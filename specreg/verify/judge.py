@@ -21,9 +21,28 @@ from specreg.entries import Baseline, Entry, Harness, Metric
 
 DEFAULT_TWO_SIDED, DEFAULT_FLOOR = 0.05, 0.10
 #: harness fields compared (the prompt format is compared as a whole)
-COMPARED = ("dataset", "subset", "split", "num_prompts", "prompt", "temperature", "max_tokens", "k", "batch_size",
-            "concurrency", "seed", "vllm_version", "gpu", "tensor_parallel_size", "stop", "max_model_len", "mode",
-            "statistic", "draft_sample_method", "prefix_caching")
+COMPARED = (
+    "dataset",
+    "subset",
+    "split",
+    "num_prompts",
+    "prompt",
+    "temperature",
+    "max_tokens",
+    "k",
+    "batch_size",
+    "concurrency",
+    "seed",
+    "vllm_version",
+    "gpu",
+    "tensor_parallel_size",
+    "stop",
+    "max_model_len",
+    "mode",
+    "statistic",
+    "draft_sample_method",
+    "prefix_caching",
+)
 
 
 def label(metric: str) -> str:
@@ -133,8 +152,11 @@ def unrecorded(run: Harness, baseline: Harness) -> list[str]:
     for field in COMPARED:
         value = _plain(getattr(run, field))
         if field == "prompt":
-            out += [f"prompt.{k}" for k, v in value.items() if v is not None and f"prompt.{k}" not in recorded
-                    and v != _PROMPT_DEFAULTS.get(k)]
+            out += [
+                f"prompt.{k}"
+                for k, v in value.items()
+                if v is not None and f"prompt.{k}" not in recorded and v != _PROMPT_DEFAULTS.get(k)
+            ]
         elif value is not None and field not in recorded:
             out.append(field)
     return out
@@ -142,9 +164,13 @@ def unrecorded(run: Harness, baseline: Harness) -> list[str]:
 
 def candidates(entry: Entry, run: Harness) -> list[tuple[int, Baseline]]:
     """The entry's baselines a run on this dataset (and subset) can be compared with."""
-    return [(i, b) for i, b in enumerate(entry.baselines)
-            if b.harness.dataset == run.dataset and (b.harness.subset or None) == (run.subset or None)
-            and b.metrics.acceptance_length is not None]
+    return [
+        (i, b)
+        for i, b in enumerate(entry.baselines)
+        if b.harness.dataset == run.dataset
+        and (b.harness.subset or None) == (run.subset or None)
+        and b.metrics.acceptance_length is not None
+    ]
 
 
 def pick_baseline(entry: Entry, run: Harness) -> tuple[int, Baseline] | None:
@@ -154,16 +180,22 @@ def pick_baseline(entry: Entry, run: Harness) -> tuple[int, Baseline] | None:
     found = candidates(entry, run)
     if not found:
         return None
-    return min(found, key=lambda ib: (ib[1].secondary, len(differences(run, ib[1].harness)), ib[1].kind == "measured",
-                                      ib[0]))
+    return min(
+        found, key=lambda ib: (ib[1].secondary, len(differences(run, ib[1].harness)), ib[1].kind == "measured", ib[0])
+    )
 
 
 def describe(entry: Entry) -> str:
     """The baselines of an entry, one phrase each, for a run that matched none."""
-    return "; ".join(f"baseline {i}: {b.harness.dataset}" + (f":{b.harness.subset}" if b.harness.subset else "")
-                     + (f", k={b.harness.k}" if b.harness.k is not None else "") + f" ({b.kind}"
-                     + (", secondary" if b.secondary else "") + ")"
-                     for i, b in enumerate(entry.baselines))
+    return "; ".join(
+        f"baseline {i}: {b.harness.dataset}"
+        + (f":{b.harness.subset}" if b.harness.subset else "")
+        + (f", k={b.harness.k}" if b.harness.k is not None else "")
+        + f" ({b.kind}"
+        + (", secondary" if b.secondary else "")
+        + ")"
+        for i, b in enumerate(entry.baselines)
+    )
 
 
 def _check(name: str, measured: float, metric: Metric, temperature: float | None) -> Check | None:
@@ -198,8 +230,9 @@ def _check(name: str, measured: float, metric: Metric, temperature: float | None
     return Check(name, measured, reference, shown, direction, tolerance, (low, high), verdict, source)
 
 
-def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool = False,
-          baseline: int | None = None) -> Judgement:
+def judge(
+    stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool = False, baseline: int | None = None
+) -> Judgement:
     """The verdict of a run. `baseline`: the index of the baseline the run reproduces (verify's
     harness); otherwise the closest one of the same dataset."""
     if entry is None:
@@ -212,17 +245,29 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
     else:
         picked = pick_baseline(entry, run)
     if picked is None:
-        return Judgement(None, None, (), (), "unmatched",
-                         f"{entry.id} has no baseline for dataset {run.dataset!r}"
-                         + (f" / {run.subset!r}" if run.subset else "")
-                         + f"; it could be compared with {describe(entry)} (run it with no harness flags, or "
-                           "--baseline N)")
+        return Judgement(
+            None,
+            None,
+            (),
+            (),
+            "unmatched",
+            f"{entry.id} has no baseline for dataset {run.dataset!r}"
+            + (f" / {run.subset!r}" if run.subset else "")
+            + f"; it could be compared with {describe(entry)} (run it with no harness flags, or "
+            "--baseline N)",
+        )
     index, chosen = picked
     diffs = tuple(differences(run, chosen.harness))
     if strict and diffs:
-        return Judgement(index, chosen, diffs, (), "refused",
-                         "--strict-harness: the harness differs from the baseline's (see the differences)",
-                         tuple(unrecorded(run, chosen.harness)))
+        return Judgement(
+            index,
+            chosen,
+            diffs,
+            (),
+            "refused",
+            "--strict-harness: the harness differs from the baseline's (see the differences)",
+            tuple(unrecorded(run, chosen.harness)),
+        )
     verdict, checks, reason = _judge_one(stats, run, chosen)
     others = []
     if not chosen.secondary:
@@ -232,18 +277,21 @@ def judge(stats: Statistics, run: Harness, entry: Entry | None, *, strict: bool 
     worst = next((v for v in ("regressed", "out-of-band") if v == verdict or v in dict(others).values()), verdict)
     if worst != verdict:
         at = next(i for i, v in others if v == worst)
-        reason = (f"baseline {index} says {verdict}, baseline {at} ({entry.baselines[at].kind}, the same harness) "
-                  f"says {worst}") + (f"; {reason}" if reason else "")
-    return Judgement(index, chosen, diffs, checks, worst, reason, tuple(unrecorded(run, chosen.harness)),
-                     tuple(others))
+        reason = (
+            f"baseline {index} says {verdict}, baseline {at} ({entry.baselines[at].kind}, the same harness) "
+            f"says {worst}"
+        ) + (f"; {reason}" if reason else "")
+    return Judgement(index, chosen, diffs, checks, worst, reason, tuple(unrecorded(run, chosen.harness)), tuple(others))
 
 
 def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str, tuple[Check, ...], str | None]:
     checks = []
     m = baseline.metrics
     temperature = run.temperature
-    for name, measured, metric in (("acceptance_length", stats.acceptance_length, m.acceptance_length),
-                                   ("draft_acceptance_rate", stats.draft_acceptance_rate, m.draft_acceptance_rate)):
+    for name, measured, metric in (
+        ("acceptance_length", stats.acceptance_length, m.acceptance_length),
+        ("draft_acceptance_rate", stats.draft_acceptance_rate, m.draft_acceptance_rate),
+    ):
         if metric is not None:
             c = _check(name, measured, metric, temperature)
             if c:
@@ -278,15 +326,20 @@ def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str
     if head.within_noise:
         reason = ((reason + "; ") if reason else "") + (
             f"within noise: the acceptance length is {gap:.3f} from its bound and this run can only resolve "
-            f"changes of ±{noise:.3f} (95%); more prompts narrow it")
+            f"changes of ±{noise:.3f} (95%); more prompts narrow it"
+        )
     if missing:
         verdict = "regressed"
-        reason = (f"the run reported no per-position count for gated position{'s' * (len(missing) > 1)} "
-                  f"{', '.join(str(i + 1) for i in missing)} (is vllm:spec_decode_num_accepted_tokens_per_pos exposed?)")
+        reason = (
+            f"the run reported no per-position count for gated position{'s' * (len(missing) > 1)} "
+            f"{', '.join(str(i + 1) for i in missing)} (is vllm:spec_decode_num_accepted_tokens_per_pos exposed?)"
+        )
     if baseline.secondary:
         # a secondary number (another harness, a paper's table) is shown beside the run, never a gate
-        reason = (f"compared with a secondary baseline ({baseline.source}): reported, not gated; "
-                  f"the checks alone would say {verdict}" + (f"; {reason}" if reason else ""))
+        reason = (
+            f"compared with a secondary baseline ({baseline.source}): reported, not gated; "
+            f"the checks alone would say {verdict}" + (f"; {reason}" if reason else "")
+        )
         verdict = "secondary"
     return verdict, tuple(checks), reason
 

@@ -20,8 +20,21 @@ from specreg.verify.run import utc_now, failed_result
 from specreg.verify import harness
 from specreg.entries import Baseline, Entry, read_catalog
 
-FINAL = {"pass", "improved", "regressed", "out-of-band", "no-baseline", "secondary", "not-runnable", "refused", "invalid", "unmatched",
-         "error", "timeout", "crash"}
+FINAL = {
+    "pass",
+    "improved",
+    "regressed",
+    "out-of-band",
+    "no-baseline",
+    "secondary",
+    "not-runnable",
+    "refused",
+    "invalid",
+    "unmatched",
+    "error",
+    "timeout",
+    "crash",
+}
 
 
 #: seconds an entry past its --timeout is given to record its own `timeout` result before it is killed
@@ -69,8 +82,19 @@ def command(entry: Entry, out: Path, history: Path, extra: Sequence[str]) -> lis
     """`specreg verify ENTRY --baseline N`: verify builds the baseline's harness itself, as for a single run."""
     picked = harness.primary_baseline(entry)
     chosen = ["--baseline", str(picked[0])] if picked else []
-    return [sys.executable, "-m", "specreg", "verify", entry.id, "--out", str(out), "--history", str(history),
-            *chosen, *extra]
+    return [
+        sys.executable,
+        "-m",
+        "specreg",
+        "verify",
+        entry.id,
+        "--out",
+        str(out),
+        "--history",
+        str(history),
+        *chosen,
+        *extra,
+    ]
 
 
 def _file_id(file: str) -> str:
@@ -89,10 +113,19 @@ def _read(registry: str | None) -> tuple[list[Entry], dict[str, list[str]]]:
     return good, dict(sorted(invalid.items()))
 
 
-def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, timeout: float = 3600,
-            extra: Sequence[str] = (), registry: str | None = None, dataset_files: dict[str, str] | None = None,
-            make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command, grace: float = GRACE,
-            progress: Callable[[str], None] = lambda _m: None) -> dict[str, str]:
+def run_all(
+    out_dir: Path,
+    *,
+    shard_spec: str = "1/1",
+    resume: bool = False,
+    timeout: float = 3600,
+    extra: Sequence[str] = (),
+    registry: str | None = None,
+    dataset_files: dict[str, str] | None = None,
+    make_command: Callable[[Entry, Path, Path, Sequence[str]], list[str]] = command,
+    grace: float = GRACE,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> dict[str, str]:
     """Verdict per entry id of this shard."""
     index, count = parse_shard(shard_spec)
     entries, invalid = _read(registry)
@@ -103,8 +136,9 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
     for entry_id in shard(list(invalid), index, count):
         out = out_dir / directory_name(entry_id)
         if not (resume and _done(out)):
-            outputs.write_all(out, failed_result(entry_id, utc_now(), "none", "invalid", "; ".join(invalid[entry_id])),
-                              history)
+            outputs.write_all(
+                out, failed_result(entry_id, utc_now(), "none", "invalid", "; ".join(invalid[entry_id])), history
+            )
         verdicts[entry_id] = json.loads((out / outputs.RESULT).read_text())["verdict"]
         progress(f"{entry_id}: {verdicts[entry_id]}: " + "; ".join(invalid[entry_id]))
     for n, entry in enumerate(mine, 1):
@@ -117,11 +151,17 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
         baseline = runnable_baseline(entry)
         dataset = baseline.harness.dataset if baseline is not None else None
         if baseline is None or dataset_files and dataset not in dataset_files:
-            why = harness.why_not_runnable(entry) if baseline is None else (
-                f"its baseline's dataset is {dataset} and --dataset-file gives rows for "
-                f"{', '.join(sorted(dataset_files or ()))} only")
-            outputs.write_all(out, failed_result(entry.id, utc_now(), "none", "not-runnable", "",
-                                                 judgement={"reason": why}), history)
+            why = (
+                harness.why_not_runnable(entry)
+                if baseline is None
+                else (
+                    f"its baseline's dataset is {dataset} and --dataset-file gives rows for "
+                    f"{', '.join(sorted(dataset_files or ()))} only"
+                )
+            )
+            outputs.write_all(
+                out, failed_result(entry.id, utc_now(), "none", "not-runnable", "", judgement={"reason": why}), history
+            )
             verdicts[entry.id] = "not-runnable"
             progress(f"    not-runnable: {why}")
             continue
@@ -138,8 +178,13 @@ def run_all(out_dir: Path, *, shard_spec: str = "1/1", resume: bool = False, tim
             _failure(entry, out, history, "timeout", f"no result within {timeout:g} s; killed")
         else:
             if not _done(out):
-                why = "killed by SIGKILL (out of memory?)" if code == -signal.SIGKILL else \
-                    f"killed by signal {-code}" if code < 0 else f"exited with status {code} without a result"
+                why = (
+                    "killed by SIGKILL (out of memory?)"
+                    if code == -signal.SIGKILL
+                    else f"killed by signal {-code}"
+                    if code < 0
+                    else f"exited with status {code} without a result"
+                )
                 _failure(entry, out, history, "crash", why)
         verdicts[entry.id] = json.loads((out / outputs.RESULT).read_text())["verdict"]
         progress(f"    {verdicts[entry.id]}")

@@ -33,9 +33,10 @@ def write_result(out: Path, result: dict[str, Any]) -> None:
 
 def metric_rows(s: dict[str, Any]) -> list[tuple[str, str, float]]:
     """(check name, label, measured value) of every reported metric, in table order."""
-    return ([("acceptance_length", "acceptance length", s["acceptance_length"]),
-             ("draft_acceptance_rate", "draft acceptance rate", s["draft_acceptance_rate"])]
-            + [(f"per_position[{i}]", label(f"per_position[{i}]"), p) for i, p in enumerate(s["per_position"])])
+    return [
+        ("acceptance_length", "acceptance length", s["acceptance_length"]),
+        ("draft_acceptance_rate", "draft acceptance rate", s["draft_acceptance_rate"]),
+    ] + [(f"per_position[{i}]", label(f"per_position[{i}]"), p) for i, p in enumerate(s["per_position"])]
 
 
 def bounds_text(check: dict[str, Any]) -> str:
@@ -57,7 +58,9 @@ def summary_markdown(r: dict[str, Any]) -> str:
             shown = f"{value:.3f}" + (ci_text if name == "acceptance_length" else "")
             c = checks.get(name)
             if c:
-                lines.append(f"| {label} | {shown} | {c.get('baseline_text', c['baseline'])} | {bounds_text(c)} | {c['verdict']} |")
+                lines.append(
+                    f"| {label} | {shown} | {c.get('baseline_text', c['baseline'])} | {bounds_text(c)} | {c['verdict']} |"
+                )
             else:
                 lines.append(f"| {label} | {shown} | - | - | - |")
         lines.append("")
@@ -73,8 +76,13 @@ def summary_markdown(r: dict[str, Any]) -> str:
     if speed:
         lines += [speed, ""]
     env = r.get("environment") or {}
-    lines += [f"Harness: {harness_text(h)}", "", f"Engine: {r['engine']}; vLLM {show(env.get('vllm_version'))}; "
-              f"GPU {show(env.get('gpu'))}; driver {show(env.get('driver'))}", ""]
+    lines += [
+        f"Harness: {harness_text(h)}",
+        "",
+        f"Engine: {r['engine']}; vLLM {show(env.get('vllm_version'))}; "
+        f"GPU {show(env.get('gpu'))}; driver {show(env.get('driver'))}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -90,8 +98,9 @@ def throughput_text(r: dict[str, Any]) -> str:
         return ""
     text = f"Output: {s['output_tokens_per_s']:.1f} tokens/s, {s['ms_per_output_token']:.2f} ms per token"
     if t.get("speedup"):
-        text += (f"; without the draft {t['output_tokens_per_s_without_draft']:.1f} tokens/s: speedup "
-                 f"{t['speedup']:.2f}x")
+        text += (
+            f"; without the draft {t['output_tokens_per_s_without_draft']:.1f} tokens/s: speedup {t['speedup']:.2f}x"
+        )
     return text + " (this engine, GPU, batch and concurrency)"
 
 
@@ -107,7 +116,11 @@ def junit_xml(r: dict[str, Any]) -> bytes:
         case = ET.SubElement(suite, "testcase", classname=r["model"], name=c["metric"])
         if c["verdict"] == "regressed":
             failures += 1
-            ET.SubElement(case, "failure", message=f"{c['measured']:.4f} outside {c['bounds']} of baseline {c.get('baseline_text', c['baseline'])}")
+            ET.SubElement(
+                case,
+                "failure",
+                message=f"{c['measured']:.4f} outside {c['bounds']} of baseline {c.get('baseline_text', c['baseline'])}",
+            )
     if not checks and not r.get("error"):
         case = ET.SubElement(suite, "testcase", classname=r["model"], name="acceptance_length")
         ET.SubElement(case, "skipped", message=(r.get("judgement") or {}).get("reason") or r["verdict"])
@@ -153,8 +166,17 @@ HISTORY_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
     verdict TEXT NOT NULL, acceptance_length REAL, draft_acceptance_rate REAL, vllm_version TEXT, gpu TEXT,
     result TEXT NOT NULL)"""
 #: the columns of a run, in the order HISTORY_INSERT takes them (and report reads them back)
-HISTORY_COLUMNS = ("model", "dataset", "started", "verdict", "acceptance_length", "draft_acceptance_rate",
-                   "vllm_version", "gpu", "result")
+HISTORY_COLUMNS = (
+    "model",
+    "dataset",
+    "started",
+    "verdict",
+    "acceptance_length",
+    "draft_acceptance_rate",
+    "vllm_version",
+    "gpu",
+    "result",
+)
 HISTORY_INSERT = f"INSERT INTO runs ({', '.join(HISTORY_COLUMNS)}) VALUES ({', '.join('?' * len(HISTORY_COLUMNS))})"
 
 
@@ -168,9 +190,18 @@ def append_history(db: Path, r: dict[str, Any]) -> None:
         s = r.get("statistics") or {}
         conn.execute(
             HISTORY_INSERT,
-            (r["model"], r["harness"].get("dataset"), r["started"], r["verdict"], s.get("acceptance_length"),
-             s.get("draft_acceptance_rate"), r["environment"].get("vllm_version"), r["environment"].get("gpu"),
-             json.dumps(r, default=str)))
+            (
+                r["model"],
+                r["harness"].get("dataset"),
+                r["started"],
+                r["verdict"],
+                s.get("acceptance_length"),
+                s.get("draft_acceptance_rate"),
+                r["environment"].get("vllm_version"),
+                r["environment"].get("gpu"),
+                json.dumps(r, default=str),
+            ),
+        )
 
 
 def write_all(out: Path, r: dict[str, Any], history: Path | None) -> list[str]:
@@ -187,6 +218,9 @@ def write_all(out: Path, r: dict[str, Any], history: Path | None) -> list[str]:
             append_history(history, r)
         except (sqlite3.Error, OSError) as exc:
             # the run's own files are written already: a broken or busy history never loses it
-            print(f"warning: {history}: the run was not added to the history ({type(exc).__name__}: {exc}); "
-                  f"its result is in {out / RESULT}", file=sys.stderr)
+            print(
+                f"warning: {history}: the run was not added to the history ({type(exc).__name__}: {exc}); "
+                f"its result is in {out / RESULT}",
+                file=sys.stderr,
+            )
     return written

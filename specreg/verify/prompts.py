@@ -74,8 +74,9 @@ def _answer(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _rows(name: str, dataset_file: str | None, category: str | None,
-          split: str | None = None) -> tuple[list[dict], DatasetSpec | None, str]:
+def _rows(
+    name: str, dataset_file: str | None, category: str | None, split: str | None = None
+) -> tuple[list[dict], DatasetSpec | None, str]:
     import datasets
 
     spec = DATASETS.get(name)
@@ -102,14 +103,18 @@ def _rows(name: str, dataset_file: str | None, category: str | None,
         try:  # one Hub policy: an unreachable Hub is one line in seconds, not datasets' 40 s of retries
             hub.probe(f"the dataset {spec.hf_id}", source=name)
         except HubError as exc:
-            raise SpecregError(f"{exc.line()}; without network, pass its rows with --dataset-file FILE.jsonl, or "
-                               "set HF_DATASETS_OFFLINE=1 to use a cached copy") from None
+            raise SpecregError(
+                f"{exc.line()}; without network, pass its rows with --dataset-file FILE.jsonl, or "
+                "set HF_DATASETS_OFFLINE=1 to use a cached copy"
+            ) from None
         try:
             with _quiet_hub():
                 ds = datasets.load_dataset(spec.hf_id, spec.config, split=spec.split, revision=spec.revision)
         except Exception as exc:
-            raise SpecregError(f"could not load {spec.hf_id} ({type(exc).__name__}: {exc}); "
-                               f"without network, pass its rows with --dataset-file FILE.jsonl") from None
+            raise SpecregError(
+                f"could not load {spec.hf_id} ({type(exc).__name__}: {exc}); "
+                f"without network, pass its rows with --dataset-file FILE.jsonl"
+            ) from None
         source = "hub"
     rows = [dict(r) for r in ds]
     if category:
@@ -141,13 +146,23 @@ def _apply(template: str | None, row: dict[str, Any], where: str) -> str:
     try:
         return template.format(**row)
     except (KeyError, IndexError, ValueError) as exc:
-        raise SpecregError(f"{where}: the prompt template {template!r} does not fit a row "
-                           f"({type(exc).__name__}: {exc}; fields {sorted(row)[:8]})") from None
+        raise SpecregError(
+            f"{where}: the prompt template {template!r} does not fit a row "
+            f"({type(exc).__name__}: {exc}; fields {sorted(row)[:8]})"
+        ) from None
 
 
-def load_prompts(dataset: str, *, dataset_file: str | None = None, num_prompts: int | None = None,
-                 chat: bool = True, few_shot: int = 0, shots_split: str | None = None,
-                 shots_file: str | None = None, template: str | None = None) -> Prompts:
+def load_prompts(
+    dataset: str,
+    *,
+    dataset_file: str | None = None,
+    num_prompts: int | None = None,
+    chat: bool = True,
+    few_shot: int = 0,
+    shots_split: str | None = None,
+    shots_file: str | None = None,
+    template: str | None = None,
+) -> Prompts:
     """`dataset` is a named dataset (optionally `name:category`) or a JSONL file.
 
     Few-shot prompts are vLLM's GSM8K format (tests/evals/gsm8k/gsm8k_eval.py `_build_gsm8k_prompts`):
@@ -168,8 +183,10 @@ def load_prompts(dataset: str, *, dataset_file: str | None = None, num_prompts: 
     rows, spec, source = _rows(name, dataset_file, category or None)
     if few_shot and (shots_split or shots_file):
         if shots_file is None and dataset_file is not None:
-            raise SpecregError(f"{dataset}: the few-shot examples come from the {shots_split!r} split; without "
-                               "network pass its rows with --shots-file FILE.jsonl")
+            raise SpecregError(
+                f"{dataset}: the few-shot examples come from the {shots_split!r} split; without "
+                "network pass its rows with --shots-file FILE.jsonl"
+            )
         shot_rows, _spec, shot_source = _rows(name, shots_file, None, split=shots_split)
         shots = shot_rows[:few_shot]
         if shot_source != "hub":

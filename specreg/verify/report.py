@@ -21,8 +21,19 @@ from specreg import atomic
 from specreg.errors import SpecregError
 from specreg.sources.files import FileTooLarge, read_regular
 from specreg.verify.judge import show
-from specreg.verify.outputs import (HISTORY, HISTORY_COLUMNS, HISTORY_INSERT, HISTORY_SCHEMA, MAX_RESULT_BYTES, PLOT,
-                                    RESULT, bounds_text, harness_text, metric_rows, throughput_text)
+from specreg.verify.outputs import (
+    HISTORY,
+    HISTORY_COLUMNS,
+    HISTORY_INSERT,
+    HISTORY_SCHEMA,
+    MAX_RESULT_BYTES,
+    PLOT,
+    RESULT,
+    bounds_text,
+    harness_text,
+    metric_rows,
+    throughput_text,
+)
 
 #: what report reads from a results directory (untrusted: artifacts of other machines)
 MAX_PLOT_BYTES = 16 * 2**20
@@ -80,8 +91,9 @@ def _check_result(r: Any) -> None:
         if (s.get(key) is not None or s.get("output_tokens_per_s")) and not _real(s.get(key)):
             raise ValueError(f"statistics.{key} is not a number")  # outputs.throughput_text prints both
     t = r.get("throughput") or {}
-    if not isinstance(t, dict) or not all(_real(t[k]) for k in ("speedup", "output_tokens_per_s_without_draft")
-                                          if t.get(k) is not None):
+    if not isinstance(t, dict) or not all(
+        _real(t[k]) for k in ("speedup", "output_tokens_per_s_without_draft") if t.get(k) is not None
+    ):
         raise ValueError("throughput is not an object of numbers")
     j = r.get("judgement") or {}
     if not isinstance(j.get("reason") or "", str):
@@ -99,8 +111,13 @@ def _is_check(c: Any) -> bool:
     if not isinstance(c, dict) or not isinstance(c.get("metric"), str) or not isinstance(c.get("verdict"), str):
         return False
     bounds = c.get("bounds")
-    return (isinstance(bounds, list) and len(bounds) == 2 and _real(bounds[0])
-            and (bounds[1] is None or _real(bounds[1])) and "baseline" in c)
+    return (
+        isinstance(bounds, list)
+        and len(bounds) == 2
+        and _real(bounds[0])
+        and (bounds[1] is None or _real(bounds[1]))
+        and "baseline" in c
+    )
 
 
 def _results(results_dir: Path, warnings: list[str]) -> list[dict[str, Any]]:
@@ -138,8 +155,14 @@ def _history_rows(db: Path, warnings: list[str], where: str) -> list[tuple]:
     except sqlite3.Error as exc:
         warnings.append(f"history {where} not read: {type(exc).__name__}: {exc}")
         return []
-    good = [row for row in rows if isinstance(row[0], str) and isinstance(row[2], str)
-            and (row[4] is None or _real(row[4])) and isinstance(row[8], (str, type(None)))]
+    good = [
+        row
+        for row in rows
+        if isinstance(row[0], str)
+        and isinstance(row[2], str)
+        and (row[4] is None or _real(row[4]))
+        and isinstance(row[8], (str, type(None)))
+    ]
     if len(good) < len(rows):
         warnings.append(f"history {where}: {len(rows) - len(good)} malformed row(s) skipped")
     return good
@@ -161,6 +184,7 @@ def merged_history(results_dir: Path, warnings: list[str]) -> list[tuple]:
 
 def write_history(path: Path, rows: list[tuple]) -> None:
     """The merged history as one SQLite file (replaced whole: a reader never sees half of it)."""
+
     def make(tmp: Path) -> None:
         with sqlite3.connect(tmp) as conn:
             conn.execute(HISTORY_SCHEMA)
@@ -202,12 +226,14 @@ def _trend_png(path: Path, title: str, points: list[dict[str, Any]]) -> None:
     bounds = ref.get("bounds") or [None, None]
     low, high = (bounds + [None, None])[:2]
     if _real(low):
-        ax.axhspan(low, high if _real(high) else max(als + [low]) * 1.05, color="#9c9", alpha=0.2,
-                   label="tolerance band")
+        ax.axhspan(
+            low, high if _real(high) else max(als + [low]) * 1.05, color="#9c9", alpha=0.2, label="tolerance band"
+        )
     for i, p in enumerate(points):
         if p.get("vllm"):
-            ax.annotate(f"vLLM {p['vllm']}", (i, als[i]), textcoords="offset points", xytext=(0, 6), fontsize=6,
-                        ha="center")
+            ax.annotate(
+                f"vLLM {p['vllm']}", (i, als[i]), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center"
+            )
     ax.set_xticks(xs)
     ax.set_xticklabels([p["date"] for p in points], rotation=30, fontsize=7, ha="right")
     ax.set_ylabel("acceptance length")
@@ -221,8 +247,23 @@ def _trend_png(path: Path, title: str, points: list[dict[str, Any]]) -> None:
 
 
 #: verdicts from worst to best: an entry's verdict is the worst of its baselines' latest verdicts
-SEVERITY = ("regressed", "out-of-band", "crash", "timeout", "error", "invalid", "unmatched", "refused", "interrupted",
-            "secondary", "not-runnable", "no-baseline", "improved", "pass", "none")
+SEVERITY = (
+    "regressed",
+    "out-of-band",
+    "crash",
+    "timeout",
+    "error",
+    "invalid",
+    "unmatched",
+    "refused",
+    "interrupted",
+    "secondary",
+    "not-runnable",
+    "no-baseline",
+    "improved",
+    "pass",
+    "none",
+)
 FAILING = {"regressed", "out-of-band"}
 
 
@@ -289,8 +330,13 @@ def templates() -> Any:
     from importlib.resources import files
 
     folder = files(__package__) / "templates"
-    return jinja2.Environment(loader=jinja2.FunctionLoader(lambda name: (folder / name).read_text(encoding="utf-8")),
-                              autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: (folder / name).read_text(encoding="utf-8")),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def _render(template: str, **values: Any) -> str:
@@ -303,17 +349,28 @@ def _directory(path: Path, *, named_by_user: bool = False) -> None:
     report writes is removed (the link, never what it points to); a file there is refused."""
     if path.is_symlink():
         if named_by_user:
-            raise SpecregError(f"{path} is a link, not a directory: refusing to write the report through it "
-                               "(name a directory with --out)", source=str(path))
+            raise SpecregError(
+                f"{path} is a link, not a directory: refusing to write the report through it "
+                "(name a directory with --out)",
+                source=str(path),
+            )
         path.unlink()
     elif path.exists() and not path.is_dir():
-        raise SpecregError(f"{path} exists and is not a directory: refusing to replace it "
-                           "(name a directory with --out)", source=str(path))
+        raise SpecregError(
+            f"{path} exists and is not a directory: refusing to replace it (name a directory with --out)",
+            source=str(path),
+        )
     path.mkdir(parents=True, exist_ok=True)
 
 
-def build(results_dir: Path, site: Path, *, registry: str | None = None, history_out: Path | None = None,
-          warnings: list[str] | None = None) -> Path:
+def build(
+    results_dir: Path,
+    site: Path,
+    *,
+    registry: str | None = None,
+    history_out: Path | None = None,
+    warnings: list[str] | None = None,
+) -> Path:
     from specreg.entries import catalog
 
     warnings = [] if warnings is None else warnings
@@ -339,8 +396,11 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
     summary: list[tuple[str, str, str | None, dict[str, Any] | None]] = []
     for model in order:
         series = _series(by_model.get(model, []))
-        verdict = _worst([s["runs"][-1]["verdict"] for s in series.values()]) if series else \
-            (latest[model]["verdict"] if model in latest else "none")
+        verdict = (
+            _worst([s["runs"][-1]["verdict"] for s in series.values()])
+            if series
+            else (latest[model]["verdict"] if model in latest else "none")
+        )
         newest = max((str(r.get("started") or "") for s in series.values() for r in s["runs"]), default="")
         before = _verdict_before(by_model.get(model, []), newest[:10]) if newest else None
         summary.append((model, verdict, before, latest.get(model)))
@@ -351,22 +411,45 @@ def build(results_dir: Path, site: Path, *, registry: str | None = None, history
         entry = next((e for e in entries if e.id == model), None)
         al = (r.get("statistics") or {}).get("acceptance_length") if r else None
         base = ((r or {}).get("baseline") or {}).get("acceptance_length") or {}
-        rows.append({"model": model, "verdict": verdict, "link": _url(f"models/{directory_name(model)}.html"),
-                     "algorithm": entry.algorithm if entry else "-", "verifier": entry.verifier.id if entry else "-",
-                     "change": "" if before is None or before == verdict else f"was {before}",
-                     "al": "" if al is None else f"{al:.3f}", "baseline": _number(base.get("value")) if base else "",
-                     "started": (r or {}).get("started") or ""})
+        rows.append(
+            {
+                "model": model,
+                "verdict": verdict,
+                "link": _url(f"models/{directory_name(model)}.html"),
+                "algorithm": entry.algorithm if entry else "-",
+                "verifier": entry.verifier.id if entry else "-",
+                "change": "" if before is None or before == verdict else f"was {before}",
+                "al": "" if al is None else f"{al:.3f}",
+                "baseline": _number(base.get("value")) if base else "",
+                "started": (r or {}).get("started") or "",
+            }
+        )
     counts: dict[str, int] = {}
     for _, verdict, _, _ in summary:
         counts[verdict] = counts.get(verdict, 0) + 1
-    versions = sorted({str(v) for r in latest.values() for v in [(r.get("environment") or {}).get("vllm_version")]
-                       if isinstance(v, str)})
+    versions = sorted(
+        {
+            str(v)
+            for r in latest.values()
+            for v in [(r.get("environment") or {}).get("vllm_version")]
+            if isinstance(v, str)
+        }
+    )
     index = site / "index.html"
-    _write(index, _render(
-        "index.html", title="specreg: speculator verification", rows=rows, warnings=warnings, versions=versions,
-        measured=sum(1 for _, v, _, _ in summary if v != "none"), catalog_size=len(entries),
-        changed=sum(1 for _, verdict, before, _ in summary if before is not None and before != verdict),
-        counts=sorted(counts.items(), key=lambda kv: _rank(kv[0]))))
+    _write(
+        index,
+        _render(
+            "index.html",
+            title="specreg: speculator verification",
+            rows=rows,
+            warnings=warnings,
+            versions=versions,
+            measured=sum(1 for _, v, _, _ in summary if v != "none"),
+            catalog_size=len(entries),
+            changed=sum(1 for _, verdict, before, _ in summary if before is not None and before != verdict),
+            counts=sorted(counts.items(), key=lambda kv: _rank(kv[0])),
+        ),
+    )
     return index
 
 
@@ -392,15 +475,34 @@ def _latest_run(r: dict[str, Any]) -> dict[str, Any]:
         metrics = []
         for name, label, value in metric_rows(s):
             c = checks.get(name)
-            metrics.append({"label": label, "measured": f"{value:.3f}{ci_text if name == 'acceptance_length' else ''}",
-                            "check": {"baseline": str(c.get("baseline_text", c["baseline"])),
-                                      "bounds": bounds_text(c), "verdict": str(c["verdict"])} if c else None})
+            metrics.append(
+                {
+                    "label": label,
+                    "measured": f"{value:.3f}{ci_text if name == 'acceptance_length' else ''}",
+                    "check": {
+                        "baseline": str(c.get("baseline_text", c["baseline"])),
+                        "bounds": bounds_text(c),
+                        "verdict": str(c["verdict"]),
+                    }
+                    if c
+                    else None,
+                }
+            )
     env = r.get("environment") if isinstance(r.get("environment"), dict) else {}
-    return {"started": str(r.get("started") or ""), "error": r.get("error"), "metrics": metrics,
-            "reason": j.get("reason"), "differences": j.get("differences"),
-            "not_recorded": j.get("not_recorded_by_baseline"), "speed": throughput_text(r),
-            "harness": harness_text(r.get("harness") or {}), "engine": show(r.get("engine")),
-            "vllm": show(env.get("vllm_version")), "gpu": show(env.get("gpu")), "plot": None}
+    return {
+        "started": str(r.get("started") or ""),
+        "error": r.get("error"),
+        "metrics": metrics,
+        "reason": j.get("reason"),
+        "differences": j.get("differences"),
+        "not_recorded": j.get("not_recorded_by_baseline"),
+        "speed": throughput_text(r),
+        "harness": harness_text(r.get("harness") or {}),
+        "engine": show(r.get("engine")),
+        "vllm": show(env.get("vllm_version")),
+        "gpu": show(env.get("gpu")),
+        "plot": None,
+    }
 
 
 def _url(path: str) -> str:
@@ -410,8 +512,9 @@ def _url(path: str) -> str:
     return quote(path, safe="/.")
 
 
-def _model_page(site: Path, model: str, verdict: str, r: dict[str, Any] | None,
-                series: dict[str, dict[str, Any]]) -> None:
+def _model_page(
+    site: Path, model: str, verdict: str, r: dict[str, Any] | None, series: dict[str, dict[str, Any]]
+) -> None:
     name = directory_name(model)
     latest = None
     if r is not None:
@@ -434,22 +537,48 @@ def _model_page(site: Path, model: str, verdict: str, r: dict[str, Any] | None,
         for run in runs:
             st = run.get("statistics") or {}
             al, ci = st.get("acceptance_length"), st.get("al_interval")
-            check = next((c for c in (run.get("judgement") or {}).get("checks") or []
-                          if c.get("metric") == "acceptance_length"), None)
+            check = next(
+                (c for c in (run.get("judgement") or {}).get("checks") or [] if c.get("metric") == "acceptance_length"),
+                None,
+            )
             env = run.get("environment") or {}
             date = str(run.get("started") or "")[:10]
-            table.append({"verdict": str(run["verdict"]), "date": date, "vllm": str(env.get("vllm_version") or "-"),
-                          "al": "" if al is None else f"{al:.3f}", "ci": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
-                          "bounds": _bounds(check)})
+            table.append(
+                {
+                    "verdict": str(run["verdict"]),
+                    "date": date,
+                    "vllm": str(env.get("vllm_version") or "-"),
+                    "al": "" if al is None else f"{al:.3f}",
+                    "ci": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
+                    "bounds": _bounds(check),
+                }
+            )
             if _real(al):
-                points.append({"al": al, "ci": ci, "verdict": run["verdict"], "vllm": env.get("vllm_version"),
-                               "date": date, "check": check})
+                points.append(
+                    {
+                        "al": al,
+                        "ci": ci,
+                        "verdict": run["verdict"],
+                        "vllm": env.get("vllm_version"),
+                        "date": date,
+                        "check": check,
+                    }
+                )
         trend = None
         if len(points) >= 2:  # one point is not a trend
             image = f"{name}-trend.png" if n == 0 else f"{name}-trend-{n + 1}.png"
             _trend_png(site / "models" / image, f"{model}: {title}", points)
             trend = _url(image)
-        shown.append({"title": title, "verdict": str(last["verdict"]), "runs": table, "trend": trend,
-                      "why": str(reason) if reason and last["verdict"] != "pass" else None})
-    _write(site / "models" / f"{name}.html",
-           _render("model.html", title=model, verdict=str(verdict), latest=latest, series=shown))
+        shown.append(
+            {
+                "title": title,
+                "verdict": str(last["verdict"]),
+                "runs": table,
+                "trend": trend,
+                "why": str(reason) if reason and last["verdict"] != "pass" else None,
+            }
+        )
+    _write(
+        site / "models" / f"{name}.html",
+        _render("model.html", title=model, verdict=str(verdict), latest=latest, series=shown),
+    )

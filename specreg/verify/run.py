@@ -16,8 +16,16 @@ import attrs
 
 from specreg.errors import HubError, SpecregError
 from specreg.verify import outputs
-from specreg.verify.engines import (BadAnswer, EngineError, InProcessEngine, Interrupted, RunTimeout, ServerEngine,
-                                    engine_kwargs, gpu_info)
+from specreg.verify.engines import (
+    BadAnswer,
+    EngineError,
+    InProcessEngine,
+    Interrupted,
+    RunTimeout,
+    ServerEngine,
+    engine_kwargs,
+    gpu_info,
+)
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
@@ -27,8 +35,22 @@ from specreg.entries import Harness, PromptFormat
 #: exit status per verdict (docs/verify.md): 0 judged fine or nothing to judge against, 1 regressed, 2 bad
 #: input or refused, 4 the entry has baselines and the run matched none of them, 5 the engine failed
 #: (3 is reserved for specreg's own bugs, as in every command), 130 interrupted
-EXIT = {"pass": 0, "improved": 0, "no-baseline": 0, "secondary": 0, "not-runnable": 0, "regressed": 1, "out-of-band": 1,
-        "refused": 2, "invalid": 2, "unmatched": 4, "error": 5, "timeout": 5, "crash": 5, "interrupted": 130}
+EXIT = {
+    "pass": 0,
+    "improved": 0,
+    "no-baseline": 0,
+    "secondary": 0,
+    "not-runnable": 0,
+    "regressed": 1,
+    "out-of-band": 1,
+    "refused": 2,
+    "invalid": 2,
+    "unmatched": 4,
+    "error": 5,
+    "timeout": 5,
+    "crash": 5,
+    "interrupted": 130,
+}
 
 
 @attrs.define
@@ -90,14 +112,33 @@ def _engine_name(opts: Options) -> str:
     return "server " + redact(opts.server) if opts.server else "vllm in-process"
 
 
-def failed_result(model: str, started: str, engine: str, verdict: str, error: str, *,
-                  harness: dict[str, Any] | None = None, environment: dict[str, Any] | None = None,
-                  **extra: Any) -> dict[str, Any]:
+def failed_result(
+    model: str,
+    started: str,
+    engine: str,
+    verdict: str,
+    error: str,
+    *,
+    harness: dict[str, Any] | None = None,
+    environment: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """The result of a run that measured nothing (invalid input, the engine failed, a crash or a
     timeout seen from outside): the same keys as a measured result, with nothing measured."""
-    return {"model": model, "started": started, "engine": engine, "verdict": verdict, "error": error,
-            "harness": harness or {"dataset": None}, "environment": environment or {}, "statistics": None,
-            "judgement": None, "baseline": None, "notes": [], **extra}
+    return {
+        "model": model,
+        "started": started,
+        "engine": engine,
+        "verdict": verdict,
+        "error": error,
+        "harness": harness or {"dataset": None},
+        "environment": environment or {},
+        "statistics": None,
+        "judgement": None,
+        "baseline": None,
+        "notes": [],
+        **extra,
+    }
 
 
 def catalog_entry(model: str, registry: str | None):
@@ -109,8 +150,14 @@ def catalog_entry(model: str, registry: str | None):
         return None
 
 
-def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
-           progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+def verify(
+    model: str,
+    opts: Options,
+    *,
+    out: Path | None,
+    history: Path | None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
     """Run one verification and write its outputs; returns the result (see outputs.RESULT).
     Bad input (an unloadable or unservable model, a missing dataset) is a result too, with verdict
     "invalid", so that a nightly run records it like any other outcome."""
@@ -120,31 +167,44 @@ def verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
     except SpecregError as exc:
         if out is None:
             raise
-        result = failed_result(model, started, _engine_name(opts), "invalid", exc.line(),
-                               harness={"dataset": opts.dataset})
+        result = failed_result(
+            model, started, _engine_name(opts), "invalid", exc.line(), harness={"dataset": opts.dataset}
+        )
         outputs.write_all(out, result, history)
         return result
 
 
 def run_prompts(opts: Options):
     """The prompts of a run, as its Options ask for them."""
-    return load_prompts(opts.dataset, dataset_file=opts.dataset_file, num_prompts=opts.num_prompts, chat=opts.chat,
-                        few_shot=opts.few_shot, shots_split=opts.shots_split, shots_file=opts.shots_file,
-                        template=opts.template)
+    return load_prompts(
+        opts.dataset,
+        dataset_file=opts.dataset_file,
+        num_prompts=opts.num_prompts,
+        chat=opts.chat,
+        few_shot=opts.few_shot,
+        shots_split=opts.shots_split,
+        shots_file=opts.shots_file,
+        template=opts.template,
+    )
 
 
 def engine_options(opts: Options, entry: Any) -> dict[str, Any]:
     """The engine options of a run (see engines.engine_kwargs): the harness's, with the entry's
     [serving] (max_model_len, tensor parallel size) where the command line does not say."""
     serving = entry.serving if entry else None
-    return {"batch_size": opts.batch_size, "seed": opts.seed,
-            "tensor_parallel_size": opts.tensor_parallel_size or (serving.tensor_parallel_size if serving else None),
-            "max_model_len": opts.max_model_len or (serving.max_model_len if serving else None),
-            "draft_sample_method": opts.draft_sample_method, "prefix_caching": opts.prefix_caching}
+    return {
+        "batch_size": opts.batch_size,
+        "seed": opts.seed,
+        "tensor_parallel_size": opts.tensor_parallel_size or (serving.tensor_parallel_size if serving else None),
+        "max_model_len": opts.max_model_len or (serving.max_model_len if serving else None),
+        "draft_sample_method": opts.draft_sample_method,
+        "prefix_caching": opts.prefix_caching,
+    }
 
 
-def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None,
-            progress: Callable[[str], None], started: str) -> dict[str, Any]:
+def _verify(
+    model: str, opts: Options, *, out: Path | None, history: Path | None, progress: Callable[[str], None], started: str
+) -> dict[str, Any]:
     from specreg.api import load
     from specreg.version import __version__
 
@@ -163,28 +223,58 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
     one_at_a_time = opts.mode == "prompt-at-a-time"
     n_chunks, concurrency = (len(prompts.items), 1) if one_at_a_time else (opts.chunks, opts.concurrency)
     gpu, driver = gpu_info()
-    environment: dict[str, Any] = {"gpu": opts.gpu or gpu, "driver": driver, "python": platform.python_version(),
-                                   "specreg": __version__, "vllm_version": None}
-    result: dict[str, Any] = {"model": model, "started": started, "engine": _engine_name(opts), "notes": notes, "dataset_source": prompts.source,
-                              "dataset_revision": prompts.revision or "unpinned"}
-    harness = Harness(dataset=prompts.dataset, subset=prompts.subset, split=prompts.split,
-                      num_prompts=len(prompts.items),
-                      # thinking is recorded only where it is sent: raw completions carry no chat template kwargs
-                      prompt=PromptFormat(chat_template=prompts.chat, few_shot=prompts.few_shot,
-                                          thinking=opts.thinking if prompts.chat else None,
-                                          shots_split=prompts.shots_split, template=prompts.template),
-                      temperature=opts.temperature, max_tokens=opts.max_tokens, k=k, batch_size=opts.batch_size,
-                      concurrency=str(concurrency) if opts.server else None, seed=opts.seed, gpu=environment["gpu"],
-                      tensor_parallel_size=tp, runs=1, stop=tuple(opts.stop) if opts.stop else None,
-                      max_model_len=max_model_len, mode=opts.mode, statistic=opts.statistic,
-                      draft_sample_method=opts.draft_sample_method, prefix_caching=opts.prefix_caching)
+    environment: dict[str, Any] = {
+        "gpu": opts.gpu or gpu,
+        "driver": driver,
+        "python": platform.python_version(),
+        "specreg": __version__,
+        "vllm_version": None,
+    }
+    result: dict[str, Any] = {
+        "model": model,
+        "started": started,
+        "engine": _engine_name(opts),
+        "notes": notes,
+        "dataset_source": prompts.source,
+        "dataset_revision": prompts.revision or "unpinned",
+    }
+    harness = Harness(
+        dataset=prompts.dataset,
+        subset=prompts.subset,
+        split=prompts.split,
+        num_prompts=len(prompts.items),
+        # thinking is recorded only where it is sent: raw completions carry no chat template kwargs
+        prompt=PromptFormat(
+            chat_template=prompts.chat,
+            few_shot=prompts.few_shot,
+            thinking=opts.thinking if prompts.chat else None,
+            shots_split=prompts.shots_split,
+            template=prompts.template,
+        ),
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+        k=k,
+        batch_size=opts.batch_size,
+        concurrency=str(concurrency) if opts.server else None,
+        seed=opts.seed,
+        gpu=environment["gpu"],
+        tensor_parallel_size=tp,
+        runs=1,
+        stop=tuple(opts.stop) if opts.stop else None,
+        max_model_len=max_model_len,
+        mode=opts.mode,
+        statistic=opts.statistic,
+        draft_sample_method=opts.draft_sample_method,
+        prefix_caching=opts.prefix_caching,
+    )
     workdir = None
     kwargs = None
     deadline = None if opts.timeout is None else time.monotonic() + opts.timeout
     try:
         if opts.server:
-            engine: Any = ServerEngine(opts.server, model=opts.served_model, deadline=deadline,
-                                       timeout=min(600.0, opts.timeout or 600.0))
+            engine: Any = ServerEngine(
+                opts.server, model=opts.served_model, deadline=deadline, timeout=min(600.0, opts.timeout or 600.0)
+            )
         else:
             if spec is None or not spec.servable:
                 raise SpecregError(f"{model}: not servable as trained by the targeted vLLM", source=model)
@@ -193,8 +283,9 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                 # outside --out: results are published, and a materialized draft holds links into the HF cache
                 workdir = tempfile.mkdtemp(prefix="specreg-verify-")
                 draft_dir = str(spec.materialize(Path(workdir) / "draft", progress=progress).directory)
-            kwargs = spec.llm_kwargs(draft=draft_dir, verifier=None if spec.verifier else
-                                     (entry.verifier.id if entry else None))
+            kwargs = spec.llm_kwargs(
+                draft=draft_dir, verifier=None if spec.verifier else (entry.verifier.id if entry else None)
+            )
             if opts.k:
                 kwargs["speculative_config"]["num_speculative_tokens"] = opts.k
             engine = InProcessEngine(engine_kwargs(kwargs, **options), deadline=deadline)
@@ -209,28 +300,42 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
                 return _finish(early, out, history)
         if opts.server:
             # what the in-process engine would pass to vllm.LLM: a server took it (or not) at launch
-            set_at_launch = {k: v for k, v in engine_kwargs({}, **dict(options, seed=None)).items()
-                             if k != "disable_log_stats"}
+            set_at_launch = {
+                k: v for k, v in engine_kwargs({}, **dict(options, seed=None)).items() if k != "disable_log_stats"
+            }
             if set_at_launch:
-                notes.append("engine options a server takes at launch, not per request (recorded as the harness, "
-                             "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items()))
+                notes.append(
+                    "engine options a server takes at launch, not per request (recorded as the harness, "
+                    "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items())
+                )
         earlier = _resumable(out, harness, notes) if opts.resume else []
         try:
-            deltas = earlier + engine.run(prompts.items, n_chunks=n_chunks, concurrency=concurrency,
-                                          temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed,
-                                          thinking=opts.thinking if prompts.chat else None, progress=progress,
-                                          stop=opts.stop, skip=len(earlier))
+            deltas = earlier + engine.run(
+                prompts.items,
+                n_chunks=n_chunks,
+                concurrency=concurrency,
+                temperature=opts.temperature,
+                max_tokens=opts.max_tokens,
+                seed=opts.seed,
+                thinking=opts.thinking if prompts.chat else None,
+                progress=progress,
+                stop=opts.stop,
+                skip=len(earlier),
+            )
         except Interrupted as exc:
             raise Interrupted(earlier + exc.deltas, exc.done, exc.total) from None
         stats = compute(deltas, opts.statistic)
         if opts.compare_baseline_engine:
-            result["throughput"] = _compare_without_draft(engine, opts, prompts, kwargs,
-                                                          options, stats, deadline, n_chunks, concurrency, progress)
+            result["throughput"] = _compare_without_draft(
+                engine, opts, prompts, kwargs, options, stats, deadline, n_chunks, concurrency, progress
+            )
         measured_k = _k_from_counters(stats)
         if measured_k is not None and measured_k != harness.k:
             if harness.k is not None:
-                notes.append(f"k: the server drafted {measured_k} tokens per step (its counters), not the "
-                             f"{harness.k} the config or --k named; {measured_k} is recorded")
+                notes.append(
+                    f"k: the server drafted {measured_k} tokens per step (its counters), not the "
+                    f"{harness.k} the config or --k named; {measured_k} is recorded"
+                )
             harness = attrs.evolve(harness, k=measured_k)
     except (KeyboardInterrupt, Interrupted) as exc:
         deltas = exc.deltas if isinstance(exc, Interrupted) else []
@@ -239,19 +344,38 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
             partial = compute(deltas, opts.statistic).to_dict() if deltas else None
         except ValueError:  # the chunks so far drafted nothing
             partial = None
-        result = failed_result(model, started, result["engine"], "interrupted",
-                               f"{what}: the chunks measured so far are kept, nothing was judged; the same command "
-                               "with --resume continues it",
-                               harness=_plain(harness), environment=environment, notes=notes,
-                               dataset_source=prompts.source, dataset_revision=result["dataset_revision"],
-                               statistics=partial, chunk_counters=[d.chunk_dict() for d in deltas])
+        result = failed_result(
+            model,
+            started,
+            result["engine"],
+            "interrupted",
+            f"{what}: the chunks measured so far are kept, nothing was judged; the same command "
+            "with --resume continues it",
+            harness=_plain(harness),
+            environment=environment,
+            notes=notes,
+            dataset_source=prompts.source,
+            dataset_revision=result["dataset_revision"],
+            statistics=partial,
+            chunk_counters=[d.chunk_dict() for d in deltas],
+        )
         return _finish(result, out, history)
     except (EngineError, ValueError) as exc:
         # impossible counters or malformed answers are bad input (exit 2); a failing engine is exit 3
         verdict = "timeout" if isinstance(exc, RunTimeout) else "invalid" if isinstance(exc, BadAnswer) else "error"
-        result = failed_result(model, started, result["engine"], verdict, str(exc), harness=_plain(harness),
-                               environment=environment, notes=notes, dataset_source=prompts.source,
-                               dataset_revision=result["dataset_revision"], chunk_counters=[])
+        result = failed_result(
+            model,
+            started,
+            result["engine"],
+            verdict,
+            str(exc),
+            harness=_plain(harness),
+            environment=environment,
+            notes=notes,
+            dataset_source=prompts.source,
+            dataset_revision=result["dataset_revision"],
+            chunk_counters=[],
+        )
         if out is not None:
             outputs.write_all(out, result, history)
         return result
@@ -269,10 +393,15 @@ def _verify(model: str, opts: Options, *, out: Path | None, history: Path | None
         statistics=stats.to_dict(),
         chunk_counters=[d.chunk_dict() for d in deltas],
         judgement=_judgement_dict(judgement),
-        baseline=None if baseline is None else {
-            "kind": baseline.kind, "source": baseline.source, "secondary": baseline.secondary,
+        baseline=None
+        if baseline is None
+        else {
+            "kind": baseline.kind,
+            "source": baseline.source,
+            "secondary": baseline.secondary,
             "acceptance_length": attrs.asdict(baseline.metrics.acceptance_length),
-            "per_position": list(baseline.metrics.per_position.values) if baseline.metrics.per_position else None},
+            "per_position": list(baseline.metrics.per_position.values) if baseline.metrics.per_position else None,
+        },
     )
     if opts.update_baseline:
         result["baseline_update"] = update_baseline(entry, judgement, harness, stats, environment, opts.registry)
@@ -308,9 +437,18 @@ def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any
     return chunks
 
 
-def _compare_without_draft(engine: Any, opts: Options, prompts: Any, llm_kwargs: dict[str, Any] | None,
-                           options: dict[str, Any], stats: Any, deadline: float | None, n_chunks: int,
-                           concurrency: int, progress: Callable[[str], None]) -> dict[str, Any]:
+def _compare_without_draft(
+    engine: Any,
+    opts: Options,
+    prompts: Any,
+    llm_kwargs: dict[str, Any] | None,
+    options: dict[str, Any],
+    stats: Any,
+    deadline: float | None,
+    n_chunks: int,
+    concurrency: int,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
     """The same prompts on the engine without the draft: output tokens per second with and without,
     and the speedup. In-process the drafting engine is stopped first and the verifier started alone;
     against a server, `--compare-baseline-engine URL` names a server of the same verifier with no draft."""
@@ -321,12 +459,24 @@ def _compare_without_draft(engine: Any, opts: Options, prompts: Any, llm_kwargs:
         plain = {k: v for k, v in engine_kwargs(llm_kwargs or {}, **options).items() if k != "speculative_config"}
         baseline: Any = InProcessEngine(plain, deadline=deadline)
     else:
-        baseline = ServerEngine(opts.compare_baseline_engine, deadline=deadline, speculative=False,
-                                timeout=min(600.0, opts.timeout or 600.0))
+        baseline = ServerEngine(
+            opts.compare_baseline_engine,
+            deadline=deadline,
+            speculative=False,
+            timeout=min(600.0, opts.timeout or 600.0),
+        )
     progress("the same prompts without the draft")
-    deltas = baseline.run(prompts.items, n_chunks=n_chunks, concurrency=concurrency, temperature=opts.temperature,
-                          max_tokens=opts.max_tokens, seed=opts.seed,
-                          thinking=opts.thinking if prompts.chat else None, progress=progress, stop=opts.stop)
+    deltas = baseline.run(
+        prompts.items,
+        n_chunks=n_chunks,
+        concurrency=concurrency,
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+        seed=opts.seed,
+        thinking=opts.thinking if prompts.chat else None,
+        progress=progress,
+        stop=opts.stop,
+    )
     if hasattr(baseline, "close"):
         baseline.close()
     from specreg.verify.stats import total as _total
@@ -334,11 +484,15 @@ def _compare_without_draft(engine: Any, opts: Options, prompts: Any, llm_kwargs:
     total = _total(deltas) if deltas else None
     without = total.generated / total.seconds if total is not None and total.generated and total.seconds else None
     with_draft = stats.output_tokens_per_s
-    return {"engine_without_draft": "vllm in-process" if opts.compare_baseline_engine == "in-process"
-            else "server " + redact(opts.compare_baseline_engine),
-            "output_tokens_per_s": with_draft, "output_tokens_per_s_without_draft": without,
-            "speedup": with_draft / without if with_draft and without else None,
-            "note": "a property of this engine, GPU, batch and concurrency, measured once: not of the draft alone"}
+    return {
+        "engine_without_draft": "vllm in-process"
+        if opts.compare_baseline_engine == "in-process"
+        else "server " + redact(opts.compare_baseline_engine),
+        "output_tokens_per_s": with_draft,
+        "output_tokens_per_s_without_draft": without,
+        "speedup": with_draft / without if with_draft and without else None,
+        "note": "a property of this engine, GPU, batch and concurrency, measured once: not of the draft alone",
+    }
 
 
 def _finish(result: dict[str, Any], out: Path | None, history: Path | None) -> dict[str, Any]:
@@ -354,11 +508,14 @@ def _finish(result: dict[str, Any], out: Path | None, history: Path | None) -> d
 
 
 def _judgement_dict(judgement: Any) -> dict[str, Any]:
-    return {"baseline_index": judgement.baseline_index, "reason": judgement.reason,
-            "differences": [d.text() for d in judgement.differences],
-            "not_recorded_by_baseline": list(judgement.unrecorded),
-            "others": [{"baseline_index": i, "verdict": v} for i, v in judgement.others],
-            "checks": [attrs.asdict(c) for c in judgement.checks]}
+    return {
+        "baseline_index": judgement.baseline_index,
+        "reason": judgement.reason,
+        "differences": [d.text() for d in judgement.differences],
+        "not_recorded_by_baseline": list(judgement.unrecorded),
+        "others": [{"baseline_index": i, "verdict": v} for i, v in judgement.others],
+        "checks": [attrs.asdict(c) for c in judgement.checks],
+    }
 
 
 def judge_harness(model: str, harness: Harness, entry: Any, opts: Options) -> dict[str, Any] | None:
@@ -374,11 +531,17 @@ def judge_harness(model: str, harness: Harness, entry: Any, opts: Options) -> di
     diffs = [d for d in differences(harness, picked[1].harness) if d.field not in ("vllm_version",)]
     if not diffs:
         return None
-    return failed_result(model, utc_now(), _engine_name(opts), "refused",
-                         "--strict-harness: the harness differs from baseline "
-                         f"{picked[0]}'s, nothing was measured: " + "; ".join(d.text() for d in diffs),
-                         harness=_plain(harness), harness_from=opts.harness_from,
-                         judgement={"baseline_index": picked[0], "differences": [d.text() for d in diffs]})
+    return failed_result(
+        model,
+        utc_now(),
+        _engine_name(opts),
+        "refused",
+        "--strict-harness: the harness differs from baseline "
+        f"{picked[0]}'s, nothing was measured: " + "; ".join(d.text() for d in diffs),
+        harness=_plain(harness),
+        harness_from=opts.harness_from,
+        judgement={"baseline_index": picked[0], "differences": [d.text() for d in diffs]},
+    )
 
 
 def _served_names(value: str) -> set[str]:
@@ -392,8 +555,7 @@ def _served_names(value: str) -> set[str]:
 def _check_served(engine: Any, model: str, spec: Any, entry: Any) -> None:
     """The server serves the verifier (or the draft) being verified: one of /v1/models' ids or roots
     names it (or a local copy with the same last path component). Unknown verifier: not checked."""
-    expected = {n for n in (getattr(spec, "verifier", None), entry.verifier.id if entry is not None else None)
-                if n}
+    expected = {n for n in (getattr(spec, "verifier", None), entry.verifier.id if entry is not None else None) if n}
     if not expected:
         return
     served = engine.served_models()
@@ -401,8 +563,10 @@ def _check_served(engine: Any, model: str, spec: Any, entry: Any) -> None:
     have = set().union(*(_served_names(n) for pair in served for n in pair if n))
     if not wanted & have:
         shown = ", ".join(f"{i}" + (f" ({r})" if r and r != i else "") for i, r in served) or "nothing"
-        raise BadAnswer(f"the server serves {shown}, not {', '.join(sorted(expected))} (the verifier of {model}): "
-                        "another model would be measured and judged")
+        raise BadAnswer(
+            f"the server serves {shown}, not {', '.join(sorted(expected))} (the verifier of {model}): "
+            "another model would be measured and judged"
+        )
 
 
 def _plain(harness: Harness) -> dict[str, Any]:
@@ -411,8 +575,9 @@ def _plain(harness: Harness) -> dict[str, Any]:
     return d
 
 
-def update_baseline(entry: Any, judgement: Any, harness: Harness, stats: Any, environment: dict[str, Any],
-                    registry: str | None) -> dict[str, Any]:
+def update_baseline(
+    entry: Any, judgement: Any, harness: Harness, stats: Any, environment: dict[str, Any], registry: str | None
+) -> dict[str, Any]:
     """`--update-baseline`: a measured baseline beside the one the run reproduced, only for a run that
     passed it with the same harness, only into a catalog directory the user names (`--registry`),
     printed as a diff for review. Otherwise nothing is written and the reason is returned."""
@@ -422,14 +587,23 @@ def update_baseline(entry: Any, judgement: Any, harness: Harness, stats: Any, en
     if entry is None:
         return {"written": False, "reason": "the model is not in the catalog: there is no entry to add a baseline to"}
     if registry is None:
-        return {"written": False, "reason": "name the catalog directory to write into with --registry DIR (a "
-                                            "checkout of the catalog); the shipped catalog is never written"}
+        return {
+            "written": False,
+            "reason": "name the catalog directory to write into with --registry DIR (a "
+            "checkout of the catalog); the shipped catalog is never written",
+        }
     if judgement.verdict != "pass":
-        return {"written": False, "reason": f"the run's verdict is {judgement.verdict}, not pass: a baseline is "
-                                            "recorded only from a run that meets the one it sits beside"}
+        return {
+            "written": False,
+            "reason": f"the run's verdict is {judgement.verdict}, not pass: a baseline is "
+            "recorded only from a run that meets the one it sits beside",
+        }
     if judgement.differences:
-        return {"written": False, "reason": "the harness differs from baseline "
-                                            f"{judgement.baseline_index}'s: " + "; ".join(d.text() for d in judgement.differences)}
+        return {
+            "written": False,
+            "reason": "the harness differs from baseline "
+            f"{judgement.baseline_index}'s: " + "; ".join(d.text() for d in judgement.differences),
+        }
     try:
         path, diff = write_measured_baseline(entry, harness, stats, environment, registry)
     except SpecregError as exc:
@@ -437,8 +611,9 @@ def update_baseline(entry: Any, judgement: Any, harness: Harness, stats: Any, en
     return {"written": True, "path": path, "diff": diff}
 
 
-def write_measured_baseline(entry, harness: Harness, stats, environment: dict[str, Any],
-                            registry: str | None) -> tuple[str, str]:
+def write_measured_baseline(
+    entry, harness: Harness, stats, environment: dict[str, Any], registry: str | None
+) -> tuple[str, str]:
     """Append a `measured` baseline with its harness to the entry's TOML file (the rest is kept);
     (the file, the unified diff of the change)."""
     import difflib
@@ -452,13 +627,16 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     try:
         path.resolve().relative_to(Path(root).resolve())
     except ValueError:
-        raise SpecregError(f"{entry.id} is read from {path}, not from the catalog directory {registry}: "
-                           "nothing written") from None
+        raise SpecregError(
+            f"{entry.id} is read from {path}, not from the catalog directory {registry}: nothing written"
+        ) from None
     before = entries.read_entry_text(path, Path(root))  # the catalog's own reading rule
     doc = tomlkit.parse(before)
     h = {k: v for k, v in _plain(harness).items() if v not in (None, {}, [])}
-    metrics: dict[str, Any] = {"acceptance_length": {"value": round(stats.acceptance_length, 4)},
-                               "draft_acceptance_rate": {"value": round(stats.draft_acceptance_rate, 4)}}
+    metrics: dict[str, Any] = {
+        "acceptance_length": {"value": round(stats.acceptance_length, 4)},
+        "draft_acceptance_rate": {"value": round(stats.draft_acceptance_rate, 4)},
+    }
     if stats.per_position:
         metrics["per_position"] = {"values": [round(p, 4) for p in stats.per_position]}
     if stats.al_interval:
@@ -466,8 +644,14 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
         metrics["acceptance_length"]["notes"] = f"95% CI {lo:.3f}-{hi:.3f} over {stats.chunks} chunks"
     table = tomlkit.table()
     table.add("kind", "measured")
-    source = "specreg verify" + "".join(f", {v}" for v in (
-        f"vLLM {environment['vllm_version']}" if environment.get("vllm_version") else None, environment.get("gpu")) if v)
+    source = "specreg verify" + "".join(
+        f", {v}"
+        for v in (
+            f"vLLM {environment['vllm_version']}" if environment.get("vllm_version") else None,
+            environment.get("gpu"),
+        )
+        if v
+    )
     table.add("source", source)
     table.add("date", dt.date.today().isoformat())
     table.add("harness", h)
@@ -478,9 +662,17 @@ def write_measured_baseline(entry, harness: Harness, stats, environment: dict[st
     text = tomlkit.dumps(doc)
     parsed, problems = entries.parse_entry(text, file=str(path))
     if problems or parsed is None:
-        raise SpecregError(f"{path}: the measured baseline would not validate: "
-                           + "; ".join(f"{p.path}: {p.message}" for p in problems))
+        raise SpecregError(
+            f"{path}: the measured baseline would not validate: "
+            + "; ".join(f"{p.path}: {p.message}" for p in problems)
+        )
     atomic.write_bytes(path, text.encode("utf-8"))
-    diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), text.splitlines(keepends=True),
-                                        fromfile=f"a/{path.name}", tofile=f"b/{path.name}"))
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            fromfile=f"a/{path.name}",
+            tofile=f"b/{path.name}",
+        )
+    )
     return str(path), diff

@@ -23,9 +23,38 @@ import attrs
 from specreg.verify.counters import COUNTS, SpecCounters
 
 #: two-sided 95% Student t quantiles t(0.975, df) for df = 1..30; above 30 the normal 1.96
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def t975(df: int) -> float:
@@ -66,9 +95,14 @@ class Statistics:
     def to_dict(self) -> dict[str, Any]:
         """The fields (the counters without the run's output tokens and seconds, which follow with the
         derived figures)."""
-        return {**attr.asdict(self, filter=COUNTS, retain_collection_types=False), "detectable_change": self.detectable_change,
-                "output_tokens": self.counters.generated, "seconds": self.counters.seconds,
-                "output_tokens_per_s": self.output_tokens_per_s, "ms_per_output_token": self.ms_per_output_token}
+        return {
+            **attr.asdict(self, filter=COUNTS, retain_collection_types=False),
+            "detectable_change": self.detectable_change,
+            "output_tokens": self.counters.generated,
+            "seconds": self.counters.seconds,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "ms_per_output_token": self.ms_per_output_token,
+        }
 
 
 def acceptance_length(c: SpecCounters) -> float:

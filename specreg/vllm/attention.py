@@ -37,11 +37,32 @@ from specreg.vllm.fact_files import read_all
 
 #: GPUs by the name users give, and their compute capability (NVIDIA's CUDA GPU table)
 GPUS: dict[str, tuple[int, int]] = {
-    "V100": (7, 0), "T4": (7, 5), "A100": (8, 0), "A30": (8, 0), "A10": (8, 6), "A10G": (8, 6), "A40": (8, 6),
-    "RTX 3090": (8, 6), "RTX A6000": (8, 6), "L4": (8, 9), "L40": (8, 9), "L40S": (8, 9), "RTX 4090": (8, 9),
-    "RTX 6000 Ada": (8, 9), "H100": (9, 0), "H200": (9, 0), "H20": (9, 0), "GH200": (9, 0), "B200": (10, 0),
-    "GB200": (10, 0), "B300": (10, 3), "GB300": (10, 3), "RTX 5090": (12, 0), "RTX PRO 6000": (12, 0),
-    "GB10": (12, 1), "DGX Spark": (12, 1),
+    "V100": (7, 0),
+    "T4": (7, 5),
+    "A100": (8, 0),
+    "A30": (8, 0),
+    "A10": (8, 6),
+    "A10G": (8, 6),
+    "A40": (8, 6),
+    "RTX 3090": (8, 6),
+    "RTX A6000": (8, 6),
+    "L4": (8, 9),
+    "L40": (8, 9),
+    "L40S": (8, 9),
+    "RTX 4090": (8, 9),
+    "RTX 6000 Ada": (8, 9),
+    "H100": (9, 0),
+    "H200": (9, 0),
+    "H20": (9, 0),
+    "GH200": (9, 0),
+    "B200": (10, 0),
+    "GB200": (10, 0),
+    "B300": (10, 3),
+    "GB300": (10, 3),
+    "RTX 5090": (12, 0),
+    "RTX PRO 6000": (12, 0),
+    "GB10": (12, 1),
+    "DGX Spark": (12, 1),
 }
 DTYPES = ("bfloat16", "float16", "float32")
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -60,7 +81,8 @@ def _facts() -> dict[str, Any]:
 def _overlaid(base: Any, over: Any) -> Any:
     if isinstance(base, dict) and isinstance(over, dict):
         return {k: _overlaid(base.get(k), over[k]) if k in over else v for k, v in base.items()} | {
-            k: v for k, v in over.items() if k not in base}
+            k: v for k, v in over.items() if k not in base
+        }
     return over
 
 
@@ -96,8 +118,9 @@ def capability(gpu: str) -> tuple[int, int]:
         return int(digits[:-1]), int(digits[-1])
     if m:
         return int(m.group(1)), int(m.group(2))
-    raise AttentionError(f"unknown GPU {clipped(gpu)}: give one of {', '.join(GPUS)}, or its compute capability "
-                         "as sm_XY (sm_90) or X.Y")
+    raise AttentionError(
+        f"unknown GPU {clipped(gpu)}: give one of {', '.join(GPUS)}, or its compute capability as sm_XY (sm_90) or X.Y"
+    )
 
 
 def gpu_label(gpu: str) -> str:
@@ -145,8 +168,9 @@ def version_key(version: str) -> str:
     return major_minor
 
 
-def reasons(version: str, cap: tuple[int, int], backend: str, case: Case,
-            cubins: bool | None = None) -> tuple[str, ...] | None:
+def reasons(
+    version: str, cap: tuple[int, int], backend: str, case: Case, cubins: bool | None = None
+) -> tuple[str, ...] | None:
     """`validate_configuration`'s reasons for one backend (empty: valid); None: not in the version.
     cubins: whether FlashInfer's TRTLLM cubins are found (None: `cubins_by_default`)."""
     key = version_key(version)
@@ -202,8 +226,10 @@ def select(version: str, cap: tuple[int, int], case: Case, cubins: bool | None =
     cubins = cubins_by_default(key) if cubins is None else cubins
     facts = _merged(key, cubins).get(f"{cap[0]}.{cap[1]}")
     if facts is None:
-        raise AttentionError(f"compute capability {cap[0]}.{cap[1]}: the facts cover "
-                             f"{', '.join(sorted(k for k in _facts()[key] if k[0].isdigit()))}")
+        raise AttentionError(
+            f"compute capability {cap[0]}.{cap[1]}: the facts cover "
+            f"{', '.join(sorted(k for k in _facts()[key] if k[0].isdigit()))}"
+        )
     order = facts["priorities"][f"{'non-causal' if case.non_causal else 'causal'}|{case.kv_cache_dtype}"]
     valid, refused = [], {}
     for backend in order:
@@ -218,8 +244,12 @@ def select(version: str, cap: tuple[int, int], case: Case, cubins: bool | None =
 
 
 def cubins_words(found: bool) -> str:
-    return ("where FlashInfer's TRTLLM cubins are found (flashinfer-cubin installed, or NVIDIA's artifactory "
-            "reachable at startup)" if found else "where FlashInfer's TRTLLM cubins are not found")
+    return (
+        "where FlashInfer's TRTLLM cubins are found (flashinfer-cubin installed, or NVIDIA's artifactory "
+        "reachable at startup)"
+        if found
+        else "where FlashInfer's TRTLLM cubins are not found"
+    )
 
 
 def covers(version: str, cap: tuple[int, int]) -> bool:

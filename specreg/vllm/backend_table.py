@@ -13,13 +13,23 @@ def table_markdown() -> str:
     """docs/semantics.md's table: the backend each version picks for a non-causal draft (DFlash) and
     for a causal one (Eagle-3), by head size, on one GPU per capability (bfloat16; KV cache auto and
     fp8); versions that answer alike share a row. A test holds the doc to this function."""
-    head = "| vLLM | layers | head | KV cache | " + " | ".join(f"{g} (sm_{GPUS[g][0]}{GPUS[g][1]})"
-                                                             for g in TABLE_GPUS) + " |"
-    keys = [(non_causal, size, kv) for non_causal in (True, False) for size in (128, 256, 512) for kv in ("auto", "fp8")]
+    head = (
+        "| vLLM | layers | head | KV cache | "
+        + " | ".join(f"{g} (sm_{GPUS[g][0]}{GPUS[g][1]})" for g in TABLE_GPUS)
+        + " |"
+    )
+    keys = [
+        (non_causal, size, kv) for non_causal in (True, False) for size in (128, 256, 512) for kv in ("auto", "fp8")
+    ]
 
     def answers(version: str) -> list[list[str]]:
-        return [[select(version, GPUS[g], Case(head_size=size, kv_cache_dtype=kv, non_causal=nc)).chosen or "**none**"
-                 for g in TABLE_GPUS] for nc, size, kv in keys]
+        return [
+            [
+                select(version, GPUS[g], Case(head_size=size, kv_cache_dtype=kv, non_causal=nc)).chosen or "**none**"
+                for g in TABLE_GPUS
+            ]
+            for nc, size, kv in keys
+        ]
 
     runs: list[tuple[list[str], list[list[str]]]] = []
     for version in versions():

@@ -50,26 +50,35 @@ def write_twin(
     check_weight_mode(weights)
     say = progress or (lambda _msg: None)
     if spec.format == "speculators":
-        raise SpecregError("already in the speculators format: nothing to convert (materialize writes a "
-                           "vLLM-ready directory)", source=str(source))
-    converted = native.to_speculators(thaw(spec.source_config), spec.format, verifier=verifier or spec.verifier,
-                                      source=str(source))
+        raise SpecregError(
+            "already in the speculators format: nothing to convert (materialize writes a vLLM-ready directory)",
+            source=str(source),
+        )
+    converted = native.to_speculators(
+        thaw(spec.source_config), spec.format, verifier=verifier or spec.verifier, source=str(source)
+    )
     if converted.causal_everywhere:
-        raise SpecregError(f"{converted.causal_everywhere} says every layer is causal, full attention included: the "
-                           "speculators format trains full-attention layers bidirectional, so this draft has no "
-                           "speculators-format twin (materialize serves it where vLLM can)", source=str(source))
+        raise SpecregError(
+            f"{converted.causal_everywhere} says every layer is causal, full attention included: the "
+            "speculators format trains full-attention layers bidirectional, so this draft has no "
+            "speculators-format twin (materialize serves it where vLLM can)",
+            source=str(source),
+        )
     layer_type = converted.config["transformer_layer_config"].get("model_type")
     if converted.format == "eagle3-native" and layer_type not in (None, "llama", "qwen3"):
-        raise SpecregError(f"$.model_type is {layer_type!r}: vLLM's speculators mapping serves Eagle-3 twins with "
-                           "llama or qwen3 layers only, so the twin would be refused; vLLM serves the native file "
-                           "itself through LlamaForCausalLMEagle3 (specreg materialize writes that)",
-                           source=str(source))
+        raise SpecregError(
+            f"$.model_type is {layer_type!r}: vLLM's speculators mapping serves Eagle-3 twins with "
+            "llama or qwen3 layers only, so the twin would be refused; vLLM serves the native file "
+            "itself through LlamaForCausalLMEagle3 (specreg materialize writes that)",
+            source=str(source),
+        )
     name = converted.config["speculators_config"]["verifier"]["name_or_path"]
     if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
         from specreg.vllm.verifier_check import verifier_facts
 
         converted.config["speculators_config"]["verifier"]["architectures"] = list(
-            verifier_facts(name, source=name).architectures)
+            verifier_facts(name, source=name).architectures
+        )
     target = Path(directory).expanduser().absolute()
     refuse_source_as_target(spec, target)
     sources = weight_sources(spec, weights, say, required=False)  # a config alone converts too
@@ -85,9 +94,13 @@ def write_twin(
     }
     if not manifest["verifier"]:
         # vLLM's speculators path refuses a twin whose verifier.name_or_path is null: never write one
-        raise SpecregError("the draft names no verifier, and vLLM's speculators path refuses a twin without one "
-                           "(speculators_config.verifier.name_or_path); pass --verifier ORG/NAME (verifier= in "
-                           "Python), the verifier the draft was trained for: nothing written", source=str(source))
+        raise SpecregError(
+            "the draft names no verifier, and vLLM's speculators path refuses a twin without one "
+            "(speculators_config.verifier.name_or_path); pass --verifier ORG/NAME (verifier= in "
+            "Python), the verifier the draft was trained for: nothing written",
+            source=str(source),
+        )
     write_locked(target, force, converted.config, sources, weights, manifest, say)
-    return ConvertedDirectory(directory=target, format=spec.format, files=tuple(manifest["files"]),
-                              verifier=manifest["verifier"] or None)
+    return ConvertedDirectory(
+        directory=target, format=spec.format, files=tuple(manifest["files"]), verifier=manifest["verifier"] or None
+    )

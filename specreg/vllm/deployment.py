@@ -61,17 +61,24 @@ ALWAYS = Version("0")
 RAISES_MAX_POSITIONS = (
     (ALWAYS, frozenset(), None),  # no raising before (read from every older known release)
     (facts.since("raises_draft_positions_eagle"), frozenset({"eagle", "eagle3"}), None),
-    (facts.since("raises_draft_positions_cache_only_rope"), frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
-     frozenset({"default", "linear", "llama3", "ntk", "proportional"})),
+    (
+        facts.since("raises_draft_positions_cache_only_rope"),
+        frozenset({"eagle", "eagle3", "dflash", "dspark", "mtp"}),
+        frozenset({"default", "linear", "llama3", "ntk", "proportional"}),
+    ),
 )
 
 
 #: The vLLM module that builds each served draft architecture's layers (registry.py's speculative
 #: models; DFlash2 and DSpark subclass qwen3_dflash's model, which builds the layers)
 DRAFT_LAYER_MODULES = {
-    "Eagle3LlamaForCausalLM": "llama_eagle3", "LlamaForCausalLMEagle3": "llama_eagle3",
-    "Eagle3Qwen3ForCausalLM": "qwen3_eagle3", "PeagleQwen3ForCausalLM": "qwen3_eagle3",
-    "DFlashDraftModel": "qwen3_dflash", "DFlash2DraftModel": "qwen3_dflash", "Qwen3DSparkModel": "qwen3_dflash",
+    "Eagle3LlamaForCausalLM": "llama_eagle3",
+    "LlamaForCausalLMEagle3": "llama_eagle3",
+    "Eagle3Qwen3ForCausalLM": "qwen3_eagle3",
+    "PeagleQwen3ForCausalLM": "qwen3_eagle3",
+    "DFlashDraftModel": "qwen3_dflash",
+    "DFlash2DraftModel": "qwen3_dflash",
+    "Qwen3DSparkModel": "qwen3_dflash",
 }
 
 #: module -> ((first version, what of the draft's quantization config it renames to the run-time
@@ -80,8 +87,11 @@ DRAFT_LAYER_MODULES = {
 QUANT_LAYER_NAMES = {
     "llama_eagle3": ((ALWAYS, "nothing"),),
     "qwen3_eagle3": ((ALWAYS, "nothing"),),
-    "qwen3_dflash": ((ALWAYS, "nothing"), (facts.since("dflash_renames_modelopt_exclusions"), "modelopt exclusions"),
-                     (facts.since("dflash_renames_modelopt_names"), "modelopt")),
+    "qwen3_dflash": (
+        (ALWAYS, "nothing"),
+        (facts.since("dflash_renames_modelopt_exclusions"), "modelopt exclusions"),
+        (facts.since("dflash_renames_modelopt_names"), "modelopt"),
+    ),
 }
 
 #: a name of a draft layer by its index in the draft: `layers.N` or `model.layers.N`, bare or after a
@@ -117,9 +127,11 @@ def _at(version: str, rows: tuple) -> Any:
 
 
 #: what each scope renames, in words
-RENAMES = {"nothing": "no name of the draft's quantization config",
-           "modelopt exclusions": "only the bare layers.N names of a ModelOpt config's exclude_modules (ignore)",
-           "modelopt": "only a ModelOpt config's names"}
+RENAMES = {
+    "nothing": "no name of the draft's quantization config",
+    "modelopt exclusions": "only the bare layers.N names of a ModelOpt config's exclude_modules (ignore)",
+    "modelopt": "only a ModelOpt config's names",
+}
 
 
 def _renamed(scope: str, method: str, path: tuple, name: str) -> bool:
@@ -129,8 +141,9 @@ def _renamed(scope: str, method: str, path: tuple, name: str) -> bool:
         return False
     if scope == "modelopt":
         return MODELOPT_RENAMED.match(name) is not None
-    return (path[:1] in (("exclude_modules",), ("ignore",))
-            and all(EXCLUSION_RENAMED.match(name, m.start()) for m in LOCAL_LAYER.finditer(name)))
+    return path[:1] in (("exclude_modules",), ("ignore",)) and all(
+        EXCLUSION_RENAMED.match(name, m.start()) for m in LOCAL_LAYER.finditer(name)
+    )
 
 
 def _strings(value: Any, path: tuple = ()) -> list[tuple[tuple, str]]:
@@ -169,13 +182,17 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
     layers = draft.get("num_hidden_layers")
     local = layers if isinstance(layers, int) and not isinstance(layers, bool) else 1
     whole = method == "compressed-tensors"  # matches whole names (ModelOpt's exclusions match substrings too)
-    named = [(path, s) for path, s in _strings(q)
-             if (any(int(m.group(1)) < local for m in LOCAL_LAYER.finditer(s)) or (whole and MODEL_MODULE.match(s)))
-             and not _renamed(scope, method, path, s)]
+    named = [
+        (path, s)
+        for path, s in _strings(q)
+        if (any(int(m.group(1)) < local for m in LOCAL_LAYER.finditer(s)) or (whole and MODEL_MODULE.match(s)))
+        and not _renamed(scope, method, path, s)
+    ]
     if not named:
         return []
     offset = f"{verifier_layers}" if verifier_layers else "the verifier's num_hidden_layers"
     path, first = named[0]
+
     def run_time(m: re.Match) -> str:
         # the module's name as vLLM runs it: model.layers.{i + verifier layers} (a name given from the
         # start gets the `model.` the draft classes' prefix adds; compressed-tensors matches whole names)
@@ -184,18 +201,26 @@ def quant_name_findings(spec: Any, *, verifier_layers: int | None) -> list[Any]:
         if m.start() == 0 and not head.startswith("model."):
             head = "model." + head
         return head + (str(index + verifier_layers) if verifier_layers else f"<{index} + {offset}>")
+
     example = MODEL_MODULE.sub(lambda m: "model." + m.group(0), LOCAL_LAYER.sub(run_time, first))
-    newer = [f"{since}+" for since, sc in QUANT_LAYER_NAMES[module] if all(_renamed(sc, method, p, n) for p, n in named)]
+    newer = [
+        f"{since}+" for since, sc in QUANT_LAYER_NAMES[module] if all(_renamed(sc, method, p, n) for p, n in named)
+    ]
     fix = f"name them as vLLM runs them ({first!r} -> {example!r})" + (
-        f", or serve with vLLM {newer[0]}, which renames them" if newer else "")
+        f", or serve with vLLM {newer[0]}, which renames them" if newer else ""
+    )
     more = f" and {len(named) - 1} more" if len(named) > 1 else ""
-    return [Finding.of(
-        "draft-quant-layer-names",
-        f"the draft's quantization_config names draft modules as the checkpoint does ({first!r}{more}); vLLM "
-        f"{version}'s {module} builds draft layer i as model.layers.{{i + {offset}}} and fc as model.fc, and renames "
-        f"{RENAMES[scope]}, so these "
-        "names match no module and the modules they name get another quantization than the checkpoint's",
-        _json_path(path), fix=fix)]
+    return [
+        Finding.of(
+            "draft-quant-layer-names",
+            f"the draft's quantization_config names draft modules as the checkpoint does ({first!r}{more}); vLLM "
+            f"{version}'s {module} builds draft layer i as model.layers.{{i + {offset}}} and fc as model.fc, and renames "
+            f"{RENAMES[scope]}, so these "
+            "names match no module and the modules they name get another quantization than the checkpoint's",
+            _json_path(path),
+            fix=fix,
+        )
+    ]
 
 
 @lru_cache(maxsize=1)
@@ -223,8 +248,9 @@ def served_quant_method(q: dict[str, Any]) -> str | None:
     return method
 
 
-def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gpu: str,
-                              verifier_method: str | None) -> list[Any]:
+def quantization_gpu_findings(
+    spec: Any, cap: tuple[int, int], *, dtype: str, gpu: str, verifier_method: str | None
+) -> list[Any]:
     """Errors where vLLM refuses the draft's (or the verifier's: `quant_method` of its config)
     quantization method on this GPU or
     in the dtype the draft runs in: `VllmConfig._get_quantization_config` checks the method class's
@@ -237,26 +263,36 @@ def quantization_gpu_findings(spec: Any, cap: tuple[int, int], *, dtype: str, gp
     if table is None:
         return []
     found = []
-    for who, method, path in (("draft", quant_method(spec.draft_config_dict()), "$.quantization_config"),
-                              ("verifier", verifier_method, None)):
+    for who, method, path in (
+        ("draft", quant_method(spec.draft_config_dict()), "$.quantization_config"),
+        ("verifier", verifier_method, None),
+    ):
         facts = table.get(method) if method else None
         if facts is None:
             continue
         have = cap[0] * 10 + cap[1]
         if have < facts["min_capability"]:
-            found.append(Finding.of(
-                "quantization-gpu",
-                f"vLLM {version} refuses the {who}'s quantization method {method} on {gpu}: \"The quantization method "
-                f"{method} is not supported for the current GPU. Minimum capability: {facts['min_capability']}. Current "
-                f"capability: {have}.\" (VllmConfig._get_quantization_config)", path,
-                fix=f"a GPU of compute capability {facts['min_capability'] // 10}.{facts['min_capability'] % 10} or "
-                    f"newer, or a {who} without {method} quantization"))
+            found.append(
+                Finding.of(
+                    "quantization-gpu",
+                    f"vLLM {version} refuses the {who}'s quantization method {method} on {gpu}: \"The quantization method "
+                    f"{method} is not supported for the current GPU. Minimum capability: {facts['min_capability']}. Current "
+                    f'capability: {have}." (VllmConfig._get_quantization_config)',
+                    path,
+                    fix=f"a GPU of compute capability {facts['min_capability'] // 10}.{facts['min_capability'] % 10} or "
+                    f"newer, or a {who} without {method} quantization",
+                )
+            )
         elif who == "draft" and dtype not in facts["act_dtypes"]:
-            found.append(Finding.of(
-                "quantization-gpu",
-                f"vLLM {version} refuses the draft's quantization method {method} in {dtype}, the dtype the draft runs "
-                f"in (the verifier's): it supports {', '.join(facts['act_dtypes'])} (VllmConfig._get_quantization_config)",
-                path, fix=f"serve with --dtype {facts['act_dtypes'][0]}"))
+            found.append(
+                Finding.of(
+                    "quantization-gpu",
+                    f"vLLM {version} refuses the draft's quantization method {method} in {dtype}, the dtype the draft runs "
+                    f"in (the verifier's): it supports {', '.join(facts['act_dtypes'])} (VllmConfig._get_quantization_config)",
+                    path,
+                    fix=f"serve with --dtype {facts['act_dtypes'][0]}",
+                )
+            )
     return found
 
 
@@ -267,12 +303,16 @@ def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:
     version = str(spec.vllm_version)
     if verifier_chunk is None or spec.method not in _at(version, EAGLE_METHODS):  # vLLM: `is not None`
         return []
-    return [Finding.of(
-        "draft-disables-hybrid-kv",
-        f"the verifier has chunked local attention (attention_chunk_size {verifier_chunk}) and a {spec.method} drafter: "
-        f"vLLM {version} turns the hybrid KV-cache manager off (VllmConfig.__post_init__, even with "
-        "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1), so the chunked layers keep KV for the whole sequence, "
-        "and --enable-hybrid-kv-cache-manager is refused at startup", None)]
+    return [
+        Finding.of(
+            "draft-disables-hybrid-kv",
+            f"the verifier has chunked local attention (attention_chunk_size {verifier_chunk}) and a {spec.method} drafter: "
+            f"vLLM {version} turns the hybrid KV-cache manager off (VllmConfig.__post_init__, even with "
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1), so the chunked layers keep KV for the whole sequence, "
+            "and --enable-hybrid-kv-cache-manager is refused at startup",
+            None,
+        )
+    ]
 
 
 def _raises(version: str, method: str | None) -> tuple[bool, frozenset | None]:
@@ -304,8 +344,14 @@ def quant_method(config: dict[str, Any] | None) -> str | None:
     return None
 
 
-def deployment_findings(spec: Any, *, verifier_dtype: str | None, verifier_positions: int | None,
-                        verifier_quantization: str | None, max_model_len: int | None) -> list[Any]:
+def deployment_findings(
+    spec: Any,
+    *,
+    verifier_dtype: str | None,
+    verifier_positions: int | None,
+    verifier_quantization: str | None,
+    max_model_len: int | None,
+) -> list[Any]:
     """The findings of the rules in the module docstring for `spec`, what its verifier's config says
     (dtype, max_position_embeddings, quantization_config's method) and the server's --max-model-len."""
     from specreg.normalization.speculator import Finding
@@ -317,18 +363,26 @@ def deployment_findings(spec: Any, *, verifier_dtype: str | None, verifier_posit
     # quantization: the draft's own, per get_draft_quant_config
     mine, theirs = quant_method(draft), verifier_quantization
     if mine or theirs:
-        found.append(Finding.of(
-            "draft-quantization",
-            f"vLLM {version} loads the draft with its own quantization config ({mine or 'none: unquantized'}), not "
-            f"the verifier's ({theirs or 'none'}): get_draft_quant_config", "$.quantization_config" if mine else None))
+        found.append(
+            Finding.of(
+                "draft-quantization",
+                f"vLLM {version} loads the draft with its own quantization config ({mine or 'none: unquantized'}), not "
+                f"the verifier's ({theirs or 'none'}): get_draft_quant_config",
+                "$.quantization_config" if mine else None,
+            )
+        )
     # dtype: the verifier's
     saved = config_dtype(draft)
     served = verifier_dtype
     if isinstance(saved, str) and isinstance(served, str) and saved != served:
-        found.append(Finding.of(
-            "draft-dtype-differs",
-            f"the draft was saved in {saved}, the verifier in {served}: vLLM {version} runs the draft in {served} "
-            "(SpeculativeConfig gives the draft the target's dtype)", "$.transformer_layer_config.dtype"))
+        found.append(
+            Finding.of(
+                "draft-dtype-differs",
+                f"the draft was saved in {saved}, the verifier in {served}: vLLM {version} runs the draft in {served} "
+                "(SpeculativeConfig gives the draft the target's dtype)",
+                "$.transformer_layer_config.dtype",
+            )
+        )
     # max_position_embeddings against the served length
     positions = draft.get("max_position_embeddings")
     length = max_model_len or verifier_positions
@@ -338,24 +392,36 @@ def deployment_findings(spec: Any, *, verifier_dtype: str | None, verifier_posit
         where = "$.transformer_layer_config.max_position_embeddings"
         said = f"--max-model-len {max_model_len}" if max_model_len else f"the verifier's {length} positions"
         if raised and (ropes is None or types <= ropes):
-            found.append(Finding.of(
-                "draft-positions-raised",
-                f"the draft's max_position_embeddings is {positions}, below {said}: vLLM {version} raises it to "
-                f"{length} for method {spec.method} (_maybe_override_draft_max_position_embeddings)", where))
+            found.append(
+                Finding.of(
+                    "draft-positions-raised",
+                    f"the draft's max_position_embeddings is {positions}, below {said}: vLLM {version} raises it to "
+                    f"{length} for method {spec.method} (_maybe_override_draft_max_position_embeddings)",
+                    where,
+                )
+            )
         elif raised:
-            found.append(Finding.of(
-                "draft-positions-limit",
-                f"the draft's max_position_embeddings is {positions}, below {said}, and its RoPE ({', '.join(sorted(types))}) "
-                f"is not one vLLM {version} resizes: vLLM limits max_model_len to {positions}", where,
-                fix=f"serve with --max-model-len {positions} or less, or use a draft trained for {length} positions"))
+            found.append(
+                Finding.of(
+                    "draft-positions-limit",
+                    f"the draft's max_position_embeddings is {positions}, below {said}, and its RoPE ({', '.join(sorted(types))}) "
+                    f"is not one vLLM {version} resizes: vLLM limits max_model_len to {positions}",
+                    where,
+                    fix=f"serve with --max-model-len {positions} or less, or use a draft trained for {length} positions",
+                )
+            )
         else:
-            found.append(Finding.of(
-                "draft-positions-short",
-                f"the draft's max_position_embeddings is {positions}, below {said}: vLLM {version} does not raise it for "
-                f"method {spec.method}, and positions past {positions} index out of the draft's rotary cache "
-                "(vLLM #48894)", where,
-                fix=f"serve with --max-model-len {positions} or less, or a vLLM that raises it for {spec.method} "
-                    f"({_first_raising(spec.method) or 'none yet'})"))
+            found.append(
+                Finding.of(
+                    "draft-positions-short",
+                    f"the draft's max_position_embeddings is {positions}, below {said}: vLLM {version} does not raise it for "
+                    f"method {spec.method}, and positions past {positions} index out of the draft's rotary cache "
+                    "(vLLM #48894)",
+                    where,
+                    fix=f"serve with --max-model-len {positions} or less, or a vLLM that raises it for {spec.method} "
+                    f"({_first_raising(spec.method) or 'none yet'})",
+                )
+            )
     return found
 
 

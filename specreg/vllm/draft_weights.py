@@ -51,8 +51,12 @@ def _weight_name(name: Any, *, where: str, path: str) -> str:
     name = _plain_name(name, where=where, path=path)
     stem = name.rsplit(".", 1)[0]
     if not name.endswith(WEIGHT_SUFFIXES) and stem != "mask_embedding":
-        raise ConfigError(f"{json.dumps(name)} is not a weight file ({', '.join(WEIGHT_SUFFIXES)}): a weight index "
-                          "names weight files only, and specreg fetches or links nothing else", path, source=where)
+        raise ConfigError(
+            f"{json.dumps(name)} is not a weight file ({', '.join(WEIGHT_SUFFIXES)}): a weight index "
+            "names weight files only, and specreg fetches or links nothing else",
+            path,
+            source=where,
+        )
     return name
 
 
@@ -103,8 +107,11 @@ def weight_file(directory: Path, name: str) -> Path | None:
         return None
     real = link_outside(path, directory)
     if real is not None:
-        raise SpecregError(f"{path} is a link to {real}, outside the draft directory {os.path.realpath(directory)}: "
-                           "refusing to read it (copy the file into the directory)", source=str(path))
+        raise SpecregError(
+            f"{path} is a link to {real}, outside the draft directory {os.path.realpath(directory)}: "
+            "refusing to read it (copy the file into the directory)",
+            source=str(path),
+        )
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
@@ -158,8 +165,9 @@ def check_weight_mode(weights: str) -> None:
         raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
 
 
-def weight_sources(spec: "Speculator", weights: str, say: Callable[[str], None], *,
-                   required: bool = True) -> dict[str, Path]:
+def weight_sources(
+    spec: "Speculator", weights: str, say: Callable[[str], None], *, required: bool = True
+) -> dict[str, Path]:
     """The draft's weight files (name -> path; fetched into the HF cache for a Hub draft), or {} for
     weights="none", or when there are none and they are not `required`. (Writing into the draft's own
     directory is refused before this, by `refuse_source_as_target`.)"""
@@ -167,8 +175,9 @@ def weight_sources(spec: "Speculator", weights: str, say: Callable[[str], None],
         return {}
     origin = spec.origin
     if origin is None or (origin.repo_id is None and origin.path is None):
-        raise SpecregError("the draft was normalized from a dict, so there are no weights to link; "
-                           "use weights='none' (--config-only)")
+        raise SpecregError(
+            "the draft was normalized from a dict, so there are no weights to link; use weights='none' (--config-only)"
+        )
     if origin.repo_id:
         sources = _hub_weights(spec, say)
     else:

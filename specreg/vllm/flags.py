@@ -18,14 +18,23 @@ from specreg.errors import SpecregError
 #: option string -> vLLM's setting (dest), for the settings `serve` writes, hints or reads (`--gpu`; vllm/engine/arg_utils.py, read as the docstring says)
 OPTIONS = {
     "--model": "model",
-    "--speculative-config": "speculative_config", "-sc": "speculative_config",
-    "--spec-method": "spec_method", "--spec-model": "spec_model", "--spec-tokens": "spec_tokens",
-    "--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_parallel_size",
-    "--pipeline-parallel-size": "pipeline_parallel_size", "-pp": "pipeline_parallel_size",
-    "--data-parallel-size": "data_parallel_size", "-dp": "data_parallel_size",
+    "--speculative-config": "speculative_config",
+    "-sc": "speculative_config",
+    "--spec-method": "spec_method",
+    "--spec-model": "spec_model",
+    "--spec-tokens": "spec_tokens",
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "-tp": "tensor_parallel_size",
+    "--pipeline-parallel-size": "pipeline_parallel_size",
+    "-pp": "pipeline_parallel_size",
+    "--data-parallel-size": "data_parallel_size",
+    "-dp": "data_parallel_size",
     "--max-model-len": "max_model_len",
-    "--quantization": "quantization", "-q": "quantization",
-    "--dtype": "dtype", "--kv-cache-dtype": "kv_cache_dtype", "--attention-backend": "attention_backend",
+    "--quantization": "quantization",
+    "-q": "quantization",
+    "--dtype": "dtype",
+    "--kv-cache-dtype": "kv_cache_dtype",
+    "--attention-backend": "attention_backend",
 }
 #: the settings serve writes itself (the draft): a user's spelling of one is refused
 OWNED = {"model", "speculative_config", "spec_method", "spec_model", "spec_tokens"}
@@ -126,8 +135,11 @@ def _from_live(parser: Any, flags: Sequence[str]) -> dict[str, str | None]:
     # rewrite before parse_known_args (only the option's name, never its value)
     ns, _ = parser.parse_known_args([_dashes(a) for a in flags])
     defaults = parser.parse_known_args([])[0]
-    return {d: None if getattr(ns, d) is None else str(getattr(ns, d)) for d in wanted & names
-            if getattr(ns, d) != getattr(defaults, d)}
+    return {
+        d: None if getattr(ns, d) is None else str(getattr(ns, d))
+        for d in wanted & names
+        if getattr(ns, d) != getattr(defaults, d)
+    }
 
 
 def _dashes(arg: str) -> str:

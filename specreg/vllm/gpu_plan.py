@@ -11,8 +11,22 @@ import attrs
 from packaging.version import Version
 
 from specreg import facts
-from specreg.vllm.attention import (DTYPES, GPUS, HEAD_MAX, HEAD_STEP, AttentionError, Case, Selection, capability,
-                                    covers, cubins_words, gpu_label, reasons, select, version_key)
+from specreg.vllm.attention import (
+    DTYPES,
+    GPUS,
+    HEAD_MAX,
+    HEAD_STEP,
+    AttentionError,
+    Case,
+    Selection,
+    capability,
+    covers,
+    cubins_words,
+    gpu_label,
+    reasons,
+    select,
+    version_key,
+)
 
 
 @attrs.frozen
@@ -40,17 +54,33 @@ class GpuReport:
 
     def to_dict(self) -> dict[str, Any]:
         def answer(s: Selection) -> dict[str, Any]:
-            return {"chosen": s.chosen, "valid": list(s.valid), "refused": {k: list(v) for k, v in s.refused.items()},
-                    "cubins": s.cubins}
+            return {
+                "chosen": s.chosen,
+                "valid": list(s.valid),
+                "refused": {k: list(v) for k, v in s.refused.items()},
+                "cubins": s.cubins,
+            }
 
         def layers(g: Layers) -> dict[str, Any]:
-            return {"layers": g.label, "case": attrs.asdict(g.selection.case), **answer(g.selection),
-                    "given": None if g.given is None else list(g.given),
-                    "other": None if g.other is None else answer(g.other)}
-        return {"gpu": self.gpu, "capability": f"sm_{self.capability[0]}{self.capability[1]}", "vllm": self.version,
-                "dtype": self.dtype, "dtype_from": self.dtype_from, "kv_cache_dtype": self.kv_cache_dtype,
-                "attention_backend": self.attention_backend, "draft": [layers(g) for g in self.draft],
-                "verifier": [layers(v) for v in self.verifier]}
+            return {
+                "layers": g.label,
+                "case": attrs.asdict(g.selection.case),
+                **answer(g.selection),
+                "given": None if g.given is None else list(g.given),
+                "other": None if g.other is None else answer(g.other),
+            }
+
+        return {
+            "gpu": self.gpu,
+            "capability": f"sm_{self.capability[0]}{self.capability[1]}",
+            "vllm": self.version,
+            "dtype": self.dtype,
+            "dtype_from": self.dtype_from,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "attention_backend": self.attention_backend,
+            "draft": [layers(g) for g in self.draft],
+            "verifier": [layers(v) for v in self.verifier],
+        }
 
 
 def head_size(config: dict[str, Any]) -> int | None:
@@ -93,9 +123,11 @@ def _describe(case: Case) -> str:
 #: add_swa_attention_sink_bias, and gives every layer's Attention the sinks, whose selector then asks
 #: has_sink (DFlash2 and DSpark build their layers with DFlashQwen3Model). Held to each wheel by the
 #: conformance tier (tests/conformance/test_deployment_rules.py).
-SINK_ARCHITECTURES = {"DFlashDraftModel": str(facts.since("sinks_dflash_draft_model")),
-                      "DFlash2DraftModel": str(facts.since("sinks_dflash2_draft_model")),
-                      "Qwen3DSparkModel": str(facts.since("sinks_qwen3_dspark_model"))}
+SINK_ARCHITECTURES = {
+    "DFlashDraftModel": str(facts.since("sinks_dflash_draft_model")),
+    "DFlash2DraftModel": str(facts.since("sinks_dflash2_draft_model")),
+    "Qwen3DSparkModel": str(facts.since("sinks_qwen3_dspark_model")),
+}
 
 
 #: verifier architectures whose vLLM class decides its layers' sliding window and sinks itself, not
@@ -158,10 +190,17 @@ def draft_sinks(version: str, draft_config: dict[str, Any]) -> bool:
     return bool(asked)
 
 
-def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str | None = None,
-              attention_backend: str | None = None, verifier_head_size: int | None = None,
-              verifier_dtype: str | None = None,
-              verifier_layers: tuple[VerifierGroup, ...] = ()) -> tuple[GpuReport, list[Any]]:
+def gpu_check(
+    spec: Any,
+    gpu: str,
+    *,
+    kv_cache_dtype: str = "auto",
+    dtype: str | None = None,
+    attention_backend: str | None = None,
+    verifier_head_size: int | None = None,
+    verifier_dtype: str | None = None,
+    verifier_layers: tuple[VerifierGroup, ...] = (),
+) -> tuple[GpuReport, list[Any]]:
     """The attention backends vLLM `spec.vllm_version` picks for the draft's layers (and the verifier's,
     when its head size is known) on `gpu`, and the findings: no backend, a refused forced backend, or
     a draft whose best backend differs from the verifier's.
@@ -183,8 +222,10 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
         raise AttentionError("the draft config gives neither head_dim nor hidden_size and num_attention_heads")
     dtype_from = "--dtype"
     if dtype is None:
-        for where, stated in (("the verifier's config", verifier_dtype), ("the draft's config",
-                                                                           config_dtype(draft_config))):
+        for where, stated in (
+            ("the verifier's config", verifier_dtype),
+            ("the draft's config", config_dtype(draft_config)),
+        ):
             if stated in ("bfloat16", "float16"):
                 dtype, dtype_from = stated, where
                 break
@@ -196,86 +237,132 @@ def gpu_check(spec: Any, gpu: str, *, kv_cache_dtype: str = "auto", dtype: str |
     groups = []
     for kind in kinds:
         layers = [a.layer for a in spec.attention if a.kind == kind] or [0]
-        case = Case(head_size=head, dtype=dtype, kv_cache_dtype=kv_cache_dtype, non_causal=non_causal,
-                    sliding=kind == "sliding", sink=sinks)
-        groups.append(_layers(f"draft layers {', '.join(map(str, layers))} ({kind})", version, cap, case,
-                              attention_backend))
+        case = Case(
+            head_size=head,
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            non_causal=non_causal,
+            sliding=kind == "sliding",
+            sink=sinks,
+        )
+        groups.append(
+            _layers(f"draft layers {', '.join(map(str, layers))} ({kind})", version, cap, case, attention_backend)
+        )
     found = []
     for g in groups:
         s = g.selection
         if attention_backend is not None:
             why = g.given
             if why is None:
-                raise AttentionError(f"vLLM {version} has no attention backend {attention_backend!r} in its CUDA "
-                                     f"priorities: {', '.join(sorted(set(s.valid) | set(s.refused)))}")
+                raise AttentionError(
+                    f"vLLM {version} has no attention backend {attention_backend!r} in its CUDA "
+                    f"priorities: {', '.join(sorted(set(s.valid) | set(s.refused)))}"
+                )
             if why:
-                fix = (f"give the draft one vLLM finds valid ({' or '.join(s.valid)}) as speculative_config's "
-                       f"attention_backend, or none (vLLM then picks {s.chosen})" if s.valid
-                       else "no backend serves these layers on this GPU (see no-attention-backend)")
-                found.append(Finding.of(
-                    "attention-backend-refused",
-                    f"vLLM {version} refuses {attention_backend} for the {g.label} on {label} ({_describe(s.case)}): "
-                    f"{', '.join(why)}", "$.speculative_config.attention_backend", fix=fix))
+                fix = (
+                    f"give the draft one vLLM finds valid ({' or '.join(s.valid)}) as speculative_config's "
+                    f"attention_backend, or none (vLLM then picks {s.chosen})"
+                    if s.valid
+                    else "no backend serves these layers on this GPU (see no-attention-backend)"
+                )
+                found.append(
+                    Finding.of(
+                        "attention-backend-refused",
+                        f"vLLM {version} refuses {attention_backend} for the {g.label} on {label} ({_describe(s.case)}): "
+                        f"{', '.join(why)}",
+                        "$.speculative_config.attention_backend",
+                        fix=fix,
+                    )
+                )
             continue
         if not s.valid:
             fix = _no_backend_fix(version, cap, s.case)
             if g.other is not None and g.other.valid:
                 fix = f"{g.other.chosen} serves them {cubins_words(g.other.cubins)}; or {fix}"
-            found.append(Finding.of(
-                "no-attention-backend",
-                f"no attention backend of vLLM {version} serves the {g.label} on {label} ({_describe(s.case)}): "
-                f"{_why(s)}", None, fix=fix))
+            found.append(
+                Finding.of(
+                    "no-attention-backend",
+                    f"no attention backend of vLLM {version} serves the {g.label} on {label} ({_describe(s.case)}): "
+                    f"{_why(s)}",
+                    None,
+                    fix=fix,
+                )
+            )
     verifier: tuple[Layers, ...] = ()
     vhead = verifier_head_size
     if vhead is not None and vhead % HEAD_STEP == 0 and HEAD_STEP <= vhead <= HEAD_MAX:
         kinds_of = verifier_layers or (VerifierGroup((), False, False, "its config's head size"),)
-        verifier = tuple(_layers(v.label() if v.layers else "verifier layers (full, causal)", version, cap,
-                                 Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype, sliding=v.sliding,
-                                      sink=v.sink), None) for v in kinds_of)
+        verifier = tuple(
+            _layers(
+                v.label() if v.layers else "verifier layers (full, causal)",
+                version,
+                cap,
+                Case(head_size=vhead, dtype=dtype, kv_cache_dtype=kv_cache_dtype, sliding=v.sliding, sink=v.sink),
+                None,
+            )
+            for v in kinds_of
+        )
     best = [g.selection.chosen for g in groups]
     theirs = {v.selection.chosen for v in verifier}
     if attention_backend is None and all(best):
         if verifier and None not in theirs and set(best) != theirs:
-            pin = (f"speculative_config's attention_backend = {best[0]} pins it" if len(set(best)) == 1
-                   else "the draft's layer groups get different backends")
-            found.append(Finding.of(
-                "draft-attention-backend",
-                f"on {label}, vLLM {version} gives the verifier's layers {', '.join(sorted(theirs))} and the draft's "
-                f"{', '.join(sorted(set(best)))}: the drafter selects its own backend ({pin}; vLLM's "
-                "--attention-backend does not reach the draft)", None))
+            pin = (
+                f"speculative_config's attention_backend = {best[0]} pins it"
+                if len(set(best)) == 1
+                else "the draft's layer groups get different backends"
+            )
+            found.append(
+                Finding.of(
+                    "draft-attention-backend",
+                    f"on {label}, vLLM {version} gives the verifier's layers {', '.join(sorted(theirs))} and the draft's "
+                    f"{', '.join(sorted(set(best)))}: the drafter selects its own backend ({pin}; vLLM's "
+                    "--attention-backend does not reach the draft)",
+                    None,
+                )
+            )
         else:
-            found.append(Finding.of(
-                "attention-backend",
-                f"on {label}, vLLM {version} picks {', '.join(sorted(set(best)))} for the draft's layers"
-                + (f" (refused: {_why(groups[0].selection)})" if groups[0].selection.refused else ""), None))
-    report = GpuReport(gpu, cap, version, dtype, dtype_from, kv_cache_dtype, attention_backend, tuple(groups),
-                       verifier)
+            found.append(
+                Finding.of(
+                    "attention-backend",
+                    f"on {label}, vLLM {version} picks {', '.join(sorted(set(best)))} for the draft's layers"
+                    + (f" (refused: {_why(groups[0].selection)})" if groups[0].selection.refused else ""),
+                    None,
+                )
+            )
+    report = GpuReport(gpu, cap, version, dtype, dtype_from, kv_cache_dtype, attention_backend, tuple(groups), verifier)
     return report, found
 
 
 def _layers(label: str, version: str, cap: tuple[int, int], case: Case, backend: str | None) -> Layers:
     s = select(version, cap, case)
     other = select(version, cap, case, cubins=not s.cubins)
-    return Layers(label, s, None if backend is None else reasons(version, cap, backend, case),
-                  other if other.valid != s.valid else None)
+    return Layers(
+        label,
+        s,
+        None if backend is None else reasons(version, cap, backend, case),
+        other if other.valid != s.valid else None,
+    )
 
 
 def _no_backend_fix(version: str, cap: tuple[int, int], case: Case) -> str:
     tries = []
     if case.kv_cache_dtype != "auto" and select(version, cap, attrs.evolve(case, kv_cache_dtype="auto")).valid:
         if Version(version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE):
-            tries.append("give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto (the "
-                         "draft inherits the server's --kv-cache-dtype otherwise)")
+            tries.append(
+                "give the draft its own KV cache dtype, speculative_config's kv_cache_dtype = auto (the "
+                "draft inherits the server's --kv-cache-dtype otherwise)"
+            )
         else:
-            tries.append(f"serve with --kv-cache-dtype auto (vLLM {version}'s draft always has the server's; "
-                         f"vLLM {DRAFT_KV_CACHE_DTYPE_SINCE}+ takes speculative_config's kv_cache_dtype)")
+            tries.append(
+                f"serve with --kv-cache-dtype auto (vLLM {version}'s draft always has the server's; "
+                f"vLLM {DRAFT_KV_CACHE_DTYPE_SINCE}+ takes speculative_config's kv_cache_dtype)"
+            )
     if case.dtype == "float32":
         for d in ("bfloat16", "float16"):
             if select(version, cap, attrs.evolve(case, dtype=d)).valid:
                 tries.append(f"--dtype {d}")
                 break
-    gpus = [name for name, c in GPUS.items() if c != cap and covers(version, c)
-            and select(version, c, case).valid]
+    gpus = [name for name, c in GPUS.items() if c != cap and covers(version, c) and select(version, c, case).valid]
     if gpus:
         tries.append(f"a GPU vLLM {version} serves these layers on: {', '.join(gpus)}")
     return "; or ".join(tries) if tries else f"no GPU, KV cache dtype or backend of vLLM {version} serves these layers"
@@ -295,12 +382,22 @@ V2_EAGLE_INHERITS_BACKEND_SINCE = str(facts.since("v2_eagle_inherits_backend"))
 def inherits_server_backend(version: str, method: str | None, v2_runner: bool) -> bool:
     from packaging.version import Version
 
-    return (v2_runner and method in ("eagle", "eagle3", "mtp")
-            and Version(version_key(version)) >= Version(V2_EAGLE_INHERITS_BACKEND_SINCE))
+    return (
+        v2_runner
+        and method in ("eagle", "eagle3", "mtp")
+        and Version(version_key(version)) >= Version(V2_EAGLE_INHERITS_BACKEND_SINCE)
+    )
 
 
-def serve_fit(spec: Any, gpu: str, *, server_kv_cache_dtype: str | None, server_dtype: str | None,
-              server_backend: str | None, v2_runner: bool) -> tuple[dict[str, str], list[str], list[Any]]:
+def serve_fit(
+    spec: Any,
+    gpu: str,
+    *,
+    server_kv_cache_dtype: str | None,
+    server_dtype: str | None,
+    server_backend: str | None,
+    v2_runner: bool,
+) -> tuple[dict[str, str], list[str], list[Any]]:
     """What `serve --gpu` writes into speculative_config for the draft to start on `gpu`, given the
     server's flags: (keys to write, notes, error findings left). The draft inherits the server's
     --kv-cache-dtype; where no backend serves it with that but one does with "auto", the draft gets
@@ -319,22 +416,30 @@ def serve_fit(spec: Any, gpu: str, *, server_kv_cache_dtype: str | None, server_
         again, more = gpu_check(spec, gpu, kv_cache_dtype="auto", dtype=dtype)
         if not any(f.code == "no-attention-backend" for f in more):
             written["kv_cache_dtype"] = "auto"
-            notes.append(f"no attention backend serves the draft's layers with the server's KV cache {kv} on "
-                         f"{gpu_label(gpu)}: the draft gets its own, kv_cache_dtype auto")
+            notes.append(
+                f"no attention backend serves the draft's layers with the server's KV cache {kv} on "
+                f"{gpu_label(gpu)}: the draft gets its own, kv_cache_dtype auto"
+            )
             report, found = again, more
     errors = [f for f in found if f.severity == "error"]
     if errors:
         return written, notes, errors
     chosen = [g.selection.chosen for g in report.draft]
     if server_backend and inherits_server_backend(report.version, spec.method, v2_runner):
-        refused = [g for g in report.draft if reasons(report.version, report.capability, server_backend.upper(),
-                                                      g.selection.case)]
+        refused = [
+            g
+            for g in report.draft
+            if reasons(report.version, report.capability, server_backend.upper(), g.selection.case)
+        ]
         if refused and len(set(chosen)) == 1:
             written["attention_backend"] = chosen[0]
-            notes.append(f"vLLM {report.version}'s V2 drafter keeps the server's --attention-backend "
-                         f"{server_backend}, which it refuses for the draft's layers on {gpu_label(gpu)}: the draft "
-                         f"gets {chosen[0]}")
+            notes.append(
+                f"vLLM {report.version}'s V2 drafter keeps the server's --attention-backend "
+                f"{server_backend}, which it refuses for the draft's layers on {gpu_label(gpu)}: the draft "
+                f"gets {chosen[0]}"
+            )
     if "attention_backend" not in written:
-        notes.append(f"vLLM {report.version} picks {', '.join(sorted(set(chosen)))} for the draft's layers on "
-                     f"{gpu_label(gpu)}")
+        notes.append(
+            f"vLLM {report.version} picks {', '.join(sorted(set(chosen)))} for the draft's layers on {gpu_label(gpu)}"
+        )
     return written, notes, []

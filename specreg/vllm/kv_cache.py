@@ -50,10 +50,17 @@ from specreg.vllm.fact_files import read_all
 #: the versions whose grouping is modelled and held to the wheel (facts/<X.Y>/kv_cache.json)
 FIRST, LAST = facts.tested_by("selector")[0], facts.tested_by("selector")[-1]
 PADS_NON_MLA_SINCE = str(facts.since("kv_pads_non_mla"))  # pads every attention layer that is not MLA
-PADS_BY_BLOCK_STRIDE = (FIRST, facts.before(PADS_NON_MLA_SINCE))  # pads a layer whose backend indexes KV by the block stride
+PADS_BY_BLOCK_STRIDE = (
+    FIRST,
+    facts.before(PADS_NON_MLA_SINCE),
+)  # pads a layer whose backend indexes KV by the block stride
 FALLBACK_SINCE = str(facts.since("kv_full_allocation_fallback"))  # _try_get_full_allocation_fallback_groups
-PROMOTE_SINCE = str(facts.since("kv_promote_local_specs"))  # _promote_local_kv_cache_specs (its own message when promotion fails)
-MAMBA_PADS_SINCE = str(facts.since("kv_mamba_pads"))  # pads a Mamba layer's page to a larger one (before: it tries the block size)
+PROMOTE_SINCE = str(
+    facts.since("kv_promote_local_specs")
+)  # _promote_local_kv_cache_specs (its own message when promotion fails)
+MAMBA_PADS_SINCE = str(
+    facts.since("kv_mamba_pads")
+)  # pads a Mamba layer's page to a larger one (before: it tries the block size)
 BLOCK = 16  # the layers' block size before unification (all layers start from the same one)
 
 
@@ -101,8 +108,7 @@ def block_first(version: str) -> bool | None:
     return answers.pop() if len(answers) == 1 else None
 
 
-def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
-             first: bool | None = None) -> Grouping:
+def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True, first: bool | None = None) -> Grouping:
     """What vLLM `version`'s get_kv_cache_groups does with `layers` (the verifier's first, as the model
     registers them): `hybrid`, whether the hybrid KV-cache manager is on; `first`, whether the layers'
     backends lay pages out block-first (default: facts/<X.Y>/kv_cache.json's answer for the version)."""
@@ -122,12 +128,18 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
                 for attr in ("sliding", "chunked"):
                     seen = {x.window for x, k in zip(layers, kinds) if x.kind == attr}
                     if len(seen) > 1:
-                        return Grouping(False, "ValueError: All attention layers in the same KV cache group must "
-                                               "have the same window size.", "is_kv_cache_spec_uniform")
+                        return Grouping(
+                            False,
+                            "ValueError: All attention layers in the same KV cache group must "
+                            "have the same window size.",
+                            "is_kv_cache_spec_uniform",
+                        )
         if not _uniform_type(layers, kinds):  # what promotion leaves is still of two types
-            message = ("Failed to promote local KV cache specs to one unified type." if v >= Version(PROMOTE_SINCE)
-                       else "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one "
-                            "unified type.")
+            message = (
+                "Failed to promote local KV cache specs to one unified type."
+                if v >= Version(PROMOTE_SINCE)
+                else "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
+            )
             return Grouping(False, f"ValueError: {message}", "unify_hybrid_kv_cache_specs")
     pages = [x.page_bytes() for x in layers]
     if len(set(pages)) == 1 and len(set(_uniform_key(x, k) for x, k in zip(layers, kinds))) == 1:
@@ -147,11 +159,14 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
                 padded.append(x.label)
                 continue
             if largest % page == 0:  # a new block size leaves the padded state page as it was
-                return Grouping(False, "AssertionError: (bare `assert new_spec.page_size_bytes == max_page_size`: a "
-                                       f"Mamba layer's page, {x.label}'s, does not grow with the block size)",
-                                "unify_kv_cache_spec_page_size")
+                return Grouping(
+                    False,
+                    "AssertionError: (bare `assert new_spec.page_size_bytes == max_page_size`: a "
+                    f"Mamba layer's page, {x.label}'s, does not grow with the block size)",
+                    "unify_kv_cache_spec_page_size",
+                )
             return _not_divisible(x)
-        pads = (first if v <= Version(PADS_BY_BLOCK_STRIDE[1]) else x.kind != "mla")
+        pads = first if v <= Version(PADS_BY_BLOCK_STRIDE[1]) else x.kind != "mla"
         if not pads:
             if v >= Version(FALLBACK_SINCE) and _fallback(layers):
                 return Grouping(True)  # the sliding layers allocated as full attention: one group
@@ -161,8 +176,12 @@ def grouping(version: str, layers: Iterable[KvLayer], *, hybrid: bool = True,
 
 
 def _not_divisible(x: KvLayer) -> Grouping:
-    return Grouping(False, f"NotImplementedError: Layer {x.label}: page size is not divisible by the maximum page "
-                           "size and cannot be padded", "unify_kv_cache_spec_page_size")
+    return Grouping(
+        False,
+        f"NotImplementedError: Layer {x.label}: page size is not divisible by the maximum page "
+        "size and cannot be padded",
+        "unify_kv_cache_spec_page_size",
+    )
 
 
 def _kind(x: KvLayer, layers: list[KvLayer], hybrid: bool) -> str:
@@ -222,8 +241,17 @@ def state_layers(config: dict[str, Any]) -> tuple[int, ...]:
     return tuple(i for i, t in enumerate(types[:n]) if t in STATE_LAYER_TYPES)
 
 
-def verifier_kv_layers(groups: Iterable[Any], *, kv_heads: int | None, head_size: int | None, window: int | None,
-                       latent: int | None, tp: int, dtype_bytes: int, states: Iterable[int] = ()) -> list[KvLayer]:
+def verifier_kv_layers(
+    groups: Iterable[Any],
+    *,
+    kv_heads: int | None,
+    head_size: int | None,
+    window: int | None,
+    latent: int | None,
+    tp: int,
+    dtype_bytes: int,
+    states: Iterable[int] = (),
+) -> list[KvLayer]:
     """The verifier's attention layers as its vLLM class registers them: MLA (one latent per token,
     `latent` wide) where the config has kv_lora_rank, else num_key_value_heads split over the tensor
     parallel ranks (at least one each); sliding where `groups` (gpu_plan.verifier_groups) says.
@@ -237,8 +265,16 @@ def verifier_kv_layers(groups: Iterable[Any], *, kv_heads: int | None, head_size
                 out.append(KvLayer(f"verifier layer {i}", "mla", 1, latent, dtype_bytes))
             elif kv_heads and head_size:
                 sliding = g.sliding and window is not None
-                out.append(KvLayer(f"verifier layer {i}", "sliding" if sliding else "full", max(1, kv_heads // tp),
-                                   head_size, dtype_bytes, window if sliding else None))
+                out.append(
+                    KvLayer(
+                        f"verifier layer {i}",
+                        "sliding" if sliding else "full",
+                        max(1, kv_heads // tp),
+                        head_size,
+                        dtype_bytes,
+                        window if sliding else None,
+                    )
+                )
     return sorted(out, key=lambda x: int(x.label.rsplit(" ", 1)[1]))
 
 
@@ -252,8 +288,17 @@ def draft_kv_layers(spec: Any, *, tp: int, dtype_bytes: int) -> list[KvLayer]:
         return []
     layers = spec.attention or ()
     kinds = [(a.layer, a.kind) for a in layers] or [(0, "full")]
-    return [KvLayer(f"draft layer {i}", "sliding" if kind == "sliding" and window else "full", max(1, heads // tp),
-                    head, dtype_bytes, window if kind == "sliding" and window else None) for i, kind in kinds]
+    return [
+        KvLayer(
+            f"draft layer {i}",
+            "sliding" if kind == "sliding" and window else "full",
+            max(1, heads // tp),
+            head,
+            dtype_bytes,
+            window if kind == "sliding" and window else None,
+        )
+        for i, kind in kinds
+    ]
 
 
 def kv_cache_findings(spec: Any, verifier: list[KvLayer], draft: list[KvLayer], *, hybrid: bool) -> list[Any]:
@@ -269,50 +314,73 @@ def kv_cache_findings(spec: Any, verifier: list[KvLayer], draft: list[KvLayer], 
     if not served.modelled:
         return []
     if not served.ok and grouping(version, verifier, hybrid=hybrid).ok:  # (else the verifier's, not the pair's)
-        return [Finding.of(
-            "kv-cache-groups",
-            f"vLLM {version} cannot put the verifier's and the draft's attention layers into KV-cache groups: "
-            f"{served.where} raises {served.error}", None, fix=_fix(served, verifier, draft))]
+        return [
+            Finding.of(
+                "kv-cache-groups",
+                f"vLLM {version} cannot put the verifier's and the draft's attention layers into KV-cache groups: "
+                f"{served.where} raises {served.error}",
+                None,
+                fix=_fix(served, verifier, draft),
+            )
+        ]
     if not served.ok:
         return []
     found = []
     if hybrid:
         off = grouping(version, layers, hybrid=False)
         if off.modelled and not off.ok and grouping(version, verifier, hybrid=False).ok:
-            found.append(Finding.of(
-                "kv-cache-groups-hybrid-off",
-                f"with the hybrid KV-cache manager off (--disable-hybrid-kv-cache-manager, or a KV connector without "
-                f"HMA support), vLLM {version} fails at startup: {off.where} raises {off.error}", None,
-                fix=_fix(off, verifier, draft)))
+            found.append(
+                Finding.of(
+                    "kv-cache-groups-hybrid-off",
+                    f"with the hybrid KV-cache manager off (--disable-hybrid-kv-cache-manager, or a KV connector without "
+                    f"HMA support), vLLM {version} fails at startup: {off.where} raises {off.error}",
+                    None,
+                    fix=_fix(off, verifier, draft),
+                )
+            )
     padded = [x for x in draft + verifier if x.label in served.padded]
     if padded and served.largest:
         x = padded[0]
         unused = 100 * (served.largest - x.page_bytes()) / served.largest
-        found.append(Finding.of(
-            "kv-cache-pages-padded",
-            f"vLLM {version} pads the KV page of {_names(padded)} ({x.page_bytes()} bytes per {BLOCK} tokens) to the "
-            f"largest ({served.largest} bytes): {unused:.0f}% of each of those pages is unused "
-            "(unify_kv_cache_spec_page_size)", None))
+        found.append(
+            Finding.of(
+                "kv-cache-pages-padded",
+                f"vLLM {version} pads the KV page of {_names(padded)} ({x.page_bytes()} bytes per {BLOCK} tokens) to the "
+                f"largest ({served.largest} bytes): {unused:.0f}% of each of those pages is unused "
+                "(unify_kv_cache_spec_page_size)",
+                None,
+            )
+        )
     return found
 
 
 def _names(layers: list[KvLayer]) -> str:
     draft = [x.label.rsplit(" ", 1)[1] for x in layers if x.label.startswith("draft")]
     verifier = [x.label.rsplit(" ", 1)[1] for x in layers if x.label.startswith("verifier")]
-    parts = ([f"draft layer{'s' if len(draft) > 1 else ''} {', '.join(draft)}"] if draft else []) + \
-            ([f"verifier layer{'s' if len(verifier) > 1 else ''} {', '.join(verifier[:4])}"
-              + (", ..." if len(verifier) > 4 else "")] if verifier else [])
+    parts = ([f"draft layer{'s' if len(draft) > 1 else ''} {', '.join(draft)}"] if draft else []) + (
+        [
+            f"verifier layer{'s' if len(verifier) > 1 else ''} {', '.join(verifier[:4])}"
+            + (", ..." if len(verifier) > 4 else "")
+        ]
+        if verifier
+        else []
+    )
     return " and ".join(parts)
 
 
 def _fix(failed: Grouping, verifier: list[KvLayer], draft: list[KvLayer]) -> str:
     if failed.where == "unify_kv_cache_spec_page_size":
-        return ("give the draft layers a KV page that divides the verifier's (KV heads x head size), or serve with "
-                f"vLLM {PADS_NON_MLA_SINCE}+, which pads the page of every layer that is not MLA")
+        return (
+            "give the draft layers a KV page that divides the verifier's (KV heads x head size), or serve with "
+            f"vLLM {PADS_NON_MLA_SINCE}+, which pads the page of every layer that is not MLA"
+        )
     windows = sorted({x.window for x in verifier if x.kind == "sliding"})
     theirs = sorted({x.window for x in draft if x.kind == "sliding"})
-    mine = f" (the verifier's {', '.join(map(str, windows))}; the draft's {', '.join(map(str, theirs))})" \
-        if windows and theirs else ""
+    mine = (
+        f" (the verifier's {', '.join(map(str, windows))}; the draft's {', '.join(map(str, theirs))})"
+        if windows and theirs
+        else ""
+    )
     return f"serve with the hybrid KV-cache manager on, or give the draft's sliding layers the verifier's window{mine}"
 
 

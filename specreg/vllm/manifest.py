@@ -52,8 +52,9 @@ def _read_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, A
     if dir_fd is None and (not manifest.is_file() or manifest.is_symlink()):
         return None
     try:
-        return read_config(Path(MANIFEST) if dir_fd is not None else manifest, source=str(manifest),
-                           dir_fd=dir_fd)[0]  # capped, strict JSON, an object
+        return read_config(Path(MANIFEST) if dir_fd is not None else manifest, source=str(manifest), dir_fd=dir_fd)[
+            0
+        ]  # capped, strict JSON, an object
     except ConfigError:
         return None
 
@@ -75,6 +76,11 @@ def same_draft(directory: str | os.PathLike[str], spec: "Speculator") -> bool:
     same vLLM version (re-running `serve --dir` then refreshes specreg's own files)."""
     manifest = trusted_manifest(Path(directory).expanduser()) or {}
     source = manifest.get("source")
-    return (isinstance(source, dict) and spec.origin is not None and bool(spec.origin.sha256)
-            and source.get("sha256") == spec.origin.sha256 and manifest.get("vllm_version") == spec.vllm_version
-            and manifest.get("written_by") == "specreg")
+    return (
+        isinstance(source, dict)
+        and spec.origin is not None
+        and bool(spec.origin.sha256)
+        and source.get("sha256") == spec.origin.sha256
+        and manifest.get("vllm_version") == spec.vllm_version
+        and manifest.get("written_by") == "specreg"
+    )

@@ -57,8 +57,9 @@ class Materialized:
         return self.speculator.llm_kwargs(draft=str(self.directory), verifier=verifier)
 
 
-def _check_target(directory: dirwrite.Directory, force: bool, manifest: dict[str, Any],
-                  say: Callable[[str], None]) -> list[str]:
+def _check_target(
+    directory: dirwrite.Directory, force: bool, manifest: dict[str, Any], say: Callable[[str], None]
+) -> list[str]:
     """Refuse (without force) a non-empty DIR; return a previous signed manifest's files. Called under
     DIR's lock, after `dirwrite.recover`: what looks like a leftover of specreg's but carries no proof is
     named and never touched. A DIR holding only what the same write wrote before (its signed manifest
@@ -68,13 +69,19 @@ def _check_target(directory: dirwrite.Directory, force: bool, manifest: dict[str
     files = doc.get("files") if isinstance(doc.get("files"), list) else []
     same = {k: v for k, v in doc.items() if k != SIGNATURE} == manifest and set(entries) <= set(files)
     foreign = dirwrite.foreign_leftovers(directory)
-    unproven = (f"; {', '.join(foreign)} looks like a leftover of an interrupted specreg write, but carries no "
-                "proof that this specreg made it: specreg never touches it (remove it yourself if it is not yours)"
-                ) if foreign else ""
+    unproven = (
+        (
+            f"; {', '.join(foreign)} looks like a leftover of an interrupted specreg write, but carries no "
+            "proof that this specreg made it: specreg never touches it (remove it yourself if it is not yours)"
+        )
+        if foreign
+        else ""
+    )
     if entries and not force and not same:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-        raise SpecregError(f"{directory.path} is not empty ({shown}){unproven}; choose an empty directory or "
-                           "pass --force")
+        raise SpecregError(
+            f"{directory.path} is not empty ({shown}){unproven}; choose an empty directory or pass --force"
+        )
     if foreign:
         say(f"{directory.path}: left as it is{unproven}")
     return [n for n in files if isinstance(n, str) and PLAIN_NAME.match(n)]
@@ -101,8 +108,10 @@ def materialize(
     """Write `spec` as a vLLM-ready draft directory (see the module docstring)."""
     check_weight_mode(weights)
     if spec.method is None:
-        raise SpecregError(f"{spec.algorithm} drafts are not served by vLLM's speculators path; nothing to materialize",
-                           source=spec.origin.source if spec.origin else None)
+        raise SpecregError(
+            f"{spec.algorithm} drafts are not served by vLLM's speculators path; nothing to materialize",
+            source=spec.origin.source if spec.origin else None,
+        )
     if spec.errors:
         raise SpecregError(
             f"not servable as trained by vLLM {spec.vllm_version} "
@@ -117,9 +126,11 @@ def materialize(
     config, changes = plain_path_config(spec)
     if "quantization_config" not in config and (quant := hf_quant_config(spec)) is not None:
         config["quantization_config"] = quant
-        changes.append(f"quantization_config from {HF_QUANT_CONFIG}: vLLM's get_config reads that file beside a "
-                       "config.json that has none (older ModelOpt releases wrote it there), and this directory's "
-                       "config.json is specreg's")
+        changes.append(
+            f"quantization_config from {HF_QUANT_CONFIG}: vLLM's get_config reads that file beside a "
+            "config.json that has none (older ModelOpt releases wrote it there), and this directory's "
+            "config.json is specreg's"
+        )
     manifest = {
         "written_by": "specreg",
         "source": spec.origin.to_dict() if spec.origin else None,
@@ -142,19 +153,28 @@ def refuse_source_as_target(spec: "Speculator", target: Path) -> None:
     origin = spec.origin
     if origin is not None and origin.repo_id is None and origin.path:
         if os.path.realpath(Path(origin.path).parent) == os.path.realpath(target):
-            raise SpecregError(f"{target} is the draft's own directory; write into another one",
-                               source=origin.source)
+            raise SpecregError(f"{target} is the draft's own directory; write into another one", source=origin.source)
 
 
-def write_locked(target: Path, force: bool, config: dict[str, Any], sources: dict[str, Path], weights: str,
-                 manifest: dict[str, Any], say: Callable[[str], None]) -> None:
+def write_locked(
+    target: Path,
+    force: bool,
+    config: dict[str, Any],
+    sources: dict[str, Path],
+    weights: str,
+    manifest: dict[str, Any],
+    say: Callable[[str], None],
+) -> None:
     """Write config.json, the weights (linked or copied) and the signed manifest into `target` as one
     write (dirwrite): concurrent writers take turns under DIR's lock, an interrupted earlier write is
     rolled back or finished first, and a failure or a kill at any step leaves the previous draft or the
     new one whole. Files a previous signed manifest listed that this one does not are removed with it."""
     if target.is_symlink():
-        raise SpecregError(f"{target} is a link (to {os.readlink(target)}): name the directory itself; specreg "
-                           "writes and replaces files only in a real directory", source=str(target))
+        raise SpecregError(
+            f"{target} is a link (to {os.readlink(target)}): name the directory itself; specreg "
+            "writes and replaces files only in a real directory",
+            source=str(target),
+        )
     if target.exists() and not target.is_dir():
         raise SpecregError(f"{target} exists and is not a directory", source=str(target))
     with dirwrite.opened(target) as directory:

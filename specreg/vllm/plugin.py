@@ -85,16 +85,24 @@ def _logger() -> logging.Logger:
 def register() -> None:
     """The `vllm.general_plugins` entry point (vLLM calls it once or more per process)."""
     if os.environ.get(SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
-        _once("off", f"specreg plugin off ({SWITCH}=0): vLLM maps speculators configs itself, and may serve "
-              "drafts with masks, ids or lengths other than trained", logging.WARNING)
+        _once(
+            "off",
+            f"specreg plugin off ({SWITCH}=0): vLLM maps speculators configs itself, and may serve "
+            "drafts with masks, ids or lengths other than trained",
+            logging.WARNING,
+        )
         return
     try:
         from specreg.normalization.capabilities import installed_vllm
 
         version = installed_vllm()
         if version is None or not TESTED[0] <= version <= TESTED[1]:
-            _once("untested", f"specreg plugin: vLLM {version} is outside the tested range "
-                  f"{TESTED[0]}-{facts.plugin_tested()[-1]}; leaving vLLM's speculators mapping as it is", logging.WARNING)
+            _once(
+                "untested",
+                f"specreg plugin: vLLM {version} is outside the tested range "
+                f"{TESTED[0]}-{facts.plugin_tested()[-1]}; leaving vLLM's speculators mapping as it is",
+                logging.WARNING,
+            )
             return
         from vllm.engine.arg_utils import EngineArgs
         from vllm.transformers_utils.configs.speculators import algos, base
@@ -102,8 +110,11 @@ def register() -> None:
         install(algos, base.SpeculatorsConfig, version)
         watch_native_drafts(EngineArgs, version)
     except Exception as exc:  # noqa: BLE001 - the plugin must never stop vLLM from starting
-        _once("failed", f"specreg plugin not installed ({type(exc).__name__}: {exc}); vLLM maps speculators "
-              "configs itself", logging.WARNING)
+        _once(
+            "failed",
+            f"specreg plugin not installed ({type(exc).__name__}: {exc}); vLLM maps speculators configs itself",
+            logging.WARNING,
+        )
 
 
 def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
@@ -120,7 +131,8 @@ def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
     extract = config_class.__dict__.get("extract_transformers_pre_trained_config")
     if extract is not None and not getattr(extract.__func__, _MARK, False):
         config_class.extract_transformers_pre_trained_config = classmethod(
-            _extractor(extract.__func__, table, str(version)))
+            _extractor(extract.__func__, table, str(version))
+        )
     return wrapped
 
 
@@ -151,8 +163,11 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
         try:
             _fill_named_draft(self, str(version))
         except Exception as exc:  # noqa: BLE001 - logged; vLLM decides as it would have without the plugin
-            _once(f"named:{exc}", f"specreg could not plan the named draft ({type(exc).__name__}: {exc}); vLLM "
-                  "picks its method itself", logging.WARNING)
+            _once(
+                f"named:{exc}",
+                f"specreg could not plan the named draft ({type(exc).__name__}: {exc}); vLLM picks its method itself",
+                logging.WARNING,
+            )
         _planned.specs = []
         try:
             sc = original(self, target_model_config, target_parallel_config)
@@ -164,8 +179,11 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
             else:
                 _compare_native(sc, str(version))
         except Exception as exc:  # noqa: BLE001 - a diagnosis only: vLLM goes on either way
-            _once(f"native:{exc}", f"specreg could not check the native draft ({type(exc).__name__}: {exc})",
-                  logging.WARNING)
+            _once(
+                f"native:{exc}",
+                f"specreg could not check the native draft ({type(exc).__name__}: {exc})",
+                logging.WARNING,
+            )
         return sc
 
     create_speculative_config.__wrapped__ = original  # type: ignore[attr-defined]
@@ -218,17 +236,23 @@ def _fill_named_draft(args: Any, version: str) -> None:
             config[key] = value
         else:
             setattr(args, flags[key], value)
-    _once(f"named-planned:{model}", f"specreg plugin: the draft {model} is a speculators {spec.algorithm} draft; "
-          f"serving it with its trained {', '.join(f'{k}={v!r}' for k, v in filled.items())} (vLLM guesses the "
-          f"method from the path otherwise); {SWITCH}=0 turns this off")
+    _once(
+        f"named-planned:{model}",
+        f"specreg plugin: the draft {model} is a speculators {spec.algorithm} draft; "
+        f"serving it with its trained {', '.join(f'{k}={v!r}' for k, v in filled.items())} (vLLM guesses the "
+        f"method from the path otherwise); {SWITCH}=0 turns this off",
+    )
 
 
 def _check_method(sc: Any, spec: Any) -> None:
     """Log (once) a speculators draft that vLLM was told to serve with another method than trained."""
     method = getattr(sc, "method", None)
     if method is not None and method != spec.method:
-        _once(f"method:{sc.model}", f"specreg: the draft {sc.model} was trained as {spec.method!r}; vLLM is told "
-              f"to serve it as {method!r}", logging.WARNING)
+        _once(
+            f"method:{sc.model}",
+            f"specreg: the draft {sc.model} was trained as {spec.method!r}; vLLM is told to serve it as {method!r}",
+            logging.WARNING,
+        )
 
 
 def _compare_native(sc: Any, version: str) -> None:
@@ -250,13 +274,18 @@ def _compare_native(sc: Any, version: str) -> None:
     spec = normalize(read.config, vllm=version, source=sc.model, origin=read.origin, manifest=read.manifest)
     hf = draft.hf_config.to_dict() if hasattr(draft.hf_config, "to_dict") else dict(vars(draft.hf_config))
     # errors, and what the native conversion knows vLLM reads differently (ModelOpt's ids one layer early)
-    problems = [f"{f.code}: {f.message}" for f in spec.findings
-                if f.severity == "error" or f.code == "served-layer-ids-mismatch"]
+    problems = [
+        f"{f.code}: {f.message}"
+        for f in spec.findings
+        if f.severity == "error" or f.code == "served-layer-ids-mismatch"
+    ]
     vllm_arch = (getattr(draft, "architectures", None) or [None])[0]
     planned = spec.draft_config.get("architectures", [None])[0]
     if vllm_arch and planned and _registry_class(vllm_arch) != _registry_class(planned):
-        problems.append(f"vLLM loads {vllm_arch} as {'.'.join(_registry_class(vllm_arch) or ('?',))}, "
-                        f"the draft was trained as {'.'.join(_registry_class(planned) or (planned,))}")
+        problems.append(
+            f"vLLM loads {vllm_arch} as {'.'.join(_registry_class(vllm_arch) or ('?',))}, "
+            f"the draft was trained as {'.'.join(_registry_class(planned) or (planned,))}"
+        )
     if spec.method in ("dflash", "dspark") and isinstance(hf.get("num_hidden_layers"), int):
         ctx = Context(vllm=parse_version(version), source=None, envelope=None)
         served = vllm_layer_causal(ctx, spec.method == "dspark", hf, hf["num_hidden_layers"])
@@ -264,9 +293,12 @@ def _compare_native(sc: Any, version: str) -> None:
         if served != trained:
             problems.append(f"vLLM serves the layers' masks as {served}, the draft was trained with {trained}")
     if problems:
-        _once(f"native:{sc.model}", f"specreg: vLLM {version} does not serve the native draft {sc.model} as it was "
-              f"trained ({'; '.join(problems)}). Run `specreg serve {sc.model}` and serve the directory it prints.",
-              logging.WARNING)
+        _once(
+            f"native:{sc.model}",
+            f"specreg: vLLM {version} does not serve the native draft {sc.model} as it was "
+            f"trained ({'; '.join(problems)}). Run `specreg serve {sc.model}` and serve the directory it prints.",
+            logging.WARNING,
+        )
 
 
 def _registry_class(arch: str) -> tuple[str, str] | None:
@@ -301,19 +333,29 @@ def _plan(config_dict: dict, version: str) -> Any:
     try:
         spec = normalize(copy.deepcopy(config_dict), vllm=version)
     except Exception as exc:  # noqa: BLE001 - bad input or a specreg bug: vLLM's mapping decides
-        _once(f"fallback:{exc}", f"specreg could not plan this speculators config ({type(exc).__name__}: {exc}); "
-              "vLLM's own mapping is used", logging.WARNING)
+        _once(
+            f"fallback:{exc}",
+            f"specreg could not plan this speculators config ({type(exc).__name__}: {exc}); vLLM's own mapping is used",
+            logging.WARNING,
+        )
         return None
     except (SystemExit, KeyboardInterrupt) as exc:
         guest = _raised_by_guest(exc)
         if guest is None:
             raise  # vLLM's own, or Ctrl-C in specreg: not the plugin's to stop
-        _once(f"guest:{guest}", f"specreg: the algorithm plugin module {guest} raised {type(exc).__name__} while "
-              "specreg planned this speculators config; vLLM's own mapping is used", logging.WARNING)
+        _once(
+            f"guest:{guest}",
+            f"specreg: the algorithm plugin module {guest} raised {type(exc).__name__} while "
+            "specreg planned this speculators config; vLLM's own mapping is used",
+            logging.WARNING,
+        )
         return None
     # logged at first use: vLLM configures its log handlers after the plugins have loaded
-    _once("planned", f"specreg plugin: this {spec.algorithm} draft is planned by specreg {__version__} for "
-          f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off")
+    _once(
+        "planned",
+        f"specreg plugin: this {spec.algorithm} draft is planned by specreg {__version__} for "
+        f"vLLM {version} (its trained masks, ids and length); {SWITCH}=0 turns this off",
+    )
     specs = getattr(_planned, "specs", None)
     if specs is not None:
         specs.append(spec)
@@ -344,24 +386,36 @@ def _refuse_or_log(spec: Any) -> None:
         where = f" at {f.path}" if f.path else ""
         _once(f"{f.code}:{f.path}:{f.message}", f"specreg: {f.severity} {f.code}{where}: {f.message}", level)
     if getattr(spec, "needs_v2_model_runner", False) and os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "").lower() not in (
-            "1", "true"):
-        _once("v2", "specreg: this draft mixes sliding and full-attention layers, which vLLM serves only on its V2 "
-              "model runner (qwen3_dflash._resolve_layer_attention raises otherwise): relaunch with "
-              "VLLM_USE_V2_MODEL_RUNNER=1", logging.WARNING)
+        "1",
+        "true",
+    ):
+        _once(
+            "v2",
+            "specreg: this draft mixes sliding and full-attention layers, which vLLM serves only on its V2 "
+            "model runner (qwen3_dflash._resolve_layer_attention raises otherwise): relaunch with "
+            "VLLM_USE_V2_MODEL_RUNNER=1",
+            logging.WARNING,
+        )
     if spec.errors:
         lines = [f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in spec.errors]
-        raise ValueError("specreg: this draft cannot be served as it was trained by this vLLM:\n  "
-                         + "\n  ".join(lines) + f"\n(`specreg show` explains; {SWITCH}=0 serves it with vLLM's "
-                         "own mapping anyway)")
+        raise ValueError(
+            "specreg: this draft cannot be served as it was trained by this vLLM:\n  "
+            + "\n  ".join(lines)
+            + f"\n(`specreg show` explains; {SWITCH}=0 serves it with vLLM's "
+            "own mapping anyway)"
+        )
 
 
 def _updater(original: Callable | None, version: str) -> Callable:
     """specreg's entry of vLLM's table; `original` is vLLM's own function (None: vLLM has none for the type)."""
+
     def update(config_dict: dict, pre_trained_config: dict) -> None:
         spec = _plan(config_dict, version)
         if spec is None and original is None:
-            raise ValueError(f"specreg could not plan this {config_dict.get('speculators_model_type')} draft (the "
-                             "reason is logged above), and vLLM has no mapping of its own for the type")
+            raise ValueError(
+                f"specreg could not plan this {config_dict.get('speculators_model_type')} draft (the "
+                "reason is logged above), and vLLM has no mapping of its own for the type"
+            )
         if spec is None:
             return original(config_dict=config_dict, pre_trained_config=pre_trained_config)
         _refuse_or_log(spec)
@@ -393,6 +447,7 @@ def _builder(original: Callable, version: str) -> Callable:
 
 def _extractor(original: Callable, table: dict, version: str) -> Callable:
     """vLLM refuses a type its table lacks here: a type specreg plans gets its entry first."""
+
     def extract(cls: Any, config_dict: dict) -> Any:
         _admit(table, config_dict.get("speculators_model_type"), version)
         return original(cls, config_dict)

@@ -17,10 +17,13 @@ from specreg.errors import ConfigError, Problem, SpecregError, show_value
 from specreg.normalization.speculator import Finding, thaw
 from specreg.vllm.attention import AttentionError, gpu_label
 from specreg.vllm.gpu_plan import GpuReport, gpu_check
-from specreg.vllm.deployment import (deployment_findings, hybrid_kv_findings, quant_name_findings,
-                                     quantization_gpu_findings)
-from specreg.vllm.verifier_check import (VerifierFacts, kv_cache_check, positive_int, verifier_facts,
-                                         verifier_findings)
+from specreg.vllm.deployment import (
+    deployment_findings,
+    hybrid_kv_findings,
+    quant_name_findings,
+    quantization_gpu_findings,
+)
+from specreg.vllm.verifier_check import VerifierFacts, kv_cache_check, positive_int, verifier_facts, verifier_findings
 from specreg.vllm.weight_headers import WeightsSummary, hub_weights, local_weights, summarize, weights_findings
 
 if TYPE_CHECKING:
@@ -34,9 +37,11 @@ class Checks:
     gpu: GpuReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verifier": self.verifier.to_dict() if self.verifier else None,
-                "weights": self.weights.to_dict() if self.weights else None,
-                "gpu": self.gpu.to_dict() if self.gpu else None}
+        return {
+            "verifier": self.verifier.to_dict() if self.verifier else None,
+            "weights": self.weights.to_dict() if self.weights else None,
+            "gpu": self.gpu.to_dict() if self.gpu else None,
+        }
 
 
 # -- reading ----------------------------------------------------------------------------------------
@@ -57,8 +62,13 @@ def _head_size_problems(spec: "Speculator", gpu: str) -> list[Problem]:
         if key in d and not positive_int(value):
             prov = spec.provenance.get(f"draft_config.{key}")
             path = prov.sources[0] if prov is not None and prov.sources else f"draft_config.{key}"
-            out.append(Problem(path, f"--gpu {gpu}: expected a positive integer (vLLM's head size is head_dim, "
-                                     f"else hidden_size // num_attention_heads), got {show_value(thaw(value))}"))
+            out.append(
+                Problem(
+                    path,
+                    f"--gpu {gpu}: expected a positive integer (vLLM's head size is head_dim, "
+                    f"else hidden_size // num_attention_heads), got {show_value(thaw(value))}",
+                )
+            )
     return out
 
 
@@ -88,13 +98,29 @@ def preflight(
             raise SpecregError("the config names no verifier; pass one (--verifier ORG/NAME)", source=source)
         from_hub = verifier is None and spec.origin is not None and spec.origin.repo_id is not None
         facts = verifier_facts(name, source=source or name, hub_only=from_hub)
-        found += verifier_findings(spec, facts, tensor_parallel_size=tensor_parallel_size,
-                                   draft_tensor_parallel_size=draft_tensor_parallel_size)
-        found += deployment_findings(spec, verifier_dtype=facts.dtype, verifier_positions=facts.max_position_embeddings,
-                                     verifier_quantization=facts.quantization, max_model_len=max_model_len)
+        found += verifier_findings(
+            spec,
+            facts,
+            tensor_parallel_size=tensor_parallel_size,
+            draft_tensor_parallel_size=draft_tensor_parallel_size,
+        )
+        found += deployment_findings(
+            spec,
+            verifier_dtype=facts.dtype,
+            verifier_positions=facts.max_position_embeddings,
+            verifier_quantization=facts.quantization,
+            max_model_len=max_model_len,
+        )
         found += hybrid_kv_findings(spec, verifier_chunk=facts.attention_chunk_size)
-        found += kv_cache_check(spec, facts, tensor_parallel_size, draft_tensor_parallel_size, kv_cache_dtype, dtype,
-                                    hybrid_kv_cache_manager)
+        found += kv_cache_check(
+            spec,
+            facts,
+            tensor_parallel_size,
+            draft_tensor_parallel_size,
+            kv_cache_dtype,
+            dtype,
+            hybrid_kv_cache_manager,
+        )
     found += quant_name_findings(spec, verifier_layers=facts.num_hidden_layers if facts else None)
     summary = None
     if check_weights:
@@ -112,10 +138,14 @@ def preflight(
             if local is not None:
                 tensors, files, read = local
         if got is None:
-            found.append(Finding.of(
-                "weights-unavailable", "no safetensors weights to read headers from (only .bin, or none)", None,
-                fix="save the draft as safetensors to have its weights checked",
-            ))
+            found.append(
+                Finding.of(
+                    "weights-unavailable",
+                    "no safetensors weights to read headers from (only .bin, or none)",
+                    None,
+                    fix="save the draft as safetensors to have its weights checked",
+                )
+            )
         else:
             summary = summarize(tensors, files, read)
             found += weights_findings(spec, tensors, facts)
@@ -125,16 +155,26 @@ def preflight(
         if bad:
             raise ConfigError(bad, source=source)
         try:
-            report, more = gpu_check(spec, gpu, kv_cache_dtype=kv_cache_dtype, dtype=dtype,
-                                     attention_backend=attention_backend,
-                                     verifier_head_size=facts.head_size if facts else None,
-                                     verifier_dtype=facts.dtype if facts else None,
-                                     verifier_layers=facts.layers if facts else ())
+            report, more = gpu_check(
+                spec,
+                gpu,
+                kv_cache_dtype=kv_cache_dtype,
+                dtype=dtype,
+                attention_backend=attention_backend,
+                verifier_head_size=facts.head_size if facts else None,
+                verifier_dtype=facts.dtype if facts else None,
+                verifier_layers=facts.layers if facts else (),
+            )
         except AttentionError as exc:
             raise SpecregError(f"--gpu {gpu}: {exc}", source=source) from None
         found += more
-        found += quantization_gpu_findings(spec, report.capability, dtype=report.dtype, gpu=gpu_label(gpu),
-                                           verifier_method=facts.quantization if facts else None)
-    return attrs.evolve(spec, findings=(*spec.findings, *found),
-                        checks=Checks(verifier=facts, weights=summary, gpu=report))
-
+        found += quantization_gpu_findings(
+            spec,
+            report.capability,
+            dtype=report.dtype,
+            gpu=gpu_label(gpu),
+            verifier_method=facts.quantization if facts else None,
+        )
+    return attrs.evolve(
+        spec, findings=(*spec.findings, *found), checks=Checks(verifier=facts, weights=summary, gpu=report)
+    )

@@ -11,8 +11,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from specreg.errors import ConfigError
-from specreg.normalization.capabilities import (AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION, RULES, parse_version,
-                                                short, since)
+from specreg.normalization.capabilities import (
+    AUX_CAPTURE_ARCHITECTURES,
+    AUX_CAPTURE_VERSION,
+    RULES,
+    parse_version,
+    short,
+    since,
+)
 from specreg.normalization.speculator import Finding
 from specreg.sources import hub
 from specreg.vllm.deployment import quant_method
@@ -22,6 +28,7 @@ from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
+
 
 @attrs.frozen
 class VerifierFacts:
@@ -64,9 +71,12 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
     from specreg.sources.files import is_repo_id
 
     if hub_only and not is_repo_id(verifier):
-        raise ConfigError(f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "
-                          "reads no local path a remote file names. Pass the verifier yourself (--verifier)",
-                          "$.speculators_config.verifier.name_or_path", source=source)
+        raise ConfigError(
+            f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "
+            "reads no local path a remote file names. Pass the verifier yourself (--verifier)",
+            "$.speculators_config.verifier.name_or_path",
+            source=source,
+        )
     local = Path(verifier).expanduser()
     if not hub_only and not local.exists() and verifier.startswith((".", "/", "~")):
         raise ConfigError("no such file or directory", "verifier", source=verifier)
@@ -118,8 +128,13 @@ def _mask_token(spec: "Speculator") -> tuple[int | None, str]:
     return None, ""
 
 
-def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parallel_size: int | None = None,
-                   draft_tensor_parallel_size: int | None = None) -> list[Finding]:
+def verifier_findings(
+    spec: "Speculator",
+    facts: VerifierFacts,
+    *,
+    tensor_parallel_size: int | None = None,
+    draft_tensor_parallel_size: int | None = None,
+) -> list[Finding]:
     """The draft against its verifier's config: layers, hidden size, vocabulary, mask token,
     aux capture support, draft tensor parallelism."""
     d, out = spec.draft_config, []
@@ -131,79 +146,104 @@ def verifier_findings(spec: "Speculator", facts: VerifierFacts, *, tensor_parall
         top = L if through_last else L - 1
         bad = [i for i in ids if not 0 <= i <= top]
         if bad:
-            rule = ("ids count the hidden state entering layer i; vLLM >= "
-                    f"{short(RULES['aux_capture_through_last_layer'])} also captures the last layer's output as id L"
-                    if through_last else
-                    f"ids count the hidden state entering layer i, and vLLM {short(version)} captures "
-                    "only before each layer")
-            out.append(Finding.of(
-                "verifier-layer-out-of-range",
-                f"aux layer ids {bad} are outside {facts.id}'s {L} layers (valid 0..{top}: {rule})",
-                "draft_config.eagle_aux_hidden_state_layer_ids",
-                fix="train against (or name) the verifier this draft was trained with; the ids must come from it",
-            ))
+            rule = (
+                "ids count the hidden state entering layer i; vLLM >= "
+                f"{short(RULES['aux_capture_through_last_layer'])} also captures the last layer's output as id L"
+                if through_last
+                else f"ids count the hidden state entering layer i, and vLLM {short(version)} captures "
+                "only before each layer"
+            )
+            out.append(
+                Finding.of(
+                    "verifier-layer-out-of-range",
+                    f"aux layer ids {bad} are outside {facts.id}'s {L} layers (valid 0..{top}: {rule})",
+                    "draft_config.eagle_aux_hidden_state_layer_ids",
+                    fix="train against (or name) the verifier this draft was trained with; the ids must come from it",
+                )
+            )
     target_hidden = d.get("target_hidden_size") or d.get("hidden_size")
     if H is not None and target_hidden is not None and target_hidden != H:
-        out.append(Finding.of(
-            "verifier-hidden-size-mismatch",
-            f"the draft expects target hidden size {target_hidden}; {facts.id} has {H}",
-            "draft_config.target_hidden_size",
-            fix="pair the draft with the verifier it was trained on (or set target_hidden_size if the config omits it)",
-        ))
+        out.append(
+            Finding.of(
+                "verifier-hidden-size-mismatch",
+                f"the draft expects target hidden size {target_hidden}; {facts.id} has {H}",
+                "draft_config.target_hidden_size",
+                fix="pair the draft with the verifier it was trained on (or set target_hidden_size if the config omits it)",
+            )
+        )
     dv = d.get("draft_vocab_size")
     if V is not None and isinstance(dv, int):
         if dv > V:
-            out.append(Finding.of(
-                "verifier-vocab-too-small",
-                f"draft_vocab_size {dv} is larger than {facts.id}'s vocabulary ({V})",
-                "draft_config.draft_vocab_size",
-                fix="the draft was trained for another tokenizer: use its own verifier",
-            ))
+            out.append(
+                Finding.of(
+                    "verifier-vocab-too-small",
+                    f"draft_vocab_size {dv} is larger than {facts.id}'s vocabulary ({V})",
+                    "draft_config.draft_vocab_size",
+                    fix="the draft was trained for another tokenizer: use its own verifier",
+                )
+            )
         elif dv < V:
-            out.append(Finding.of(
-                "draft-vocab-reduced",
-                f"draft_vocab_size {dv} < the verifier's {V}: the weights must carry d2t (and t2d)",
-                "draft_config.draft_vocab_size",
-            ))
+            out.append(
+                Finding.of(
+                    "draft-vocab-reduced",
+                    f"draft_vocab_size {dv} < the verifier's {V}: the weights must carry d2t (and t2d)",
+                    "draft_config.draft_vocab_size",
+                )
+            )
     ev = d.get("vocab_size")
     if V is not None and isinstance(ev, int) and ev != V:
-        out.append(Finding.of(
-            "verifier-vocab-mismatch",
-            f"the draft's embedding vocabulary is {ev}; {facts.id}'s is {V}",
-            "draft_config.vocab_size",
-            fix="the draft embeds the verifier's tokens: check that this is the verifier it was trained with",
-        ))
+        out.append(
+            Finding.of(
+                "verifier-vocab-mismatch",
+                f"the draft's embedding vocabulary is {ev}; {facts.id}'s is {V}",
+                "draft_config.vocab_size",
+                fix="the draft embeds the verifier's tokens: check that this is the verifier it was trained with",
+            )
+        )
     mask, mask_at = _mask_token(spec)
     if V is not None and isinstance(mask, int) and not 0 <= mask < V:
-        out.append(Finding.of(
-            "mask-token-out-of-vocab",
-            f"mask token id {mask} is outside {facts.id}'s vocabulary (0..{V - 1})",
-            mask_at,
-            fix="use the mask token id the draft was trained with, from the verifier's tokenizer",
-        ))
+        out.append(
+            Finding.of(
+                "mask-token-out-of-vocab",
+                f"mask token id {mask} is outside {facts.id}'s vocabulary (0..{V - 1})",
+                mask_at,
+                fix="use the mask token id the draft was trained with, from the verifier's tokenizer",
+            )
+        )
     if facts.architectures and short(version) == short(AUX_CAPTURE_VERSION):
         if not any(a in AUX_CAPTURE_ARCHITECTURES for a in facts.architectures):
-            out.append(Finding.of(
-                "verifier-no-aux-capture",
-                f"vLLM {short(AUX_CAPTURE_VERSION)} cannot capture aux hidden states from "
-                f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
-                None,
-                fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
-            ))
+            out.append(
+                Finding.of(
+                    "verifier-no-aux-capture",
+                    f"vLLM {short(AUX_CAPTURE_VERSION)} cannot capture aux hidden states from "
+                    f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
+                    None,
+                    fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
+                )
+            )
     if draft_tensor_parallel_size is not None:
         tp = tensor_parallel_size or 1
         if draft_tensor_parallel_size not in (1, tp):
-            out.append(Finding.of(
-                "draft-tp-invalid",
-                f"draft tensor parallel size {draft_tensor_parallel_size} is neither 1 nor the target's ({tp})",
-                None,
-                fix=f"use draft_tensor_parallel_size 1 or {tp}",
-            ))
+            out.append(
+                Finding.of(
+                    "draft-tp-invalid",
+                    f"draft tensor parallel size {draft_tensor_parallel_size} is neither 1 nor the target's ({tp})",
+                    None,
+                    fix=f"use draft_tensor_parallel_size 1 or {tp}",
+                )
+            )
     return out
 
 
-def kv_cache_check(spec: "Speculator", facts: VerifierFacts, tp: int | None, draft_tp: int | None,
-                       kv_cache_dtype: str, dtype: str | None, hybrid: bool) -> list[Finding]:
+def kv_cache_check(
+    spec: "Speculator",
+    facts: VerifierFacts,
+    tp: int | None,
+    draft_tp: int | None,
+    kv_cache_dtype: str,
+    dtype: str | None,
+    hybrid: bool,
+) -> list[Finding]:
     """kv_cache.kv_cache_findings for the verifier and the draft as served: their layers over the
     ranks, the KV-cache dtype's width, the hybrid KV-cache manager on or off; a Mamba-hybrid
     verifier's state layers with them. A verifier with chunked local attention is left out: which of its layers are chunked is its class's, not modelled (with
@@ -212,8 +252,15 @@ def kv_cache_check(spec: "Speculator", facts: VerifierFacts, tp: int | None, dra
     if facts.attention_chunk_size is not None:
         return []
     width = kv_dtype_bytes(kv_cache_dtype, dtype or facts.dtype)
-    verifier = verifier_kv_layers(facts.layers, kv_heads=facts.kv_heads, head_size=facts.head_size,
-                                  window=facts.sliding_window, latent=facts.mla_latent, tp=tp or 1, dtype_bytes=width,
-                                  states=facts.state_layers)
+    verifier = verifier_kv_layers(
+        facts.layers,
+        kv_heads=facts.kv_heads,
+        head_size=facts.head_size,
+        window=facts.sliding_window,
+        latent=facts.mla_latent,
+        tp=tp or 1,
+        dtype_bytes=width,
+        states=facts.state_layers,
+    )
     draft = draft_kv_layers(spec, tp=draft_tp or tp or 1, dtype_bytes=width)
     return kv_cache_findings(spec, verifier, draft, hybrid=hybrid)

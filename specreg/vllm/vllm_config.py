@@ -56,8 +56,13 @@ def hf_quant_config(spec: "Speculator") -> dict[str, Any] | None:
         return None
     if origin.repo_id:
         try:
-            path = hub.fetch_file(origin.repo_id, HF_QUANT_CONFIG, origin.commit or origin.revision,
-                                  source=origin.source, quiet_missing=True)
+            path = hub.fetch_file(
+                origin.repo_id,
+                HF_QUANT_CONFIG,
+                origin.commit or origin.revision,
+                source=origin.source,
+                quiet_missing=True,
+            )
         except FileNotFoundOnHubError:
             return None
         where = f"{origin.repo_id}/{HF_QUANT_CONFIG}"
@@ -68,8 +73,11 @@ def hf_quant_config(spec: "Speculator") -> dict[str, Any] | None:
         if not os.path.lexists(path):
             return None
         if path.is_symlink() and (real := link_outside(path, directory)) is not None:
-            raise ConfigError(f"a link to {real}, outside the draft's directory: specreg reads no file a link "
-                              "points out to", "$", source=where)
+            raise ConfigError(
+                f"a link to {real}, outside the draft's directory: specreg reads no file a link points out to",
+                "$",
+                source=where,
+            )
     else:
         return None
     quant, _ = read_config(path, source=where)

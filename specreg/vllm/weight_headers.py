@@ -58,8 +58,13 @@ class WeightsSummary:
     header_bytes: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"files": list(self.files), "tensors": self.tensors, "parameters": self.parameters,
-                "dtypes": dict(self.dtypes), "header_bytes": self.header_bytes}
+        return {
+            "files": list(self.files),
+            "tensors": self.tensors,
+            "parameters": self.parameters,
+            "dtypes": dict(self.dtypes),
+            "header_bytes": self.header_bytes,
+        }
 
 
 def _local_header(path: Path) -> tuple[dict[str, Tensor], int]:
@@ -90,8 +95,11 @@ def _local_header(path: Path) -> tuple[dict[str, Tensor], int]:
         # a dimension is what safetensors writes: a non-negative integer (not a string, null, a
         # float such as 1e400 or NaN, an object), at most 2**53 so that sizes stay exact
         if len(shape) > MAX_DIMS or not all(type(d) is int and 0 <= d <= 2**53 for d in shape):
-            raise ConfigError(f"tensor {name!r} has the shape {json.dumps(shape)[:200]}: expected at most "
-                              f"{MAX_DIMS} integers >= 0", f"{where}.shape", source=str(path))
+            raise ConfigError(
+                f"tensor {name!r} has the shape {json.dumps(shape)[:200]}: expected at most {MAX_DIMS} integers >= 0",
+                f"{where}.shape",
+                source=str(path),
+            )
         tensors[name] = Tensor(name, str(info.get("dtype")), tuple(shape))
     return tensors, 8 + size
 
@@ -121,8 +129,9 @@ def hub_weights(repo_id: str, revision: str | None, *, source: str) -> tuple[dic
     import huggingface_hub
     from huggingface_hub import errors as hf
 
-    api = huggingface_hub.HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None,
-                                token=os.environ.get("HF_TOKEN") or None)
+    api = huggingface_hub.HfApi(
+        endpoint=os.environ.get("HF_ENDPOINT") or None, token=os.environ.get("HF_TOKEN") or None
+    )
     try:
         meta = api.get_safetensors_metadata(repo_id, revision=revision)
     except hf.NotASafetensorsRepoError:
@@ -131,10 +140,13 @@ def hub_weights(repo_id: str, revision: str | None, *, source: str) -> tuple[dic
         raise ConfigError(f"a safetensors header could not be read: {exc}", "$", source=source) from None
     except hf.HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
-        raise SpecregError(f"the Hub answered HTTP {status} reading safetensors headers of {repo_id}",
-                           source=source) from None
+        raise SpecregError(
+            f"the Hub answered HTTP {status} reading safetensors headers of {repo_id}", source=source
+        ) from None
     except OSError as exc:
-        raise SpecregError(f"could not read safetensors headers of {repo_id}: {type(exc).__name__}", source=source) from None
+        raise SpecregError(
+            f"could not read safetensors headers of {repo_id}: {type(exc).__name__}", source=source
+        ) from None
     tensors = {}
     for file_meta in meta.files_metadata.values():
         for name, info in file_meta.tensors.items():
@@ -159,74 +171,96 @@ def weights_findings(spec: "Speculator", tensors: Mapping[str, Tensor], facts: V
     if fc is not None and target_hidden and len(fc.shape) == 2:
         want = target_hidden * n_aux
         if fc.shape[1] != want:
-            out.append(Finding.of(
-                "weights-fc-shape",
-                f"fc.weight {list(fc.shape)} takes {fc.shape[1]} inputs; the config needs {target_hidden} x "
-                f"{n_aux} aux layers = {want}",
-                "draft_config.eagle_aux_hidden_state_layer_ids",
-                fix="the number of aux layer ids (or target_hidden_size) in config.json does not match the weights",
-            ))
+            out.append(
+                Finding.of(
+                    "weights-fc-shape",
+                    f"fc.weight {list(fc.shape)} takes {fc.shape[1]} inputs; the config needs {target_hidden} x "
+                    f"{n_aux} aux layers = {want}",
+                    "draft_config.eagle_aux_hidden_state_layer_ids",
+                    fix="the number of aux layer ids (or target_hidden_size) in config.json does not match the weights",
+                )
+            )
     dv = d.get("draft_vocab_size")
     V = facts.vocab_size if facts else d.get("vocab_size")
     d2t, t2d = _find(tensors, "d2t"), _find(tensors, "t2d")
     reduced = isinstance(dv, int) and isinstance(V, int) and dv < V
     if reduced and d2t is None:
-        out.append(Finding.of(
-            "weights-vocab-map-missing",
-            f"draft_vocab_size {dv} < {V}, but the weights carry no d2t: draft tokens cannot be mapped to the verifier's",
-            "draft_config.draft_vocab_size",
-            fix="save the draft with its d2t/t2d buffers (speculators writes them for a reduced vocabulary)",
-        ))
+        out.append(
+            Finding.of(
+                "weights-vocab-map-missing",
+                f"draft_vocab_size {dv} < {V}, but the weights carry no d2t: draft tokens cannot be mapped to the verifier's",
+                "draft_config.draft_vocab_size",
+                fix="save the draft with its d2t/t2d buffers (speculators writes them for a reduced vocabulary)",
+            )
+        )
     if not reduced and (d2t is not None or t2d is not None) and isinstance(dv, int) and isinstance(V, int):
-        out.append(Finding.of(
-            "weights-vocab-map-unexpected",
-            f"the weights carry {'d2t' if d2t else 't2d'} but the vocabulary is not reduced ({dv} = {V})",
-            "draft_config.draft_vocab_size",
-            fix="check draft_vocab_size in config.json: the weights say the vocabulary was reduced",
-        ))
+        out.append(
+            Finding.of(
+                "weights-vocab-map-unexpected",
+                f"the weights carry {'d2t' if d2t else 't2d'} but the vocabulary is not reduced ({dv} = {V})",
+                "draft_config.draft_vocab_size",
+                fix="check draft_vocab_size in config.json: the weights say the vocabulary was reduced",
+            )
+        )
     if d2t is not None and isinstance(dv, int) and (d2t.shape != (dv,) or d2t.dtype != "I64"):
-        out.append(Finding.of(
-            "weights-vocab-map-shape",
-            f"d2t is {d2t.dtype} {list(d2t.shape)}; it must be I64 [{dv}] (one offset per draft token)",
-            "draft_config.draft_vocab_size",
-        ))
+        out.append(
+            Finding.of(
+                "weights-vocab-map-shape",
+                f"d2t is {d2t.dtype} {list(d2t.shape)}; it must be I64 [{dv}] (one offset per draft token)",
+                "draft_config.draft_vocab_size",
+            )
+        )
     if t2d is not None and isinstance(V, int) and (t2d.shape != (V,) or t2d.dtype != "BOOL"):
-        out.append(Finding.of(
-            "weights-vocab-map-shape",
-            f"t2d is {t2d.dtype} {list(t2d.shape)}; it must be BOOL [{V}] (one flag per verifier token)",
-            "draft_config.vocab_size",
-        ))
+        out.append(
+            Finding.of(
+                "weights-vocab-map-shape",
+                f"t2d is {t2d.dtype} {list(t2d.shape)}; it must be BOOL [{V}] (one flag per verifier token)",
+                "draft_config.vocab_size",
+            )
+        )
     head = _find(tensors, "lm_head.weight")
     if head is not None and isinstance(dv, int) and head.shape[:1] != (dv,):
-        out.append(Finding.of(
-            "weights-lm-head-rows",
-            f"lm_head.weight has {head.shape[0]} rows; draft_vocab_size is {dv}",
-            "draft_config.draft_vocab_size",
-            fix="draft_vocab_size in config.json must equal the lm_head's rows",
-        ))
+        out.append(
+            Finding.of(
+                "weights-lm-head-rows",
+                f"lm_head.weight has {head.shape[0]} rows; draft_vocab_size is {dv}",
+                "draft_config.draft_vocab_size",
+                fix="draft_vocab_size in config.json must equal the lm_head's rows",
+            )
+        )
     if spec.algorithm == "peagle":
         mask = _find(tensors, "mask_hidden")
         want = target_hidden * n_aux if target_hidden else None
         if mask is None:
-            out.append(Finding.of(
-                "weights-mask-hidden", "a P-EAGLE draft needs mask_hidden; the weights have none", None,
-                fix="this checkpoint is not a P-EAGLE draft (or was saved without its parameters)",
-            ))
+            out.append(
+                Finding.of(
+                    "weights-mask-hidden",
+                    "a P-EAGLE draft needs mask_hidden; the weights have none",
+                    None,
+                    fix="this checkpoint is not a P-EAGLE draft (or was saved without its parameters)",
+                )
+            )
         elif want and mask.shape[-1:] != (want,):
-            out.append(Finding.of(
-                "weights-mask-hidden", f"mask_hidden {list(mask.shape)} does not end in the fc input width {want}", None,
-            ))
+            out.append(
+                Finding.of(
+                    "weights-mask-hidden",
+                    f"mask_hidden {list(mask.shape)} does not end in the fc input width {want}",
+                    None,
+                )
+            )
     if spec.algorithm == "dspark":
         out += _dspark_heads(d, tensors)
     layers = {int(m.group(1)) for n in tensors for m in [_LAYER.search(n)] if m and "verifier" not in n}
     n_layers = d.get("num_hidden_layers")
     if layers and isinstance(n_layers, int) and len(layers) != n_layers:
-        out.append(Finding.of(
-            "weights-layer-count",
-            f"the weights hold {len(layers)} decoder layers; num_hidden_layers is {n_layers}",
-            "draft_config.num_hidden_layers",
-            fix="num_hidden_layers in transformer_layer_config must match the saved layers",
-        ))
+        out.append(
+            Finding.of(
+                "weights-layer-count",
+                f"the weights hold {len(layers)} decoder layers; num_hidden_layers is {n_layers}",
+                "draft_config.num_hidden_layers",
+                fix="num_hidden_layers in transformer_layer_config must match the saved layers",
+            )
+        )
     return out
 
 
@@ -248,11 +282,23 @@ def _dspark_heads(d: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> list[F
     for name, shape in want.items():
         found = _find(tensors, name)
         if found is None:
-            out.append(Finding.of("weights-dspark-heads", f"{name} is missing (expected {list(shape)})", None,
-                                  fix="markov_rank/markov_head_type/enable_confidence_head in config.json must match the weights"))
+            out.append(
+                Finding.of(
+                    "weights-dspark-heads",
+                    f"{name} is missing (expected {list(shape)})",
+                    None,
+                    fix="markov_rank/markov_head_type/enable_confidence_head in config.json must match the weights",
+                )
+            )
         elif found.shape != shape:
-            out.append(Finding.of("weights-dspark-heads", f"{name} is {list(found.shape)}; the config implies {list(shape)}",
-                                  None, fix="markov_rank/markov_head_type/confidence_head_with_markov must match the weights"))
+            out.append(
+                Finding.of(
+                    "weights-dspark-heads",
+                    f"{name} is {list(found.shape)}; the config implies {list(shape)}",
+                    None,
+                    fix="markov_rank/markov_head_type/confidence_head_with_markov must match the weights",
+                )
+            )
     return out
 
 
@@ -260,5 +306,10 @@ def summarize(tensors: Mapping[str, Tensor], files: tuple[str, ...], header_byte
     by_dtype: Counter[str] = Counter()
     for t in tensors.values():
         by_dtype[t.dtype] += t.numel
-    return WeightsSummary(files=files, tensors=len(tensors), parameters=sum(by_dtype.values()),
-                          dtypes=dict(sorted(by_dtype.items())), header_bytes=header_bytes)
+    return WeightsSummary(
+        files=files,
+        tensors=len(tensors),
+        parameters=sum(by_dtype.values()),
+        dtypes=dict(sorted(by_dtype.items())),
+        header_bytes=header_bytes,
+    )

@@ -18,9 +18,18 @@ from verify_helpers import ENTRY, verify_args, write_rows
 
 pytestmark = pytest.mark.browser
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--virtual-time-budget=5000", "--dump-dom"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=5000",
+    "--dump-dom",
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +41,9 @@ def chromium():
 
 
 def render(chromium, page, profile):
-    r = subprocess.run([chromium, *FLAGS, f"--user-data-dir={profile}", page.as_uri()], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [chromium, *FLAGS, f"--user-data-dir={profile}", page.as_uri()], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout
 
@@ -48,16 +58,36 @@ def test_the_report_renders_rows_and_images(chromium, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
         for _ in range(2):
-            subprocess.run([sys.executable, "-m", "specreg", *verify_args(server, reg, rows, out)], check=True,
-                           env=env, capture_output=True, timeout=180)
+            subprocess.run(
+                [sys.executable, "-m", "specreg", *verify_args(server, reg, rows, out)],
+                check=True,
+                env=env,
+                capture_output=True,
+                timeout=180,
+            )
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "specreg", "report", str(tmp_path / "results"), "--out", str(site),
-                    "--registry", str(reg)], check=True, env=env, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "report",
+            str(tmp_path / "results"),
+            "--out",
+            str(site),
+            "--registry",
+            str(reg),
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=180,
+    )
 
     index = render(chromium, site / "index.html", tmp_path / "profile1")
     rows_seen = re.findall(r"<tr class=\"(\w[\w-]*)\" data-model=\"([^\"]+)\">", index)
     assert rows_seen == [("pass", "org/draft"), ("none", "org/other")]
-    assert "<td class=\"verdict\">pass</td>" in index
+    assert '<td class="verdict">pass</td>' in index
 
     page = render(chromium, site / "models" / "org--draft.html", tmp_path / "profile2")
     images = re.findall(r"<img[^>]*>", page)
@@ -67,8 +97,12 @@ def test_the_report_renders_rows_and_images(chromium, tmp_path):
 
 def screenshot(chromium, page, profile, out, size="1000,2400"):
     flags = [f for f in FLAGS if f != "--dump-dom"]
-    r = subprocess.run([chromium, *flags, f"--user-data-dir={profile}", f"--screenshot={out}",
-                        f"--window-size={size}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [chromium, *flags, f"--user-data-dir={profile}", f"--screenshot={out}", f"--window-size={size}", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0 and out.exists(), r.stderr[-2000:]
     from PIL import Image
 
@@ -105,17 +139,19 @@ def test_a_regressed_entry_with_two_baselines_renders_first_and_with_two_trends(
 
     index = render(chromium, site / "index.html", tmp_path / "p1")
     assert re.findall(r"<tr class=\"(\w[\w-]*)\" data-model=\"([^\"]+)\">", index) == [
-        ("regressed", "org/draft"), ("none", "org/other")]
+        ("regressed", "org/draft"),
+        ("none", "org/other"),
+    ]
     page = render(chromium, site / "models" / "org--draft.html", tmp_path / "p2")
     assert re.findall(r"data-series=\"([^\"]+)\"", page) == ["mt-bench, baseline 0", "gsm8k, baseline 1"]
     images = re.findall(r"<img[^>]*>", page)
     assert len(images) == 3 and all('data-loaded="yes"' in i for i in images), images  # per-position + 2 trends
 
     shot = screenshot(chromium, site / "index.html", tmp_path / "p3", tmp_path / "index.png", "1000,600")
-    red, grey = bands(shot, (0xff, 0xdd, 0xdd)), bands(shot, (0xee, 0xee, 0xee))
+    red, grey = bands(shot, (0xFF, 0xDD, 0xDD)), bands(shot, (0xEE, 0xEE, 0xEE))
     # rows with one colour only are the table's rows (the counts line has both): the regressed row first
     rows_red, rows_grey = [y for y in red if y not in grey], [y for y in grey if y not in red]
     assert rows_red and rows_grey and max(rows_red) < min(rows_grey)
     shot = screenshot(chromium, site / "models" / "org--draft.html", tmp_path / "p4", tmp_path / "page.png")
-    red, green = bands(shot, (0xff, 0xdd, 0xdd)), bands(shot, (0xdd, 0xff, 0xdd))
+    red, green = bands(shot, (0xFF, 0xDD, 0xDD)), bands(shot, (0xDD, 0xFF, 0xDD))
     assert red and green and min(red) < min(green)  # the verdict's band, then the series: regressed above pass

@@ -115,8 +115,13 @@ def survey(platform_cls, cuda, at, AttentionBackendEnum, AttentionSelectorConfig
         priorities = {}
         for non_causal in (False, True):
             for kv in KV:
-                asked = {"use_mla": False, "device_capability": dc, "kv_cache_dtype": kv,
-                         "use_non_causal": non_causal, "head_size": 128}
+                asked = {
+                    "use_mla": False,
+                    "device_capability": dc,
+                    "kv_cache_dtype": kv,
+                    "use_non_causal": non_causal,
+                    "head_size": 128,
+                }
                 got = cuda._get_backend_priorities(**{k: v for k, v in asked.items() if k in accepted})
                 priorities[f"{'non-causal' if non_causal else 'causal'}|{kv}"] = [b.name for b in got]
         backends = {}
@@ -126,15 +131,20 @@ def survey(platform_cls, cuda, at, AttentionBackendEnum, AttentionSelectorConfig
             except (ImportError, OSError) as exc:
                 backends[name] = {"unavailable": f"{type(exc).__name__}: {exc}"}
                 continue
-            f = {"heads": [h for h in HEADS if b.supports_head_size(h)],
-                 "dtypes": [d for d in DTYPES if b.supports_dtype(getattr(torch, d))],
-                 "kv": [k for k in KV if b.supports_kv_cache_dtype(k)],
-                 "block_size_none": bool(b.supports_block_size(None)), "mla": bool(b.is_mla()),
-                 "sparse": bool(b.is_sparse()), "sink": bool(b.supports_sink()),
-                 "capability": bool(b.supports_compute_capability(dc)),
-                 "decoder": bool(b.supports_attn_type("decoder")),
-                 "sliding": bool(b.supports_sliding_window()) if hasattr(b, "supports_sliding_window") else True,
-                 "non_causal": bool(b.supports_non_causal()), "combination": {}}
+            f = {
+                "heads": [h for h in HEADS if b.supports_head_size(h)],
+                "dtypes": [d for d in DTYPES if b.supports_dtype(getattr(torch, d))],
+                "kv": [k for k in KV if b.supports_kv_cache_dtype(k)],
+                "block_size_none": bool(b.supports_block_size(None)),
+                "mla": bool(b.is_mla()),
+                "sparse": bool(b.is_sparse()),
+                "sink": bool(b.supports_sink()),
+                "capability": bool(b.supports_compute_capability(dc)),
+                "decoder": bool(b.supports_attn_type("decoder")),
+                "sliding": bool(b.supports_sliding_window()) if hasattr(b, "supports_sliding_window") else True,
+                "non_causal": bool(b.supports_non_causal()),
+                "combination": {},
+            }
             combination: dict[str, dict[str, list[int]]] = {}
             for h in HEADS:
                 for d in DTYPES:
@@ -144,24 +154,42 @@ def survey(platform_cls, cuda, at, AttentionBackendEnum, AttentionSelectorConfig
                             if why is not None:
                                 combination.setdefault(why, {}).setdefault(f"{d}|{k}|{int(sink)}", []).append(h)
             f["heads"] = ranges(f["heads"])
-            f["combination"] = {why: {key: ranges(hs) for key, hs in sorted(by.items())}
-                                for why, by in sorted(combination.items())}
+            f["combination"] = {
+                why: {key: ranges(hs) for key, hs in sorted(by.items())} for why, by in sorted(combination.items())
+            }
             backends[name] = f
         facts[key] = {"priorities": priorities, "backends": backends}
         for head in MATRIX_HEADS:
             for kv in ("auto", "fp8"):
                 for non_causal in (False, True):
                     for sliding, sink in ((False, False), (True, False), (False, True)):
-                        asked = {"head_size": head, "dtype": torch.bfloat16, "kv_cache_dtype": kv, "block_size": None,
-                                 "has_sink": sink, "has_sliding_window": sliding, "use_non_causal": non_causal}
+                        asked = {
+                            "head_size": head,
+                            "dtype": torch.bfloat16,
+                            "kv_cache_dtype": kv,
+                            "block_size": None,
+                            "has_sink": sink,
+                            "has_sliding_window": sliding,
+                            "use_non_causal": non_causal,
+                        }
                         # a version without a field never asks about it (0.24-0.25: no sliding window)
-                        config = AttentionSelectorConfig(**{k: v for k, v in asked.items()
-                                                            if k in AttentionSelectorConfig._fields})
+                        config = AttentionSelectorConfig(
+                            **{k: v for k, v in asked.items() if k in AttentionSelectorConfig._fields}
+                        )
                         valid, invalid = platform_cls.get_valid_backends(dc, config)
-                        cases.append({"capability": key, "head_size": head, "dtype": "bfloat16", "kv_cache_dtype": kv,
-                                      "non_causal": non_causal, "sliding": sliding, "sink": sink,
-                                      "valid": [c.backend.name for c in sorted(valid, key=lambda c: c.priority)],
-                                      "refused": {b.name: r for b, (_, r) in invalid.items()}})
+                        cases.append(
+                            {
+                                "capability": key,
+                                "head_size": head,
+                                "dtype": "bfloat16",
+                                "kv_cache_dtype": kv,
+                                "non_causal": non_causal,
+                                "sliding": sliding,
+                                "sink": sink,
+                                "valid": [c.backend.name for c in sorted(valid, key=lambda c: c.priority)],
+                                "refused": {b.name: r for b, (_, r) in invalid.items()},
+                            }
+                        )
     return facts, cases
 
 

@@ -39,8 +39,10 @@ def _function(source: str):
     fn.decorator_list = []
     names = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     namespace: dict[str, Any] = {"Any": Any, "PretrainedConfig": object, "PreTrainedConfig": object}
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), "hf_config_override", "exec"),
-         namespace)
+    exec(
+        compile(ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[])), "hf_config_override", "exec"),
+        namespace,
+    )
     return namespace["hf_config_override"], names
 
 

@@ -49,8 +49,17 @@ WINDOWS = {"sliding": 128, "chunked": 8192}
 DRAFT_HEADS = (64, 128, 256)
 DRAFT_KV = (1, 3, 8)
 DRAFT_KINDS = ("full", "sliding", "sliding-2048")
-BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA",
-            "FLASHINFER_MLA", "FLASH_ATTN_MLA")
+BACKENDS = (
+    "FLASH_ATTN",
+    "FLASHINFER",
+    "TRITON_ATTN",
+    "FLEX_ATTENTION",
+    "FLASHMLA",
+    "TRITON_MLA",
+    "CUTLASS_MLA",
+    "FLASHINFER_MLA",
+    "FLASH_ATTN_MLA",
+)
 
 
 def main() -> None:
@@ -102,8 +111,9 @@ def main() -> None:
 
     def spec(kind: str, heads: int, head: int, block_first: bool):
         if kind == "mamba":  # a state of a few bytes, its page padded to that of (heads, head) attention
-            return k.MambaSpec(block_size=BLOCK, shapes=((4,),), dtypes=(torch.float32,),
-                               page_size_padded=2 * BLOCK * heads * head * 2)
+            return k.MambaSpec(
+                block_size=BLOCK, shapes=((4,),), dtypes=(torch.float32,), page_size_padded=2 * BLOCK * heads * head * 2
+            )
         common = {"block_size": BLOCK, "num_kv_heads": heads, "head_size": head, "dtype": torch.bfloat16}
         if per_layer:
             common["indexes_kv_by_block_stride"] = block_first
@@ -117,11 +127,13 @@ def main() -> None:
 
     cases = []
     for (vname, vlayers), head, kv, dkind, hybrid, block_first in itertools.product(
-            VERIFIERS.items(), DRAFT_HEADS, DRAFT_KV, DRAFT_KINDS, (True, False), (True, False)):
+        VERIFIERS.items(), DRAFT_HEADS, DRAFT_KV, DRAFT_KINDS, (True, False), (True, False)
+    ):
         if not (per_layer or resolved) and not block_first:
             continue  # the version has no such choice
-        specs = {f"model.layers.{i}.self_attn.attn": spec(kind, h, d, block_first)
-                 for i, (kind, h, d) in enumerate(vlayers)}
+        specs = {
+            f"model.layers.{i}.self_attn.attn": spec(kind, h, d, block_first) for i, (kind, h, d) in enumerate(vlayers)
+        }
         specs[f"model.layers.{len(vlayers)}.self_attn.attn"] = spec(dkind, kv, head, block_first)
         cfg.scheduler_config.disable_hybrid_kv_cache_manager = not hybrid
         if resolved:
@@ -131,16 +143,25 @@ def main() -> None:
             with set_current_vllm_config(cfg):
                 groups = get_kv_cache_groups(cfg, dict(specs))
             # the layers whose page the grouping padded (a Mamba layer's page comes padded already)
-            padded = sorted({n for g in groups for n, s in _members(g.kv_cache_spec, g.layer_names)
-                             if n in specs and getattr(s, "page_size_padded", None)
-                             != getattr(specs[n], "page_size_padded", None)})
+            padded = sorted(
+                {
+                    n
+                    for g in groups
+                    for n, s in _members(g.kv_cache_spec, g.layer_names)
+                    if n in specs
+                    and getattr(s, "page_size_padded", None) != getattr(specs[n], "page_size_padded", None)
+                }
+            )
             case.update(outcome="ok", groups=len(groups), padded=[int(n.split(".")[2]) for n in padded])
         except Exception as exc:  # noqa: BLE001 - the wheel's answer, whatever it is, is the datum
             import traceback
 
             frames = traceback.extract_tb(exc.__traceback__)[-3:]
-            case.update(outcome=type(exc).__name__, message=str(exc)[:300],
-                        raised_in=" < ".join(f"{Path(f.filename).name}:{f.name}" for f in reversed(frames)))
+            case.update(
+                outcome=type(exc).__name__,
+                message=str(exc)[:300],
+                raised_in=" < ".join(f"{Path(f.filename).name}:{f.name}" for f in reversed(frames)),
+            )
         cases.append(case)
     print("KVGROUPS " + json.dumps({"facts": facts, "cases": cases}))
 

@@ -15,8 +15,14 @@ from tests.conformance.vllm_mapping import wheel
 
 PACKAGE = "vllm/model_executor/layers/quantization"
 #: torch's names for the dtypes, as the classes write them
-TORCH_DTYPES = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16", "float": "float32",
-                "float32": "float32", "float8_e4m3fn": "float8_e4m3fn"}
+TORCH_DTYPES = {
+    "half": "float16",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float": "float32",
+    "float32": "float32",
+    "float8_e4m3fn": "float8_e4m3fn",
+}
 
 
 class Wheel:
@@ -88,9 +94,13 @@ def methods(version: str) -> dict[str, dict]:
     tree = w.tree(package)
     (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_quantization_config"]
     imports = _imports(fn.body, package)
-    table = next(n.value for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                 and isinstance(n.value, ast.Dict)
-                 and ast.unparse(n.targets[0] if isinstance(n, ast.Assign) else n.target) == "method_to_config")
+    table = next(
+        n.value
+        for n in ast.walk(fn)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and isinstance(n.value, ast.Dict)
+        and ast.unparse(n.targets[0] if isinstance(n, ast.Assign) else n.target) == "method_to_config"
+    )
     out = {}
     for key, value in zip(table.keys, table.values):
         if not (isinstance(key, ast.Constant) and isinstance(value, ast.Name) and value.id in imports):
@@ -100,20 +110,30 @@ def methods(version: str) -> dict[str, dict]:
         act_fn = _lookup(w, module, name, "get_supported_act_dtypes")
         caps = _returns(cap_fn) if cap_fn else []
         acts = _returns(act_fn) if act_fn else []
-        if len(caps) != 1 or not isinstance(caps[0], ast.Constant) or len(acts) != 1 or not isinstance(acts[0], ast.List):
+        if (
+            len(caps) != 1
+            or not isinstance(caps[0], ast.Constant)
+            or len(acts) != 1
+            or not isinstance(acts[0], ast.List)
+        ):
             continue
         dtypes = [e.attr for e in acts[0].elts if isinstance(e, ast.Attribute) and ast.unparse(e.value) == "torch"]
         if len(dtypes) != len(acts[0].elts) or not all(d in TORCH_DTYPES for d in dtypes):
             continue
-        out[key.value] = {"class": name, "min_capability": caps[0].value,
-                          "act_dtypes": sorted({TORCH_DTYPES[d] for d in dtypes})}
+        out[key.value] = {
+            "class": name,
+            "min_capability": caps[0].value,
+            "act_dtypes": sorted({TORCH_DTYPES[d] for d in dtypes}),
+        }
     return out
 
 
 FACTS = Path(__file__).resolve().parents[2] / "specreg" / "vllm" / "facts"
-ABOUT = ("read with ast from each vLLM wheel's get_quantization_config and its classes by "
-         "tests/conformance/quantization_methods.py (SPECREG_REGENERATE=1 pytest -m conformance "
-         "tests/conformance/test_deployment_rules.py -k quantization_methods); do not edit")
+ABOUT = (
+    "read with ast from each vLLM wheel's get_quantization_config and its classes by "
+    "tests/conformance/quantization_methods.py (SPECREG_REGENERATE=1 pytest -m conformance "
+    "tests/conformance/test_deployment_rules.py -k quantization_methods); do not edit"
+)
 
 
 def regenerate(got: dict[str, dict], root: Path = FACTS) -> None:

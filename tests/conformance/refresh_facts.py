@@ -40,8 +40,10 @@ def main(release: str, wheel: str, out: Path) -> None:
         # releases older than the selector's range (0.20-0.23): their folder holds the rules only, and
         # the kv_cache survey cannot run there (those wheels' vllm.config needs gguf, which the engine
         # venv lacks), so the kv_cache rules' records say they are not computed
-        step("rules: each dated rule, decided as its held_by test decides it (the mapping, the masks, the "
-             "source, ast; no kv_cache survey for a release older than the selector's range)")
+        step(
+            "rules: each dated rule, decided as its held_by test decides it (the mapping, the masks, the "
+            "source, ast; no kv_cache survey for a release older than the selector's range)"
+        )
         rule_facts.regenerate({release: rule_facts.compute(wheel, None)}, root=out)
         return
     step("quantization_methods: get_quantization_config and its classes, read with ast")
@@ -52,13 +54,16 @@ def main(release: str, wheel: str, out: Path) -> None:
     plain = selector.run(exe, env, release, False)
     step("attention_backends: the wheel's attention selector, with FlashInfer's cubins")
     cubins = selector.run(exe, env, release, True)
-    selector.regenerate({release: {"plain": plain, "cubins": cubins,
-                                   "cubins_required": selector.requires_cubins(release)}}, root=out)
+    selector.regenerate(
+        {release: {"plain": plain, "cubins": cubins, "cubins_required": selector.requires_cubins(release)}}, root=out
+    )
     step("kv_cache: the wheel's get_kv_cache_groups")
     groups = selector.run_script(exe, env, Path(kv_cache_groups.__file__), "KVGROUPS", release)
     test_kv_cache_groups.regenerate({release: groups}, root=out)
-    step("rules: each dated rule, decided as its held_by test decides it (the mapping, the masks, the "
-         "source, ast, the kv_cache cases)")
+    step(
+        "rules: each dated rule, decided as its held_by test decides it (the mapping, the masks, the "
+        "source, ast, the kv_cache cases)"
+    )
     rule_facts.regenerate({release: rule_facts.compute(wheel, groups["cases"])}, root=out)
 
 

@@ -27,8 +27,14 @@ VERSIONS = selector.VERSIONS
 @pytest.fixture(scope="module")
 def surveyed():
     exe, env = selector.python()
-    out = {v: {"plain": selector.run(exe, env, v, False), "cubins": selector.run(exe, env, v, True),
-               "cubins_required": selector.requires_cubins(v)} for v in VERSIONS}
+    out = {
+        v: {
+            "plain": selector.run(exe, env, v, False),
+            "cubins": selector.run(exe, env, v, True),
+            "cubins_required": selector.requires_cubins(v),
+        }
+        for v in VERSIONS
+    }
     if os.environ.get("SPECREG_REGENERATE") == "1":
         selector.regenerate(out)
         attention._facts.cache_clear()
@@ -48,8 +54,14 @@ def test_specreg_selects_what_the_wheels_selector_selects(surveyed, version, cub
     cases = surveyed[version]["cubins" if cubins else "plain"]["cases"]
     assert len(cases) >= 200
     for c in cases:
-        case = attention.Case(head_size=c["head_size"], dtype=c["dtype"], kv_cache_dtype=c["kv_cache_dtype"],
-                              non_causal=c["non_causal"], sliding=c["sliding"], sink=c["sink"])
+        case = attention.Case(
+            head_size=c["head_size"],
+            dtype=c["dtype"],
+            kv_cache_dtype=c["kv_cache_dtype"],
+            non_causal=c["non_causal"],
+            sliding=c["sliding"],
+            sink=c["sink"],
+        )
         cap = tuple(int(x) for x in c["capability"].split("."))
         got = attention.select(version, cap, case, cubins=cubins)
         assert (list(got.valid), {k: list(v) for k, v in got.refused.items()}) == (c["valid"], c["refused"]), c
@@ -62,16 +74,36 @@ def plain_cases(surveyed, version):
 def test_the_wheels_differ_where_their_code_changed(surveyed):
     """FP8 KV cache with FlashAttention on SM100 (FA4) changes from wheel to wheel; and from 0.26 a
     non-causal draft on SM100 prefers FlashAttention to FlashInfer (vLLM #48167)."""
+
     def first(version, non_causal):
-        (c,) = [c for c in plain_cases(surveyed, version) if c["capability"] == "10.0" and c["head_size"] == 128
-                and c["kv_cache_dtype"] == "auto" and c["non_causal"] is non_causal and not c["sliding"] and not c["sink"]]
+        (c,) = [
+            c
+            for c in plain_cases(surveyed, version)
+            if c["capability"] == "10.0"
+            and c["head_size"] == 128
+            and c["kv_cache_dtype"] == "auto"
+            and c["non_causal"] is non_causal
+            and not c["sliding"]
+            and not c["sink"]
+        ]
         return c["valid"][0]
+
     assert [first(v, True) for v in ("0.25", "0.26")] == ["FLASHINFER", "FLASH_ATTN"]
     assert all(first(v, False) == "FLASHINFER" for v in VERSIONS)
+
     def fa_reasons(version, head):
-        (c,) = [c for c in plain_cases(surveyed, version) if c["capability"] == "10.0" and c["head_size"] == head
-                and c["kv_cache_dtype"] == "fp8" and not c["non_causal"] and not c["sliding"] and not c["sink"]]
+        (c,) = [
+            c
+            for c in plain_cases(surveyed, version)
+            if c["capability"] == "10.0"
+            and c["head_size"] == head
+            and c["kv_cache_dtype"] == "fp8"
+            and not c["non_causal"]
+            and not c["sliding"]
+            and not c["sink"]
+        ]
         return c["refused"].get("FLASH_ATTN", [])
+
     table = {v: fa_reasons(v, 256) for v in VERSIONS}
     assert len({json.dumps(r) for r in table.values()}) > 1, table
 

@@ -39,8 +39,11 @@ def raised_methods(version: str) -> tuple[set[str] | str, frozenset | None]:
     parents = _parents(tree)
     guards: set[str] | str = set()
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "_maybe_override_draft_max_position_embeddings"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "_maybe_override_draft_max_position_embeddings"
+        ):
             up = parents[node]
             while not isinstance(up, ast.If):
                 up = parents[up]
@@ -53,7 +56,9 @@ def raised_methods(version: str) -> tuple[set[str] | str, frozenset | None]:
                 guards = "all but draft_model"
     ropes = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_CACHE_ONLY_ROPE_TYPES" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "_CACHE_ONLY_ROPE_TYPES" for t in node.targets
+        ):
             ropes = frozenset(ast.literal_eval(node.value.args[0]))
     gated = "_rope_only_sizes_cache(draft_hf_config)" in ast.unparse(tree)
     return guards, ropes if gated else None
@@ -200,8 +205,10 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
         assert "start_layer_id=target_layer_num" in src
         # so layer i runs as model.layers.{i + L}
         assert "prefix=maybe_prefix(prefix, 'model')" in src or "prefix='model'" in src
-        assert ("target_layer_num = vllm_config.model_config.get_num_layers(" in src
-                or "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()" in src)
+        assert (
+            "target_layer_num = vllm_config.model_config.get_num_layers(" in src
+            or "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()" in src
+        )
         calls_map, calls_exclusions = renames(src)
         derived = "modelopt" if calls_map else "modelopt exclusions" if calls_exclusions else "nothing"
         assert derived == deployment._at(version, deployment.QUANT_LAYER_NAMES[module]), (arch, module)
@@ -214,8 +221,13 @@ def test_which_quantization_names_each_draft_class_renames_is_the_wheels(version
             assert "layers\\\\.{index}(?=\\\\.|\\\\*|$)" in utils and "'(?:{re.escape(prefix)}\\\\.)?'" in utils
     # the exclude_modules vLLM renames exist on ModelOpt's configs only
     with zipfile.ZipFile(wheel(version)) as z:
-        having = {n for n in z.namelist() if n.startswith("vllm/model_executor/layers/quantization/")
-                  and n.endswith(".py") and b"self.exclude_modules" in z.read(n)}
+        having = {
+            n
+            for n in z.namelist()
+            if n.startswith("vllm/model_executor/layers/quantization/")
+            and n.endswith(".py")
+            and b"self.exclude_modules" in z.read(n)
+        }
     assert having <= {"vllm/model_executor/layers/quantization/modelopt.py"}, having
 
 
@@ -238,8 +250,11 @@ def quantized_names(version: str, module: str) -> set[str]:
     gives the modules it builds with a quantization config: `prefix=maybe_prefix(prefix, "NAME")`
     beside `quant_config=` (an f-string name, the layers', is left out)."""
     names = set()
-    models = [c for c in ast.walk(source(version, f"{MODELS}/{module}.py"))
-              if isinstance(c, ast.ClassDef) and "layer_idx + start_layer_id" in ast.unparse(c)]
+    models = [
+        c
+        for c in ast.walk(source(version, f"{MODELS}/{module}.py"))
+        if isinstance(c, ast.ClassDef) and "layer_idx + start_layer_id" in ast.unparse(c)
+    ]
     assert models, module
     for node in (n for c in models for n in ast.walk(c)):
         if not isinstance(node, ast.Call):
@@ -248,8 +263,12 @@ def quantized_names(version: str, module: str) -> set[str]:
         quant, prefix = kw.get("quant_config"), kw.get("prefix")
         if quant is None or (isinstance(quant, ast.Constant) and quant.value is None):
             continue
-        if (isinstance(prefix, ast.Call) and getattr(prefix.func, "id", None) == "maybe_prefix"
-                and len(prefix.args) == 2 and isinstance(prefix.args[1], ast.Constant)):
+        if (
+            isinstance(prefix, ast.Call)
+            and getattr(prefix.func, "id", None) == "maybe_prefix"
+            and len(prefix.args) == 2
+            and isinstance(prefix.args[1], ast.Constant)
+        ):
             names.add(prefix.args[1].value)
     return names
 
@@ -264,11 +283,18 @@ def test_the_drafts_other_quantized_modules_run_under_model(version):
     for arch, module in {a: m for a, m in deployment.DRAFT_LAYER_MODULES.items() if a in reg}.items():
         names = quantized_names(version, module) - {"lm_head", "model"}
         assert names == set(deployment.MODEL_MODULES), (arch, module, names)
-    src = "\n".join(ast.unparse(t) for t in (
-        source(version, "vllm/model_executor/layers/quantization/utils/config_utils.py"),
-        source(version, "vllm/model_executor/layers/quantization/compressed_tensors/utils.py")) if t is not None)
+    src = "\n".join(
+        ast.unparse(t)
+        for t in (
+            source(version, "vllm/model_executor/layers/quantization/utils/config_utils.py"),
+            source(version, "vllm/model_executor/layers/quantization/compressed_tensors/utils.py"),
+        )
+        if t is not None
+    )
     assert "target == value" in src or "value == target" in src, "compressed-tensors: whole-name matching"
-    assert "exclude_module in prefix" in ast.unparse(source(version, "vllm/model_executor/layers/quantization/modelopt.py"))
+    assert "exclude_module in prefix" in ast.unparse(
+        source(version, "vllm/model_executor/layers/quantization/modelopt.py")
+    )
 
 
 @pytest.mark.parametrize("version", ALL)
@@ -287,8 +313,12 @@ def test_vllm_reads_a_top_level_quantization_config_whatever_the_format(version)
 @pytest.mark.parametrize("version", ALL)
 def test_a_chunked_local_attention_verifier_and_an_eagle_drafter_turn_the_hybrid_manager_off(version):
     tree = source(version, "vllm/config/vllm.py")
-    ifs = [n for n in ast.walk(tree) if isinstance(n, ast.If)
-           and ast.unparse(n.test).startswith("self.model_config is not None and self.model_config.attention_chunk_size")]
+    ifs = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.If)
+        and ast.unparse(n.test).startswith("self.model_config is not None and self.model_config.attention_chunk_size")
+    ]
     (branch,) = ifs
     (inner,) = [n for n in branch.body if isinstance(n, ast.If)]
     assert "self.speculative_config.use_eagle()" in ast.unparse(inner.test)
@@ -322,9 +352,13 @@ def builds_sinks(version: str, arch: str) -> bool:
     if arch not in reg:
         return False
     dflash = text(version, "qwen3_dflash") or ""
-    reads = ("dflash_config.get('attention_sink_bias', getattr(config, 'add_swa_attention_sink_bias', False))" in dflash
-             and "sinks=self.attention_sink_bias" in dflash)
-    return "sinks=" in (text(version, reg[arch]) or "") or (layer_module(version, reg[arch]) == "qwen3_dflash" and reads)
+    reads = (
+        "dflash_config.get('attention_sink_bias', getattr(config, 'add_swa_attention_sink_bias', False))" in dflash
+        and "sinks=self.attention_sink_bias" in dflash
+    )
+    return "sinks=" in (text(version, reg[arch]) or "") or (
+        layer_module(version, reg[arch]) == "qwen3_dflash" and reads
+    )
 
 
 @pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])

@@ -42,21 +42,38 @@ def _is_dflash_config(node: ast.AST) -> bool:
 def dflash_config_keys(source: str) -> set[str]:
     """The keys a module reads from a ``dflash_config`` (directly or through a local alias)."""
     tree = ast.parse(source)
-    aliases = {n.targets[0].id for n in ast.walk(tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
-               and isinstance(n.targets[0], ast.Name) and _is_dflash_config(n.value)}
+    aliases = {
+        n.targets[0].id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and _is_dflash_config(n.value)
+    }
 
     def is_config(node: ast.AST) -> bool:
         return _is_dflash_config(node) or (isinstance(node, ast.Name) and node.id in aliases)
 
     found = set()
     for n in ast.walk(tree):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
-                and is_config(n.func.value) and n.args and isinstance(n.args[0], ast.Constant):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "get"
+            and is_config(n.func.value)
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+        ):
             found.add(n.args[0].value)
         elif isinstance(n, ast.Subscript) and is_config(n.value) and isinstance(n.slice, ast.Constant):
             found.add(n.slice.value)
-        elif isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.In) \
-                and isinstance(n.left, ast.Constant) and is_config(n.comparators[0]):
+        elif (
+            isinstance(n, ast.Compare)
+            and len(n.ops) == 1
+            and isinstance(n.ops[0], ast.In)
+            and isinstance(n.left, ast.Constant)
+            and is_config(n.comparators[0])
+        ):
             found.add(n.left.value)
     return {k for k in found if isinstance(k, str)}
 
@@ -66,14 +83,18 @@ def wheel_keys(version: str, algorithm: str) -> set[str] | None:
         names = set(z.namelist())
         if f"{MODELS}{FILES[algorithm][0]}" not in names:
             return None
-        return set().union(*(dflash_config_keys(z.read(f"{MODELS}{f}").decode()) for f in FILES[algorithm]
-                             if f"{MODELS}{f}" in names))
+        return set().union(
+            *(dflash_config_keys(z.read(f"{MODELS}{f}").decode()) for f in FILES[algorithm] if f"{MODELS}{f}" in names)
+        )
 
 
 def carried(algorithm: str) -> set[str]:
     """What specreg carries into dflash_config for an algorithm: its module's extras and the native table."""
-    extras = {key for key, _kind, where in algorithms.get(algorithm).function.__globals__[algorithm.upper()].extras
-              if where == "dflash_config"}
+    extras = {
+        key
+        for key, _kind, where in algorithms.get(algorithm).function.__globals__[algorithm.upper()].extras
+        if where == "dflash_config"
+    }
     return extras | set(keys.CARRIED.get(algorithm, {}))
 
 
@@ -102,18 +123,28 @@ def test_dropping_a_dflash2_key_from_specregs_tables_fails_the_coverage(monkeypa
     variant = module["DFLASH2"]
     import attrs
 
-    monkeypatch.setitem(module, "DFLASH2", attrs.evolve(
-        variant, extras=tuple(e for e in variant.extras if e[0] != "output_multiplier")))
-    monkeypatch.setitem(keys.CARRIED, "dflash2", {k: v for k, v in keys.CARRIED["dflash2"].items()
-                                                  if k != "output_multiplier"})
+    monkeypatch.setitem(
+        module, "DFLASH2", attrs.evolve(variant, extras=tuple(e for e in variant.extras if e[0] != "output_multiplier"))
+    )
+    monkeypatch.setitem(
+        keys.CARRIED, "dflash2", {k: v for k, v in keys.CARRIED["dflash2"].items() if k != "output_multiplier"}
+    )
     assert uncovered("0.33.0", "dflash2") == {"output_multiplier"}
 
 
 @pytest.mark.parametrize("version", ["0.28.0", "0.31.0", "0.33.0"])
 def test_a_native_file_gets_every_key_the_wheel_reads_in_its_draft_config(version):
-    values = {"attention_sink_bias": True, "attention_value_scale": 0.5, "input_embedding_scale": 78.38,
-              "output_multiplier": 0.25, "final_logit_softcapping": 30.0}
-    for algorithm, fixture in (("dflash", "zlab_dflash_qwen3_8b_fixture.json"), ("dflash2", "zlab_dflash2_museglimmer.json")):
+    values = {
+        "attention_sink_bias": True,
+        "attention_value_scale": 0.5,
+        "input_embedding_scale": 78.38,
+        "output_multiplier": 0.25,
+        "final_logit_softcapping": 30.0,
+    }
+    for algorithm, fixture in (
+        ("dflash", "zlab_dflash_qwen3_8b_fixture.json"),
+        ("dflash2", "zlab_dflash2_museglimmer.json"),
+    ):
         read = wheel_keys(version, algorithm)
         if read is None:
             continue
@@ -131,9 +162,14 @@ def test_each_wheel_refuses_mrope_when_the_drafter_adds_slots(version):
     `needs_extra_input_slots`, which is `net_num_new_slots_per_request > 0`, and raises on the draft
     config's `uses_mrope`."""
     assert refuses_mrope(version), version
-    spec = specreg.normalize({**json.loads((DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json").read_text()),
-                              "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}},
-                             vllm=version, verifier="org/v")
+    spec = specreg.normalize(
+        {
+            **json.loads((DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json").read_text()),
+            "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+        },
+        vllm=version,
+        verifier="org/v",
+    )
     assert "vllm-startup-refusal" in {f.code for f in spec.findings}
 
 
@@ -144,11 +180,19 @@ def refuses_mrope(version: str) -> bool:
         path = "vllm/v1/spec_decode/llm_base_proposer.py"
         text = z.read(path).decode() if path in z.namelist() else ""
     tree = ast.parse(text)
-    guarded = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "needs_extra_input_slots" in ast.unparse(n.test)
-               and "_raise_if_mrope" in ast.unparse(n)]
+    guarded = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.If)
+        and "needs_extra_input_slots" in ast.unparse(n.test)
+        and "_raise_if_mrope" in ast.unparse(n)
+    ]
     raiser = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "_raise_if_mrope"]
-    return (bool(guarded) and "self.needs_extra_input_slots = self.net_num_new_slots_per_request > 0" in text
-            and any("draft_model_config.uses_mrope" in r and "does not support M-RoPE" in r for r in raiser))
+    return (
+        bool(guarded)
+        and "self.needs_extra_input_slots = self.net_num_new_slots_per_request > 0" in text
+        and any("draft_model_config.uses_mrope" in r and "does not support M-RoPE" in r for r in raiser)
+    )
 
 
 # -- model types vLLM takes for an MTP target's -------------------------------------------------------
@@ -207,8 +251,9 @@ _NOT_KEYS = {"get", "to_dict", "update", "get_text_config", "__class__"}
 
 
 def _is_draft_config(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Name) and node.id in ("config", "hf_config")) or \
-        (isinstance(node, ast.Attribute) and node.attr in ("config", "hf_config"))
+    return (isinstance(node, ast.Name) and node.id in ("config", "hf_config")) or (
+        isinstance(node, ast.Attribute) and node.attr in ("config", "hf_config")
+    )
 
 
 def eagle3_reads(version: str) -> tuple[set[str], set[str]]:
@@ -221,14 +266,29 @@ def eagle3_reads(version: str) -> tuple[set[str], set[str]]:
     for source in sources:
         tree = ast.parse(source)
         for n in ast.walk(tree):
-            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _is_draft_config(n.value) \
-                    and n.attr not in _NOT_KEYS:
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Load)
+                and _is_draft_config(n.value)
+                and n.attr not in _NOT_KEYS
+            ):
                 top.add(n.attr)
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr") \
-                    and len(n.args) >= 2 and _is_draft_config(n.args[0]) and isinstance(n.args[1], ast.Constant):
+            elif (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in ("getattr", "hasattr")
+                and len(n.args) >= 2
+                and _is_draft_config(n.args[0])
+                and isinstance(n.args[1], ast.Constant)
+            ):
                 top.add(n.args[1].value)
-        aliases = {t.id for a in ast.walk(tree) if isinstance(a, ast.Assign) for t in a.targets
-                   if isinstance(t, ast.Name) and t.id == "eagle_config"}
+        aliases = {
+            t.id
+            for a in ast.walk(tree)
+            if isinstance(a, ast.Assign)
+            for t in a.targets
+            if isinstance(t, ast.Name) and t.id == "eagle_config"
+        }
         if aliases:
             nested |= dflash_config_keys(source.replace("eagle_config", "dflash_config"))
     top.discard("dflash_config")
@@ -238,8 +298,15 @@ def eagle3_reads(version: str) -> tuple[set[str], set[str]]:
 
 def test_the_eagle3_extraction_finds_what_the_classes_read():
     top, nested = eagle3_reads("0.33.0")
-    assert {"hidden_size", "rms_norm_eps", "norm_before_residual", "target_hidden_size", "draft_vocab_size",
-            "kv_lora_rank", "q_lora_rank"} <= top
+    assert {
+        "hidden_size",
+        "rms_norm_eps",
+        "norm_before_residual",
+        "target_hidden_size",
+        "draft_vocab_size",
+        "kv_lora_rank",
+        "q_lora_rank",
+    } <= top
     assert {"use_aux_hidden_state", "norm_before_fc", "eagle_aux_hidden_state_layer_ids"} <= nested
 
 
@@ -298,12 +365,15 @@ def test_dropping_an_eagle_config_key_from_specregs_tables_fails_the_coverage(mo
 
 # -- the native name tables against each wheel's model registry ------------------------------------------
 
+
 def _registry(version: str) -> dict[str, tuple[str, str]]:
     import re
 
     with zipfile.ZipFile(wheel(version)) as z:
         text = z.read("vllm/model_executor/models/registry.py").decode()
-    return {name: (module, cls) for name, module, cls in re.findall(r'"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', text)}
+    return {
+        name: (module, cls) for name, module, cls in re.findall(r'"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', text)
+    }
 
 
 def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with():
@@ -316,8 +386,10 @@ def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with
     registry = _registry("0.33.0")
     #: names vLLM's registry serves with another class than the one the file was trained as, which
     #: specreg therefore replaces in architectures (sources/native/deepspec.py says why)
-    renamed = {"DSparkDraftModel",  # DeepSeek-V4's DSpark in vLLM, DeepSpec's Qwen3 DSpark in the file
-               "LlamaForCausalLM"}  # ModelOpt's EAGLE-3 export names the base model's class
+    renamed = {
+        "DSparkDraftModel",  # DeepSeek-V4's DSpark in vLLM, DeepSpec's Qwen3 DSpark in the file
+        "LlamaForCausalLM",
+    }  # ModelOpt's EAGLE-3 export names the base model's class
     checked = 0
     for layout in native.layouts():
         for name, serves in layout.names.items():
@@ -338,6 +410,7 @@ def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with
 
 
 # -- serve's reading of the user's vLLM flags ----------------------------------------------------------
+
 
 def cli_options(version: str) -> dict[str, str]:
     """option string -> dest of every add_argument call of the wheel's engine/arg_utils.py (ast)."""
@@ -364,6 +437,7 @@ def test_serves_option_table_is_each_wheels_spelling_of_those_settings(version):
     from specreg.vllm.flags import OPTIONS, SPEC_FLAGS_SINCE
 
     found = {o: d for o, d in cli_options(version).items() if d in set(OPTIONS.values())}
-    expected = {o: d for o, d in OPTIONS.items()
-                if not (d.startswith("spec_") and Version(version) < Version(SPEC_FLAGS_SINCE))}
+    expected = {
+        o: d for o, d in OPTIONS.items() if not (d.startswith("spec_") and Version(version) < Version(SPEC_FLAGS_SINCE))
+    }
     assert found == expected

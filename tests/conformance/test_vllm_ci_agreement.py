@@ -29,10 +29,16 @@ def test_the_catalog_cites_the_release_commit():
     from conformance import vllm_ci
 
     sha = vllm_ci.commit(RELEASE)
-    cited = {b.source_commit for e in catalog().values() for b in e.baselines if b.source.endswith((CORRECTNESS, ACCEPTANCE))}
+    cited = {
+        b.source_commit for e in catalog().values() for b in e.baselines if b.source.endswith((CORRECTNESS, ACCEPTANCE))
+    }
     assert cited == {sha}
-    assert all(f"v{RELEASE} " in b.source for e in catalog().values() for b in e.baselines
-               if b.source.endswith((CORRECTNESS, ACCEPTANCE)))
+    assert all(
+        f"v{RELEASE} " in b.source
+        for e in catalog().values()
+        for b in e.baselines
+        if b.source.endswith((CORRECTNESS, ACCEPTANCE))
+    )
 
 
 def test_speculators_correctness_gates_are_floors_on_al_and_listed_positions():
@@ -72,17 +78,32 @@ def test_speculators_correctness_entries_match_ci_field_by_field():
         entry = catalog().get(c["model_path"])
         b = baseline(c["model_path"], CORRECTNESS)
         al, pp = b.metrics.acceptance_length, b.metrics.per_position
-        got = {"al": al.value, "al_direction": al.direction, "al_rtol": al.tolerance,
-               "positions": tuple(pp.values), "pos_direction": pp.direction, "pos_rtol": pp.tolerance,
-               "accuracy": (b.metrics.accuracy.value, b.metrics.accuracy.direction, b.metrics.accuracy.tolerance),
-               "max_model_len": entry.serving.max_model_len,
-               "batch": b.harness.batch_size, "dataset": b.harness.dataset, "max_tokens": b.harness.max_tokens}
-        want = {"al": c["expected_acceptance_len"], "al_direction": "higher", "al_rtol": c["acceptance_len_rtol"],
-                "positions": tuple(c["expected_per_pos_acceptance_rates"]), "pos_direction": "higher",
-                "pos_rtol": c["per_pos_rtol"],
-                "accuracy": (c["expected_gsm8k_accuracy"], "higher", c["accuracy_rtol"]),
-                "max_model_len": llm["max_model_len"], "batch": llm["max_num_seqs"], "dataset": "gsm8k",
-                "max_tokens": 256}
+        got = {
+            "al": al.value,
+            "al_direction": al.direction,
+            "al_rtol": al.tolerance,
+            "positions": tuple(pp.values),
+            "pos_direction": pp.direction,
+            "pos_rtol": pp.tolerance,
+            "accuracy": (b.metrics.accuracy.value, b.metrics.accuracy.direction, b.metrics.accuracy.tolerance),
+            "max_model_len": entry.serving.max_model_len,
+            "batch": b.harness.batch_size,
+            "dataset": b.harness.dataset,
+            "max_tokens": b.harness.max_tokens,
+        }
+        want = {
+            "al": c["expected_acceptance_len"],
+            "al_direction": "higher",
+            "al_rtol": c["acceptance_len_rtol"],
+            "positions": tuple(c["expected_per_pos_acceptance_rates"]),
+            "pos_direction": "higher",
+            "pos_rtol": c["per_pos_rtol"],
+            "accuracy": (c["expected_gsm8k_accuracy"], "higher", c["accuracy_rtol"]),
+            "max_model_len": llm["max_model_len"],
+            "batch": llm["max_num_seqs"],
+            "dataset": "gsm8k",
+            "max_tokens": 256,
+        }
         assert got == want, c["model_path"]
 
 
@@ -95,15 +116,34 @@ def test_acceptance_length_entries_match_ci_field_by_field():
         entry = catalog().get(c["drafter"])
         b = baseline(c["drafter"], ACCEPTANCE)
         al, pp = b.metrics.acceptance_length, b.metrics.per_position
-        got = {"al": al.value, "al_direction": al.direction, "al_rtol": al.tolerance, "positions": list(pp.values),
-               "pos_direction": pp.direction, "pos_rtol": pp.tolerance, "verifier": entry.verifier.id,
-               "k": b.harness.k, "num_prompts": b.harness.num_prompts, "max_tokens": b.harness.max_tokens,
-               "dataset": b.harness.dataset, "temperature": b.harness.temperature}
-        want = {"al": c["expected_acceptance_length"], "al_direction": "two-sided", "al_rtol": defaults["DEFAULT_RTOL"],
-                "positions": list(c["expected_acceptance_lengths_per_pos"]), "pos_direction": "higher",
-                "pos_rtol": c.get("rtol", defaults["DEFAULT_RTOL"]), "verifier": c["verifier"],
-                "k": defaults["DEFAULT_NUM_SPEC_TOKENS"], "num_prompts": defaults["DEFAULT_NUM_PROMPTS"],
-                "max_tokens": defaults["DEFAULT_OUTPUT_LEN"], "dataset": "mt-bench", "temperature": 0.0}
+        got = {
+            "al": al.value,
+            "al_direction": al.direction,
+            "al_rtol": al.tolerance,
+            "positions": list(pp.values),
+            "pos_direction": pp.direction,
+            "pos_rtol": pp.tolerance,
+            "verifier": entry.verifier.id,
+            "k": b.harness.k,
+            "num_prompts": b.harness.num_prompts,
+            "max_tokens": b.harness.max_tokens,
+            "dataset": b.harness.dataset,
+            "temperature": b.harness.temperature,
+        }
+        want = {
+            "al": c["expected_acceptance_length"],
+            "al_direction": "two-sided",
+            "al_rtol": defaults["DEFAULT_RTOL"],
+            "positions": list(c["expected_acceptance_lengths_per_pos"]),
+            "pos_direction": "higher",
+            "pos_rtol": c.get("rtol", defaults["DEFAULT_RTOL"]),
+            "verifier": c["verifier"],
+            "k": defaults["DEFAULT_NUM_SPEC_TOKENS"],
+            "num_prompts": defaults["DEFAULT_NUM_PROMPTS"],
+            "max_tokens": defaults["DEFAULT_OUTPUT_LEN"],
+            "dataset": "mt-bench",
+            "temperature": 0.0,
+        }
         assert got == want, c["drafter"]
 
 
@@ -117,9 +157,18 @@ REFERENCE_UTILS = "tests/v1/e2e/spec_decode/acceptance_rates/utils.py"
 SPECREG_ADDS = {"seed"}
 #: what CI sets that specreg leaves to the plan or the machine: the draft (specreg's own plan passes it),
 #: remote code, memory fraction, CUDA graphs, block size, compilation, and a GPU-only attention backend
-CI_RESOURCE_KEYS = {"model", "trust_remote_code", "gpu_memory_utilization", "enforce_eager", "block_size",
-                    "enable_chunked_prefill", "compilation_config", "language_model_only", "speculative_config",
-                    "disable_log_stats"}
+CI_RESOURCE_KEYS = {
+    "model",
+    "trust_remote_code",
+    "gpu_memory_utilization",
+    "enforce_eager",
+    "block_size",
+    "enable_chunked_prefill",
+    "compilation_config",
+    "language_model_only",
+    "speculative_config",
+    "disable_log_stats",
+}
 
 
 @pytest.fixture(scope="module")
@@ -128,10 +177,14 @@ def gsm8k_rows(tmp_path_factory):
     import json
 
     d = tmp_path_factory.mktemp("gsm8k")
-    train = [{"question": f"Train question {i}: what is {i} + {i}?", "answer": f"{i} + {i} = {2 * i}\n#### {2 * i}"}
-             for i in range(10)]
-    test = [{"question": f"Test question {i}: what is {i} * 3?", "answer": f"{i} * 3 = {3 * i}\n#### {3 * i}"}
-            for i in range(1400)]
+    train = [
+        {"question": f"Train question {i}: what is {i} + {i}?", "answer": f"{i} + {i} = {2 * i}\n#### {2 * i}"}
+        for i in range(10)
+    ]
+    test = [
+        {"question": f"Test question {i}: what is {i} * 3?", "answer": f"{i} * 3 = {3 * i}\n#### {3 * i}"}
+        for i in range(1400)
+    ]
     for name, rows in (("train", train), ("test", test)):
         (d / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return d, train, test
@@ -145,9 +198,12 @@ def ci_gsm8k_prompts(train, test, **kwargs):
     from conformance import vllm_ci
 
     text = vllm_ci.read(RELEASE, GSM8K_EVAL)
-    ns = vllm_ci.functions(text, "_build_gsm8k_prompts", "get_answer_value",
-                           namespace={"re": re, "ast": ast, "INVALID": -9999999,
-                                      "load_gsm8k_data": lambda: (train, test)})
+    ns = vllm_ci.functions(
+        text,
+        "_build_gsm8k_prompts",
+        "get_answer_value",
+        namespace={"re": re, "ast": ast, "INVALID": -9999999, "load_gsm8k_data": lambda: (train, test)},
+    )
     return ns["_build_gsm8k_prompts"](**kwargs)[0]
 
 
@@ -157,7 +213,9 @@ def ci_offline_sampling():
 
     text = vllm_ci.read(RELEASE, GSM8K_EVAL)
     defaults = vllm_ci.function_defaults(text, "evaluate_gsm8k_offline")
-    (call,) = [c for c in vllm_ci.calls(text, "SamplingParams") if "stop" in c and c.get("temperature") == "temperature"]
+    (call,) = [
+        c for c in vllm_ci.calls(text, "SamplingParams") if "stop" in c and c.get("temperature") == "temperature"
+    ]
     return {k: defaults.get(v, v) if isinstance(v, str) else v for k, v in call.items()}, defaults
 
 
@@ -174,9 +232,16 @@ def verify_plan(entry_id, rows_dir, dataset=None):
     h = runnable_baseline(entry).harness
     # no harness flag: `verify ENTRY` builds the baseline's harness itself (as the nightly's runs do);
     # each split's rows from its own file: shots from the split the harness names (CI's are train.jsonl's)
-    args = _parser().parse_args(["verify", entry_id, "--dataset-file",
-                                 str(rows_dir / f"{h.split}.jsonl"), "--shots-file",
-                                 str(rows_dir / f"{h.prompt.shots_split}.jsonl")])
+    args = _parser().parse_args(
+        [
+            "verify",
+            entry_id,
+            "--dataset-file",
+            str(rows_dir / f"{h.split}.jsonl"),
+            "--shots-file",
+            str(rows_dir / f"{h.prompt.shots_split}.jsonl"),
+        ]
+    )
     opts = verify_options(args, entry)
     llm = engine_kwargs({}, **engine_options(opts, entry))
     sampling = sampling_kwargs(temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed, stop=opts.stop)
@@ -192,8 +257,13 @@ def test_speculators_correctness_runs_ci_prompts_sampling_and_engine(gsm8k_rows)
     text = vllm_ci.read(RELEASE, CORRECTNESS)
     (ci_llm,) = vllm_ci.calls(text, "LLM")
     ci_sampling, defaults = ci_offline_sampling()
-    ci_prompts = ci_gsm8k_prompts(train, test, num_questions=defaults["num_questions"], num_shots=defaults["num_shots"],
-                                  gen_prefix=defaults["gen_prefix"])
+    ci_prompts = ci_gsm8k_prompts(
+        train,
+        test,
+        num_questions=defaults["num_questions"],
+        num_shots=defaults["num_shots"],
+        gen_prefix=defaults["gen_prefix"],
+    )
     assert defaults["use_chat_completions"] is False and len(ci_prompts) == 1319
     for c in _correctness_configs():
         llm, sampling, prompts, opts = verify_plan(c["model_path"], d)
@@ -223,9 +293,11 @@ def test_dspark_entries_match_ci_numbers_gates_engine_and_prompts(gsm8k_rows):
         (b,) = entry.baselines
         assert b.source.endswith(DSPARK) and b.source_commit == vllm_ci.commit(RELEASE)[:9]
         m = b.metrics
-        for metric, ref in ((m.acceptance_length, c["reference_acceptance_len"]),
-                            (m.draft_acceptance_rate, c["reference_acceptance_rate"]),
-                            (m.accuracy, c["reference_accuracy"])):
+        for metric, ref in (
+            (m.acceptance_length, c["reference_acceptance_len"]),
+            (m.draft_acceptance_rate, c["reference_acceptance_rate"]),
+            (m.accuracy, c["reference_accuracy"]),
+        ):
             assert (metric.value, metric.direction, metric.tolerance) == (ref, "higher", pytest.approx(tolerance))
         assert entry.verifier.id == c["model"]
         llm, sampling, prompts, opts = verify_plan(c["draft_model"], d)
@@ -250,13 +322,19 @@ def test_dflash_reference_entries_match_ci_gate_and_harness():
     from conformance import vllm_ci
 
     text, utils = vllm_ci.read(RELEASE, DFLASH), vllm_ci.read(RELEASE, REFERENCE_UTILS)
-    (call,) = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
-               and getattr(n.func, "id", None) == "run_acceptance_length_eval"]
+    (call,) = [
+        n
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "run_acceptance_length_eval"
+    ]
     kw = {k.arg: k.value for k in call.keywords}
     expected = eval(compile(ast.Expression(kw["expected_acceptance_lengths"]), DFLASH, "eval"), {"__builtins__": {}})
-    spec = ast.literal_eval(ast.unparse(kw["spec_config"]).replace("QWEN3_DFLASH.model", "'m'")
-                            .replace("QWEN3_DFLASH.draft_model", "'d'")
-                            .replace("QWEN3_DFLASH.num_speculative_tokens", "16"))
+    spec = ast.literal_eval(
+        ast.unparse(kw["spec_config"])
+        .replace("QWEN3_DFLASH.model", "'m'")
+        .replace("QWEN3_DFLASH.draft_model", "'d'")
+        .replace("QWEN3_DFLASH.num_speculative_tokens", "16")
+    )
     qwen3 = vllm_ci.instances(text, "DFlashCorrectnessConfig")["QWEN3_DFLASH"]
     assert qwen3["num_speculative_tokens"] == 16
     thinking = ast.literal_eval(kw["chat_template_kwargs"])["enable_thinking"]
@@ -276,9 +354,14 @@ def test_dflash_reference_entries_match_ci_gate_and_harness():
     assert {b.harness.dataset for b in refs} == set(by_dataset)
     for b in refs:
         al, h = b.metrics.acceptance_length, b.harness
-        assert al.direction == "higher" and al.value * (1 - al.tolerance) == pytest.approx(by_dataset[h.dataset] * factor)
+        assert al.direction == "higher" and al.value * (1 - al.tolerance) == pytest.approx(
+            by_dataset[h.dataset] * factor
+        )
         assert (h.statistic, h.temperature, h.max_tokens, h.k) == ("mean-per-prompt", 0.0, max_tokens, 16)
-        assert h.num_prompts <= max_prompts and (h.max_model_len, h.batch_size) == (spec["max_model_len"], spec["max_num_seqs"])
+        assert h.num_prompts <= max_prompts and (h.max_model_len, h.batch_size) == (
+            spec["max_model_len"],
+            spec["max_num_seqs"],
+        )
         assert h.prompt.chat_template is True and h.prompt.thinking is thinking
         assert h.prompt.template == templates.get(h.dataset)
         assert b.source_commit == vllm_ci.commit(RELEASE)[:9] and b.source.endswith(DFLASH + " gates it")

@@ -46,12 +46,16 @@ def differences(mapping, name):
     cfg = fixture_config(name)
     spec = specreg.normalize(cfg, vllm=mapping.version)
     try:
-        theirs = {**_flat(mapping.draft_config(cfg), "draft_config"),
-                  **_flat(mapping.speculative_config(cfg), "speculative_config")}
+        theirs = {
+            **_flat(mapping.draft_config(cfg), "draft_config"),
+            **_flat(mapping.speculative_config(cfg), "speculative_config"),
+        }
     except ValueError:
         return "refused", spec
-    ours = {**_flat(spec.draft_config_dict(), "draft_config"),
-            **_flat(spec.speculative_config_dict(), "speculative_config")}
+    ours = {
+        **_flat(spec.draft_config_dict(), "draft_config"),
+        **_flat(spec.speculative_config_dict(), "speculative_config"),
+    }
     diffs = set()
     for key in set(theirs) | set(ours):
         a, b = theirs.get(key, ABSENT), ours.get(key, ABSENT)
@@ -93,9 +97,13 @@ def test_every_difference_is_listed_and_every_row_still_occurs(mappings):
             )
             for field, theirs, ours in diffs:
                 match = [
-                    i for i, (lo, hi, fx, fld, v, s) in enumerate(rows)
-                    if lo <= Version(version) <= hi and fx == name and fld == field
-                    and _canon(v) == _canon(theirs) and _canon(s) == _canon(ours)
+                    i
+                    for i, (lo, hi, fx, fld, v, s) in enumerate(rows)
+                    if lo <= Version(version) <= hi
+                    and fx == name
+                    and fld == field
+                    and _canon(v) == _canon(theirs)
+                    and _canon(s) == _canon(ours)
                 ]
                 if match:
                     seen.add((match[0], version))
@@ -113,23 +121,48 @@ def test_every_difference_is_listed_and_every_row_still_occurs(mappings):
 
 # -- the capability table, version by version -------------------------------------------------
 
-ALGORITHM_FIXTURE = {"eagle3": "eagle3_generated", "peagle": "peagle", "dflash": "dflash",
-                     "dflash2": "dflash2", "dspark": "dspark_generated"}
+ALGORITHM_FIXTURE = {
+    "eagle3": "eagle3_generated",
+    "peagle": "peagle",
+    "dflash": "dflash",
+    "dflash2": "dflash2",
+    "dspark": "dspark_generated",
+}
 
 
 def _before(version: Version) -> str:
     """The release just before `version` among those the capability checks download."""
     return {
-        "0.10.1": "0.10.0", "0.18": "0.17.1", "0.20": "0.19.1", "0.22": "0.21.0", "0.23": "0.22.0", "0.24": "0.23.0",
-        "0.25": "0.24.0", "0.26": "0.25.0", "0.27": "0.26.0", "0.28": "0.27.0", "0.29": "0.28.0",
+        "0.10.1": "0.10.0",
+        "0.18": "0.17.1",
+        "0.20": "0.19.1",
+        "0.22": "0.21.0",
+        "0.23": "0.22.0",
+        "0.24": "0.23.0",
+        "0.25": "0.24.0",
+        "0.26": "0.25.0",
+        "0.27": "0.26.0",
+        "0.28": "0.27.0",
+        "0.29": "0.28.0",
         "0.31": "0.30.0",
     }[str(version)]
 
 
 def _release(version: Version) -> str:
-    return {"0.10.1": "0.10.1", "0.18": "0.18.0", "0.20": "0.20.0", "0.22": "0.22.0", "0.23": "0.23.0", "0.24": "0.24.0", "0.25": "0.25.0",
-            "0.26": "0.26.0", "0.27": "0.27.0", "0.28": "0.28.0", "0.29": "0.29.0",
-            "0.31": "0.31.0"}[str(version)]
+    return {
+        "0.10.1": "0.10.1",
+        "0.18": "0.18.0",
+        "0.20": "0.20.0",
+        "0.22": "0.22.0",
+        "0.23": "0.23.0",
+        "0.24": "0.24.0",
+        "0.25": "0.25.0",
+        "0.26": "0.26.0",
+        "0.27": "0.27.0",
+        "0.28": "0.28.0",
+        "0.29": "0.29.0",
+        "0.31": "0.31.0",
+    }[str(version)]
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHM_FIXTURE))
@@ -176,7 +209,9 @@ def test_a_mask_rule_starts_in_its_version(rule):
 def test_every_rule_is_probed():
     """Each rule capabilities.py reads has its extractor (mrope_refused_with_extra_slots: read with ast
     in test_field_coverage.py)."""
-    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES) | set(MASK_PROBES) | {"mrope_refused_with_extra_slots"}
+    assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES) | set(MASK_PROBES) | {
+        "mrope_refused_with_extra_slots"
+    }
     assert set(RULES) <= set(HOLDS)
 
 

@@ -20,8 +20,11 @@ from specreg.vllm import plugin as vllm_plugin
 pytestmark = pytest.mark.conformance
 
 VERSIONS = [facts.wheel(r) for r in facts.tested_by("vllm_plugin")]
-EAGLE = {"eagle3": ("eagle3_generated", {}), "eagle3-no-norm-flag": ("eagle3_generated", {"norm_before_residual": None}),
-         "peagle": ("peagle", {})}
+EAGLE = {
+    "eagle3": ("eagle3_generated", {}),
+    "eagle3-no-norm-flag": ("eagle3_generated", {"norm_before_residual": None}),
+    "peagle": ("peagle", {}),
+}
 
 
 def config_for(case: str) -> dict:

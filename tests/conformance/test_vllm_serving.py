@@ -19,26 +19,38 @@ from conftest import DATA, fixture_config
 pytestmark = pytest.mark.conformance
 
 VERSIONS = [facts.wheel(r) for r in facts.tested_by("vllm_serving")]
-MIXED = {"transformer_layer_config": {"layer_types": ["sliding_attention"] * 4 + ["full_attention"],
-                                      "sliding_window": 2048}}
+MIXED = {
+    "transformer_layer_config": {"layer_types": ["sliding_attention"] * 4 + ["full_attention"], "sliding_window": 2048}
+}
 ALL_SLIDING = {"transformer_layer_config": {"layer_types": ["sliding_attention"] * 5, "sliding_window": 1024}}
-DSPARK_SLIDING = {"transformer_layer_config": {"layer_types": ["sliding_attention", "full_attention", "full_attention"],
-                                               "sliding_window": 512}}
+DSPARK_SLIDING = {
+    "transformer_layer_config": {
+        "layer_types": ["sliding_attention", "full_attention", "full_attention"],
+        "sliding_window": 512,
+    }
+}
 #: case -> (fixture, changes merged into it); a value of None drops the key
 CASES = {
     "dflash": ("dflash", {}),
     "dflash-mixed-causal-sliding": ("dflash", MIXED),
     "dflash-mixed-no-flag": ("dflash", {**MIXED, "sliding_window_non_causal": None}),
     "dflash-all-sliding-causal": ("dflash", ALL_SLIDING),
-    "dflash-layer-is-causal": ("dflash", {**MIXED, "transformer_layer_config": {
-        **MIXED["transformer_layer_config"], "is_causal": True}}),
+    "dflash-layer-is-causal": (
+        "dflash",
+        {**MIXED, "transformer_layer_config": {**MIXED["transformer_layer_config"], "is_causal": True}},
+    ),
     "dflash2": ("dflash2", {}),
     "dflash2-causal-sliding": ("dflash2", {"sliding_window_non_causal": False}),
     "dspark": ("dspark_generated", {}),
     "dspark-causal-sliding": ("dspark_generated", {**DSPARK_SLIDING, "sliding_window_non_causal": False}),
     "dspark-non-causal-sliding": ("dspark_generated", {**DSPARK_SLIDING, "sliding_window_non_causal": True}),
-    "dspark-all-sliding-causal": ("dspark_generated", {"transformer_layer_config": {
-        "layer_types": ["sliding_attention"] * 3, "sliding_window": 512}, "sliding_window_non_causal": False}),
+    "dspark-all-sliding-causal": (
+        "dspark_generated",
+        {
+            "transformer_layer_config": {"layer_types": ["sliding_attention"] * 3, "sliding_window": 512},
+            "sliding_window_non_causal": False,
+        },
+    ),
 }
 NATIVE = sorted(p.name for p in (DATA / "native").glob("*.json") if p.name.startswith(("zlab_", "deepspec_")))
 
@@ -144,7 +156,9 @@ def test_dflash2_layers_are_dflash_layers(version):
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("case", sorted(c for c in CASES if c.startswith("dspark")) + ["dspark-no-anchor-flag"])
 def test_dspark_drafts_from_the_anchor_as_trained(tmp_path, serving, mapping, version, case):
-    cfg = case_config(case) if case in CASES else _merge(fixture_config("dspark_generated"), {"sample_from_anchor": None})
+    cfg = (
+        case_config(case) if case in CASES else _merge(fixture_config("dspark_generated"), {"sample_from_anchor": None})
+    )
     spec = specreg.normalize(cfg, vllm=version)
     if not mapping(version).supported.get("dspark"):
         return
@@ -157,8 +171,9 @@ def test_dspark_drafts_from_the_anchor_as_trained(tmp_path, serving, mapping, ve
     assert (auto != trained) == ("served-length-mismatch" in {f.code for f in spec.findings}), (case, version, auto)
 
 
-@pytest.mark.parametrize("version", ["0.20.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0",
-                                     "0.33.0"])
+@pytest.mark.parametrize(
+    "version", ["0.20.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.33.0"]
+)
 def test_no_runner_serves_a_dflash_draft_that_samples_from_the_anchor(serving, version):
     """specreg refuses sample_from_anchor=true for DFlash at every version: the V1 proposer never reads
     the field (it always queries a bonus token) and the V2 speculator, where it exists, refuses it
@@ -166,8 +181,16 @@ def test_no_runner_serves_a_dflash_draft_that_samples_from_the_anchor(serving, v
     vllm = serving(version)
     assert not vllm.v1_reads_anchor
     assert vllm.v2_dflash_anchor in (None, False)
-    spec = specreg.normalize(_merge(fixture_config("dflash"), {"sample_from_anchor": True, "speculators_config": {
-        "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 16}]}}), vllm=version)
+    spec = specreg.normalize(
+        _merge(
+            fixture_config("dflash"),
+            {
+                "sample_from_anchor": True,
+                "speculators_config": {"proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 16}]},
+            },
+        ),
+        vllm=version,
+    )
     assert any("No vLLM release serves this layout" in f.message for f in spec.errors)
     assert ("V2 runner refuses" in str([f.message for f in spec.errors])) == vllm.v2_refuses_anchor
 

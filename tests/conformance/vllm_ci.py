@@ -58,8 +58,11 @@ def commit(version: str) -> str:
     """The release commit, as the sdist's vllm/_version.py states it (without vcs-versioning's 'g')."""
     tree = ast.parse(read(version, "vllm/_version.py"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and any(
-                isinstance(t, ast.Name) and t.id == "commit_id" for t in ast.walk(node)):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and any(isinstance(t, ast.Name) and t.id == "commit_id" for t in ast.walk(node))
+        ):
             return str(node.value.value).removeprefix("g")
     raise AssertionError("no commit_id in vllm/_version.py")
 
@@ -110,8 +113,11 @@ def dataclass_defaults(text: str, name: str) -> dict[str, Any]:
     """The field defaults of a dataclass in a file (`field: T = value`)."""
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.ClassDef) and node.name == name:
-            return {n.target.id: ast.literal_eval(n.value) for n in node.body
-                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None}
+            return {
+                n.target.id: ast.literal_eval(n.value)
+                for n in node.body
+                if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None
+            }
     raise AssertionError(f"no class {name}")
 
 
@@ -120,8 +126,11 @@ def instances(text: str, cls: str) -> dict[str, dict[str, Any]]:
     names, defaults = constants(text), dataclass_defaults(text, cls)
     out = {}
     for node in ast.parse(text).body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and getattr(node.value.func, "id", None) == cls):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", None) == cls
+        ):
             out[node.targets[0].id] = {**defaults, **{k.arg: _value(k.value, names) for k in node.value.keywords}}
     return out
 
@@ -129,7 +138,7 @@ def instances(text: str, cls: str) -> dict[str, dict[str, Any]]:
 def function_defaults(text: str, name: str) -> dict[str, Any]:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            args = node.args.args[len(node.args.args) - len(node.args.defaults):]
+            args = node.args.args[len(node.args.args) - len(node.args.defaults) :]
             return {a.arg: ast.literal_eval(d) for a, d in zip(args, node.args.defaults)}
     raise AssertionError(f"no function {name}")
 
@@ -147,7 +156,11 @@ def keyword_dicts(text: str, function: str, name: str) -> list[dict[str, Any]]:
     """The literal keys of every `name = {...}` dict built inside `function` (e.g. runner_config)."""
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.FunctionDef) and node.name == function:
-            return [{ast.literal_eval(k): ast.unparse(v) for k, v in zip(n.value.keys, n.value.values) if k is not None}
-                    for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict)
-                    and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+            return [
+                {ast.literal_eval(k): ast.unparse(v) for k, v in zip(n.value.keys, n.value.values) if k is not None}
+                for n in ast.walk(node)
+                if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Dict)
+                and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+            ]
     raise AssertionError(f"no function {function}")

@@ -112,8 +112,11 @@ def aux_capture_architectures(version: str) -> set[str]:
     import re
 
     with zipfile.ZipFile(wheel(version)) as z:
-        models = {n: z.read(n).decode() for n in z.namelist()
-                  if n.startswith("vllm/model_executor/models/") and n.endswith(".py") and n.count("/") == 3}
+        models = {
+            n: z.read(n).decode()
+            for n in z.namelist()
+            if n.startswith("vllm/model_executor/models/") and n.endswith(".py") and n.count("/") == 3
+        }
     bases: dict[str, list[list[str]]] = {}
     for text in models.values():
         for m in re.finditer(r"^class (\w+)\(([^)]*)\)", text, re.M | re.S):

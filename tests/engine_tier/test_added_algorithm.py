@@ -84,8 +84,18 @@ def served(tmp_path_factory):
     (src / "specreg" / "algos" / "eagle3_lab.py").write_text(ALGORITHM.format(name="eagle3_lab"))
     site = _plugin_dist(root, "eagle3_guest = guest_eagle3\n", {"guest_eagle3": ALGORITHM.format(name="eagle3_guest")})
     verifier = constructed.verifier(root / "verifier", "next_token")
-    jobs = {plugin: [{"name": f"{name}/{plugin}", "model": str(draft_of_type(root / f"{name}-{plugin}", verifier, name)),
-                      "prompts": PROMPTS, "max_tokens": N} for name in ADDED] for plugin in ("plugin", "vllm")}
+    jobs = {
+        plugin: [
+            {
+                "name": f"{name}/{plugin}",
+                "model": str(draft_of_type(root / f"{name}-{plugin}", verifier, name)),
+                "prompts": PROMPTS,
+                "max_tokens": N,
+            }
+            for name in ADDED
+        ]
+        for plugin in ("plugin", "vllm")
+    }
     with pytest.MonkeyPatch.context() as env:  # the engines' environment is this process's
         env.setenv("PYTHONPATH", os.pathsep.join([str(src), str(site), os.environ.get("PYTHONPATH", "")]))
         procs = start_engines([(True, jobs["plugin"]), (False, jobs["vllm"])], root)
@@ -96,7 +106,11 @@ def served(tmp_path_factory):
 def test_with_the_plugin_vllm_serves_an_added_type_as_specreg_plans_it(served, name):
     r = served[f"{name}/plugin"]
     assert measured(r) == full(K)
-    assert (r["method"], r["num_speculative_tokens"], r["draft_architecture"]) == ("eagle3", K, "Eagle3LlamaForCausalLM")
+    assert (r["method"], r["num_speculative_tokens"], r["draft_architecture"]) == (
+        "eagle3",
+        K,
+        "Eagle3LlamaForCausalLM",
+    )
     log = Path(r["log"]).read_text(errors="replace")
     assert f"specreg plugin: this {name} draft is planned by specreg" in log
     assert "it is skipped" not in log  # no algorithm plugin was rolled back

@@ -41,22 +41,50 @@ def through_plugin(tmp_path_factory):
     require_engine()
     root = tmp_path_factory.mktemp("plugin")
     site = root / "site"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(EXAMPLE)],
-                         capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert pip.returncode == 0, pip.stderr[-3000:]
     verifier = constructed.verifier(root / "verifier", "next_token")
     draft = constructed.eagle3(root / "draft", verifier, head="qwen3", norm_before_residual=False)
     path = draft / "config.json"
     path.write_text(json.dumps(in_example_format(json.loads(path.read_text()))))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(draft), str(root / "served"), "--verifier",
-                           str(verifier), "--vllm", VLLM, "--json", "-q"], capture_output=True, text=True, timeout=120,
-                          env=env)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "materialize",
+            str(draft),
+            str(root / "served"),
+            "--verifier",
+            str(verifier),
+            "--vllm",
+            VLLM,
+            "--json",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     kwargs = json.loads(done.stdout)["llm_kwargs"]
-    jobs = [{"name": "materialized", **kwargs, "prompts": PROMPTS, "max_tokens": N},
-            {"name": "unmodified", "model": str(verifier), "prompts": PROMPTS, "max_tokens": N,
-             "speculative_config": {"model": str(draft), "method": "eagle3", "num_speculative_tokens": K}}]
+    jobs = [
+        {"name": "materialized", **kwargs, "prompts": PROMPTS, "max_tokens": N},
+        {
+            "name": "unmodified",
+            "model": str(verifier),
+            "prompts": PROMPTS,
+            "max_tokens": N,
+            "speculative_config": {"model": str(draft), "method": "eagle3", "num_speculative_tokens": K},
+        },
+    ]
     return collect(start_engines([(False, jobs)], root), root), kwargs
 
 

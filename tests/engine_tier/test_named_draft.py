@@ -33,8 +33,10 @@ def named(tmp_path_factory):
     shutil.copytree(built, draft)
     job = {"model": str(verifier), "prompts": PROMPTS, "max_tokens": N}
     on = [{**job, "name": "plugin", "speculative_config": {"model": str(draft)}}]
-    off = [{**job, "name": "vllm", "speculative_config": {"model": str(draft)}},
-           {**job, "name": "vllm-with-k", "speculative_config": {"model": str(draft), "num_speculative_tokens": K}}]
+    off = [
+        {**job, "name": "vllm", "speculative_config": {"model": str(draft)}},
+        {**job, "name": "vllm-with-k", "speculative_config": {"model": str(draft), "num_speculative_tokens": K}},
+    ]
     results = collect(start_engines([(False, off), (True, on)], root), root)
     return results, specreg.load(draft, vllm=VLLM), draft
 
@@ -45,8 +47,13 @@ def test_with_the_plugin_a_named_draft_is_served_with_its_trained_method_and_len
     assert measured(r) == full(K)
     assert (r["method"], r["num_speculative_tokens"]) == (plan.method, plan.num_speculative_tokens) == ("dflash", K)
     log = open(r["log"]).read()
-    assert log.count(f"specreg plugin: the draft {draft} is a speculators dflash draft; serving it with its "
-                     f"trained method='dflash', num_speculative_tokens={K}") == 1
+    assert (
+        log.count(
+            f"specreg plugin: the draft {draft} is a speculators dflash draft; serving it with its "
+            f"trained method='dflash', num_speculative_tokens={K}"
+        )
+        == 1
+    )
 
 
 def test_without_it_vllm_wants_a_length_and_then_serves_an_independent_draft_model(named):

@@ -32,8 +32,10 @@ def test_a_quantized_draft_is_served_quantized_by_every_route_and_not_without_it
     draft = constructed.eagle3(tmp_path / "draft", verifier, head="qwen3", norm_before_residual=False, int8_mlp=True)
     kwargs = materialize(draft, tmp_path / "materialized", verifier)
     assert isinstance(kwargs, dict), kwargs
-    assert json.loads((tmp_path / "materialized" / "config.json").read_text())["quantization_config"] == \
-        constructed.INT8_MLP
+    assert (
+        json.loads((tmp_path / "materialized" / "config.json").read_text())["quantization_config"]
+        == constructed.INT8_MLP
+    )
     lost = tmp_path / "lost"
     shutil.copytree(tmp_path / "materialized", lost, symlinks=True)
     config = json.loads((lost / "config.json").read_text())
@@ -42,8 +44,11 @@ def test_a_quantized_draft_is_served_quantized_by_every_route_and_not_without_it
     lost_kwargs = json.loads(json.dumps(kwargs))
     lost_kwargs["speculative_config"]["model"] = str(lost)
     job = {"prompts": PROMPTS, "max_tokens": N}
-    off = [{"name": "vllm", "model": str(draft), **job}, {"name": "materialized", **kwargs, **job},
-           {"name": "lost", **lost_kwargs, **job}]
+    off = [
+        {"name": "vllm", "model": str(draft), **job},
+        {"name": "materialized", **kwargs, **job},
+        {"name": "lost", **lost_kwargs, **job},
+    ]
     on = [{"name": "plugin", "model": str(draft), **job}]
     results = collect(start_engines([(False, off), (True, on)], tmp_path), tmp_path)
     for route in ("vllm", "plugin", "materialized"):
@@ -62,24 +67,55 @@ def test_a_quantization_config_naming_a_draft_layer_by_its_index_is_served_wrong
     (draft-quant-layer-names), and the name its fix gives serves every token."""
     require_engine()
     verifier = constructed.verifier(tmp_path / "verifier", "next_token")
-    local = constructed.eagle3(tmp_path / "local", verifier, head="qwen3", norm_before_residual=False,
-                               int8_mlp=True, int8_ignore=("layers.0.mlp.down_proj",))
+    local = constructed.eagle3(
+        tmp_path / "local",
+        verifier,
+        head="qwen3",
+        norm_before_residual=False,
+        int8_mlp=True,
+        int8_ignore=("layers.0.mlp.down_proj",),
+    )
 
     def check(draft):
-        out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(verifier),
-                              "--no-weights", "--vllm", "0.32", "--json"], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "specreg",
+                "check",
+                str(draft),
+                "--verifier",
+                str(verifier),
+                "--no-weights",
+                "--vllm",
+                "0.32",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return out.returncode, {f["code"]: f for f in json.loads(out.stdout)["findings"]}
 
     code, found = check(local)
     assert code == 1 and found["draft-quant-layer-names"]["severity"] == "error"
     fixed_name = re.search(r"-> '([^']+)'", found["draft-quant-layer-names"]["fix"]).group(1)
     assert fixed_name == f"model.layers.{constructed.LAYERS}.mlp.down_proj"
-    fixed = constructed.eagle3(tmp_path / "fixed", verifier, head="qwen3", norm_before_residual=False,
-                               int8_mlp=True, int8_ignore=(fixed_name,))
+    fixed = constructed.eagle3(
+        tmp_path / "fixed", verifier, head="qwen3", norm_before_residual=False, int8_mlp=True, int8_ignore=(fixed_name,)
+    )
     assert "draft-quant-layer-names" not in check(fixed)[1]
     job = {"prompts": PROMPTS, "max_tokens": N}
-    results = collect(start_engines([(False, [{"name": "local", "model": str(local), **job}]),
-                                     (False, [{"name": "fixed", "model": str(fixed), **job}])], tmp_path), tmp_path)
+    results = collect(
+        start_engines(
+            [
+                (False, [{"name": "local", "model": str(local), **job}]),
+                (False, [{"name": "fixed", "model": str(fixed), **job}]),
+            ],
+            tmp_path,
+        ),
+        tmp_path,
+    )
     assert measured(results["local"]) == none_accepted()
     assert measured(results["fixed"]) == full()
 
@@ -103,15 +139,32 @@ def test_a_compressed_tensors_ignore_list_naming_fc_is_served_wrong_and_model_fc
         drafts[name] = draft
 
     def check(draft):
-        out = subprocess.run([sys.executable, "-m", "specreg", "check", str(draft), "--verifier", str(verifier),
-                              "--no-weights", "--vllm", "0.32", "--json"], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "specreg",
+                "check",
+                str(draft),
+                "--verifier",
+                str(verifier),
+                "--no-weights",
+                "--vllm",
+                "0.32",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return out.returncode, {f["code"]: f for f in json.loads(out.stdout)["findings"]}
 
     code, found = check(drafts["fc"])
     assert code == 1 and found["draft-quant-layer-names"]["fix"] == "name them as vLLM runs them ('fc' -> 'model.fc')"
     assert "draft-quant-layer-names" not in check(drafts["model.fc"])[1]
     job = {"prompts": PROMPTS, "max_tokens": N}
-    results = collect(start_engines([(False, [{"name": n, "model": str(d), **job}]) for n, d in drafts.items()],
-                                    tmp_path), tmp_path)
+    results = collect(
+        start_engines([(False, [{"name": n, "model": str(d), **job}]) for n, d in drafts.items()], tmp_path), tmp_path
+    )
     assert measured(results["fc"]) == none_accepted()
     assert measured(results["model.fc"]) == full()

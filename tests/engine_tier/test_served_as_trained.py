@@ -38,6 +38,7 @@ pytestmark = pytest.mark.engine
 def engine_installed():
     require_engine()
 
+
 VLLM = "0.32"
 K = 3
 M = 3
@@ -52,22 +53,38 @@ PROBES = {
     # z-lab conversion case: full layer, sliding_window_non_causal false; vLLM's mapping: causal
     "dflash-full": ("zero", lambda d, v: constructed.dflash(d, v), "none"),
     # uniform sliding layers trained non-causal
-    "dflash-sliding": ("zero", lambda d, v: constructed.dflash(d, v, layer_type="sliding_attention",
-                                                               sliding_window_non_causal=True), "trained"),
+    "dflash-sliding": (
+        "zero",
+        lambda d, v: constructed.dflash(d, v, layer_type="sliding_attention", sliding_window_non_causal=True),
+        "trained",
+    ),
     # written by speculators 0.5 (speculative_tokens = block_size, trained block_size - 1): vLLM drafts k = 4
-    "dflash-old-layout": ("zero", lambda d, v: constructed.dflash(d, v, layer_type="sliding_attention",
-                                                                  sliding_window_non_causal=True, old_layout=True),
-                          "none"),
+    "dflash-old-layout": (
+        "zero",
+        lambda d, v: constructed.dflash(
+            d, v, layer_type="sliding_attention", sliding_window_non_causal=True, old_layout=True
+        ),
+        "none",
+    ),
     # norm_before_residual missing: speculators trained false, vLLM's mapping assumes true
     "eagle3-llama": ("next_token", lambda d, v: constructed.eagle3(d, v, head="llama"), "none"),
-    "eagle3-qwen3": ("next_token", lambda d, v: constructed.eagle3(d, v, head="qwen3", norm_before_residual=False),
-                     "trained"),
+    "eagle3-qwen3": (
+        "next_token",
+        lambda d, v: constructed.eagle3(d, v, head="qwen3", norm_before_residual=False),
+        "trained",
+    ),
     # four aux layers: vLLM's mapping leaves num_aux_hidden_states out, its Llama class sizes fc for 3
-    "eagle3-four-aux": ("next_token",
-                        lambda d, v: constructed.eagle3(d, v, aux=(1, 2, 3, 4), norm_before_residual=False), "refused"),
+    "eagle3-four-aux": (
+        "next_token",
+        lambda d, v: constructed.eagle3(d, v, aux=(1, 2, 3, 4), norm_before_residual=False),
+        "refused",
+    ),
     # P-EAGLE on the V1 runner (parallel drafting): only its first parallel position is built to agree
-    "peagle": ("next_token", lambda d, v: constructed.eagle3(d, v, norm_before_residual=False, parallel=True),
-               "trained"),
+    "peagle": (
+        "next_token",
+        lambda d, v: constructed.eagle3(d, v, norm_before_residual=False, parallel=True),
+        "trained",
+    ),
 }
 #: tokens each draft of a probe accepts when served as trained (k unless said here)
 ACCEPTED = {"peagle": 1}
@@ -76,8 +93,10 @@ ACCEPTED = {"peagle": 1}
 CONTROLS = {
     "eagle3-ids-plus-one": ("eagle3-qwen3", {"eagle_aux_hidden_state_layer_ids": [2, 3, 4]}),
     "eagle3-ids-minus-one": ("eagle3-qwen3", {"eagle_aux_hidden_state_layer_ids": [0, 1, 2]}),
-    "dflash-ids-plus-one": ("dflash-sliding", {"eagle_aux_hidden_state_layer_ids": [2, 3, 4],
-                                               "dflash_config.target_layer_ids": [1, 2, 3]}),
+    "dflash-ids-plus-one": (
+        "dflash-sliding",
+        {"eagle_aux_hidden_state_layer_ids": [2, 3, 4], "dflash_config.target_layer_ids": [1, 2, 3]},
+    ),
     "dflash-causal": ("dflash-full", {"is_causal": True}),
 }
 
@@ -88,14 +107,17 @@ def full(k: int = K, accepted: int | None = None) -> dict:
     a = k if accepted is None else accepted
     assert (N - 1) % (a + 1) == 0
     drafts = P * (N - 1) // (a + 1)
-    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": drafts * a,
-            "per_position": [drafts] * a + [0] * (k - a)}
+    return {
+        "num_drafts": drafts,
+        "num_draft_tokens": drafts * k,
+        "num_accepted_tokens": drafts * a,
+        "per_position": [drafts] * a + [0] * (k - a),
+    }
 
 
 def none_accepted(k: int = K) -> dict:
     drafts = P * (N - 1)
-    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": 0,
-            "per_position": [0] * k}
+    return {"num_drafts": drafts, "num_draft_tokens": drafts * k, "num_accepted_tokens": 0, "per_position": [0] * k}
 
 
 def measured(result: dict) -> dict:
@@ -106,8 +128,25 @@ def measured(result: dict) -> dict:
 def materialize(src, out, verifier) -> dict | str:
     """`specreg materialize SRC OUT --verifier V --vllm 0.32 --json`, as a user runs it: the kwargs it
     prints, or its error."""
-    done = subprocess.run([sys.executable, "-m", "specreg", "materialize", str(src), str(out), "--verifier",
-                           str(verifier), "--vllm", VLLM, "--json", "-q"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "materialize",
+            str(src),
+            str(out),
+            "--verifier",
+            str(verifier),
+            "--vllm",
+            VLLM,
+            "--json",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if done.returncode != 0:
         return f"specreg materialize exit {done.returncode}: {done.stderr.strip()}"
     return json.loads(done.stdout)["llm_kwargs"]
@@ -204,9 +243,14 @@ def test_the_probes_cover_every_outcome_of_vllms_own_mapping(served):
     """The mask, the length and the norm_before_residual default differ; the aux count is refused."""
     _, plans = served
     assert {p: served_differently(plans[p]) for p in PROBES} == {
-        "dflash-full": ["served-causal-mismatch"], "dflash-sliding": [], "dflash-old-layout": ["served-length-mismatch"],
-        "eagle3-llama": ["served-default-mismatch"], "eagle3-qwen3": [], "eagle3-four-aux": ["served-default-mismatch"],
-        "peagle": []}
+        "dflash-full": ["served-causal-mismatch"],
+        "dflash-sliding": [],
+        "dflash-old-layout": ["served-length-mismatch"],
+        "eagle3-llama": ["served-default-mismatch"],
+        "eagle3-qwen3": [],
+        "eagle3-four-aux": ["served-default-mismatch"],
+        "peagle": [],
+    }
 
 
 @pytest.mark.parametrize("control", CONTROLS)
@@ -251,4 +295,3 @@ def test_a_config_with_a_byte_order_mark_fails_in_vllm_as_specreg_says_and_its_m
     error = results["bom/plugin"].get("error", "")
     assert "bom/config.json' is not a valid JSON file" in error, results["bom/plugin"]  # transformers' words
     assert measured(results["bom/materialized"]) == full()
-

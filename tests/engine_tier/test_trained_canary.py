@@ -34,7 +34,7 @@ def entry(name: str, record: dict, prompts: int) -> str:
     drafts = prompts * (length - 1) / al
     tolerance = trained.Z * k / (2 * math.sqrt(drafts)) / al
     return f"""id = "org/{name}"
-algorithm = "{record['algorithm']}"
+algorithm = "{record["algorithm"]}"
 status = "unpinned"
 
 [verifier]
@@ -42,7 +42,7 @@ id = "org/verifier"
 
 [[baselines]]
 kind = "published"
-source = "speculators 0.9.0's trainer, validation (tests/data/trained/{record['name']}/trainer.json)"
+source = "speculators 0.9.0's trainer, validation (tests/data/trained/{record["name"]}/trainer.json)"
 
 [baselines.harness]
 dataset = "gsm8k"
@@ -81,20 +81,47 @@ def canary(tmp_path_factory):
     config = json.loads((twin / "config.json").read_text())
     config["aux_hidden_state_layer_ids"] = [i + 1 for i in config["aux_hidden_state_layer_ids"]]
     (twin / "config.json").write_text(json.dumps(config, indent=2))
-    (reg / f"{TWIN}.toml").write_text(entry(TWIN, {**trained.record("dflash-2l"), "name": "dflash-2l"},
-                                            trained.PROMPTS))
+    (reg / f"{TWIN}.toml").write_text(
+        entry(TWIN, {**trained.record("dflash-2l"), "name": "dflash-2l"}, trained.PROMPTS)
+    )
     repos[TWIN] = twin
     prompts, _ = trained.prompts(names[0])
     rows = root / "gsm8k.jsonl"
-    rows.write_text("".join(json.dumps({"question": " ".join(f"t{t}" for t in p), "answer": "#### 0"}) + "\n"
-                            for p in prompts))
+    rows.write_text(
+        "".join(json.dumps({"question": " ".join(f"t{t}" for t in p), "answer": "#### 0"}) + "\n" for p in prompts)
+    )
     with FakeHub() as hub:
         for name, folder in repos.items():
             hub.add(f"org/{name}", {f.name: f.read_bytes() for f in folder.iterdir()})
-        env = {**engine_env(plugin=True), "HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(root / "hf-cache"),
-               "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1"}
-        done = subprocess.run([sys.executable, "-m", "specreg", "verify", "--all", "--registry", str(root / "registry"),
-                               "--out", str(root / "results"), "--dataset-file", f"gsm8k={rows}", "--chunks", "1"], capture_output=True, text=True, cwd=root, env=env, timeout=1500)
+        env = {
+            **engine_env(plugin=True),
+            "HF_ENDPOINT": hub.url,
+            "HF_HUB_CACHE": str(root / "hf-cache"),
+            "HF_HUB_OFFLINE": "0",
+            "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "specreg",
+                "verify",
+                "--all",
+                "--registry",
+                str(root / "registry"),
+                "--out",
+                str(root / "results"),
+                "--dataset-file",
+                f"gsm8k={rows}",
+                "--chunks",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env=env,
+            timeout=1500,
+        )
     results = {p.parent.name: json.loads(p.read_text()) for p in (root / "results").glob("*/result.json")}
     return done, results, names
 

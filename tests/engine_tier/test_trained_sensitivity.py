@@ -29,10 +29,12 @@ pytestmark = pytest.mark.trainer
 
 def config_edit(key: str, value):
     """A twin's change: config[key] = value(config[key]) in the twin's config.json."""
+
     def change(folder: Path, kwargs: dict) -> None:
         config = json.loads((folder / "config.json").read_text())
         config[key] = value(config.get(key))
         (folder / "config.json").write_text(json.dumps(config, indent=2))
+
     return change
 
 
@@ -65,21 +67,40 @@ TWINS = {
     # (DFlash ids one lower would name layer 0, which specreg refuses, and the plugin then leaves the
     # draft to vLLM's own mapping: one higher is the twin specreg plans)
     "dflash-2l/aux-ids-plus-one": ("dflash-2l", "file", shift_ids("aux_hidden_state_layer_ids", 1), None),
-    "dflash-2l/causal-in-block": ("dflash-2l", "materialized", causal,
-                                  "this draft's slots barely read each other: the causal mask costs ~0.05 AL"),
+    "dflash-2l/causal-in-block": (
+        "dflash-2l",
+        "materialized",
+        causal,
+        "this draft's slots barely read each other: the causal mask costs ~0.05 AL",
+    ),
     "dflash-2l/one-longer": ("dflash-2l", "materialized", one_longer, None),
-    "eagle3/aux-ids-minus-one": ("eagle3", "file", shift_ids("eagle_aux_hidden_state_layer_ids", -1),
-                                 "step 0 also reads the last verified token, which decides the verifier's next "
-                                 "tokens (t + 1): the draft leans on it, not on the aux states"),
-    "eagle3/norm-before-residual-flipped": ("eagle3", "file", flip("norm_before_residual"),
-                                            "the residual with or without hidden_norm proposes nearly the same"),
+    "eagle3/aux-ids-minus-one": (
+        "eagle3",
+        "file",
+        shift_ids("eagle_aux_hidden_state_layer_ids", -1),
+        "step 0 also reads the last verified token, which decides the verifier's next "
+        "tokens (t + 1): the draft leans on it, not on the aux states",
+    ),
+    "eagle3/norm-before-residual-flipped": (
+        "eagle3",
+        "file",
+        flip("norm_before_residual"),
+        "the residual with or without hidden_norm proposes nearly the same",
+    ),
     "eagle3/without-d2t": ("eagle3", "file", drop_d2t, None),
     "eagle3/one-longer": ("eagle3", "materialized", one_longer, None),
-    "peagle/aux-ids-minus-one": ("peagle", "file", shift_ids("eagle_aux_hidden_state_layer_ids", -1),
-                                 "as for EAGLE-3, the last verified token carries what the aux states do: "
-                                 "~0.1 AL lost, inside the band"),
-    "peagle/norm-before-residual-flipped": ("peagle", "file", flip("norm_before_residual"),
-                                            "the residual with or without hidden_norm proposes nearly the same"),
+    "peagle/aux-ids-minus-one": (
+        "peagle",
+        "file",
+        shift_ids("eagle_aux_hidden_state_layer_ids", -1),
+        "as for EAGLE-3, the last verified token carries what the aux states do: ~0.1 AL lost, inside the band",
+    ),
+    "peagle/norm-before-residual-flipped": (
+        "peagle",
+        "file",
+        flip("norm_before_residual"),
+        "the residual with or without hidden_norm proposes nearly the same",
+    ),
     "peagle/without-d2t": ("peagle", "file", drop_d2t, None),
     "peagle/one-longer": ("peagle", "materialized", one_longer, None),
 }
@@ -92,8 +113,9 @@ def served(tmp_path_factory):
     jobs, results = [], {}
     for name in trained.drafts():
         prompts, max_tokens = trained.prompts(name)
-        jobs.append({"model": str(trained.stage(root, name)), "name": name, "prompts": prompts,
-                     "max_tokens": max_tokens})
+        jobs.append(
+            {"model": str(trained.stage(root, name)), "name": name, "prompts": prompts, "max_tokens": max_tokens}
+        )
     for twin, (name, where, change, _) in TWINS.items():
         prompts, max_tokens = trained.prompts(name)
         folder = root / twin.replace("/", "--")

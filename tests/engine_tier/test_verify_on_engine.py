@@ -34,11 +34,25 @@ pytestmark = pytest.mark.engine
 def engine_installed():
     require_engine()
 
+
 K, M, MAX_TOKENS = 3, 3, 13
 ROWS = [{"question": "t10 t11 t12", "answer": "#### 1"}, {"question": "t20 t21", "answer": "#### 2"}]
 P = len(ROWS)
-HARNESS = ["--dataset", "gsm8k", "--num-prompts", str(P), "--temperature", "0", "--max-tokens", str(MAX_TOKENS),
-           "--k", str(K), "--raw", "--chunks", "1"]
+HARNESS = [
+    "--dataset",
+    "gsm8k",
+    "--num-prompts",
+    str(P),
+    "--temperature",
+    "0",
+    "--max-tokens",
+    str(MAX_TOKENS),
+    "--k",
+    str(K),
+    "--raw",
+    "--chunks",
+    "1",
+]
 
 
 def tiny_entry(name: str) -> str:
@@ -46,10 +60,15 @@ def tiny_entry(name: str) -> str:
     with every position 1.0 (what the agreeing draft gives by construction)."""
     from test_nightly import entry
 
-    return (entry(name, "gsm8k", 4.0).replace("num_prompts = 20", "num_prompts = 2\nmax_tokens = 13")
-            .replace("[baselines.metrics.acceptance_length]",
-                     "[baselines.harness.prompt]\nchat_template = false\nfew_shot = 0\n\n[baselines.metrics.acceptance_length]")
-            .replace("[0.8, 0.6, 0.4]", "[1.0, 1.0, 1.0]"))
+    return (
+        entry(name, "gsm8k", 4.0)
+        .replace("num_prompts = 20", "num_prompts = 2\nmax_tokens = 13")
+        .replace(
+            "[baselines.metrics.acceptance_length]",
+            "[baselines.harness.prompt]\nchat_template = false\nfew_shot = 0\n\n[baselines.metrics.acceptance_length]",
+        )
+        .replace("[0.8, 0.6, 0.4]", "[1.0, 1.0, 1.0]")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +83,14 @@ def tiny(tmp_path_factory):
 
 
 def specreg(*args, env: dict | None = None, cwd=None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specreg", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env={**engine_env(plugin=True), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "specreg", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**engine_env(plugin=True), **(env or {})},
+    )
 
 
 def result(out: Path) -> dict:
@@ -94,8 +119,9 @@ def test_a_k_sweep_and_the_speedup_without_the_draft_on_the_engine(tiny):
     drafting engine is stopped and records both rates and their ratio."""
     out = tiny["root"] / "sweep"
     flags = [f for f in HARNESS if f not in ("--k", str(K))]
-    done = specreg("verify", str(tiny["agree"]), "--dataset-file", str(tiny["rows"]), *flags, "--k", "1,3",
-                   "--out", str(out))
+    done = specreg(
+        "verify", str(tiny["agree"]), "--dataset-file", str(tiny["rows"]), *flags, "--k", "1,3", "--out", str(out)
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     sweep = json.loads((out / "sweep.json").read_text())
     assert [(r["k"], r["acceptance_length"]) for r in sweep["runs"]] == [(1, 2.0), (3, 4.0)]
@@ -103,8 +129,16 @@ def test_a_k_sweep_and_the_speedup_without_the_draft_on_the_engine(tiny):
     assert "most output tokens/s: k = " in done.stdout
 
     out = tiny["root"] / "speedup"
-    done = specreg("verify", str(tiny["agree"]), "--dataset-file", str(tiny["rows"]), *HARNESS,
-                   "--compare-baseline-engine", "--out", str(out))
+    done = specreg(
+        "verify",
+        str(tiny["agree"]),
+        "--dataset-file",
+        str(tiny["rows"]),
+        *HARNESS,
+        "--compare-baseline-engine",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     r = result(out)
     full_acceptance(r)
@@ -129,9 +163,27 @@ class ApiServer:
         env = {**engine_env(plugin=True), "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(self.port), "--dtype", "float32", "--max-model-len", "256", "--enforce-eager"],
-            stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "vllm.entrypoints.openai.api_server",
+                "--model",
+                str(model),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--dtype",
+                "float32",
+                "--max-model-len",
+                "256",
+                "--enforce-eager",
+            ],
+            stdout=open(log, "w"),
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
 
     def wait(self, seconds: float = 300) -> None:
         end = time.monotonic() + seconds
@@ -162,8 +214,17 @@ def test_verify_against_a_real_server_measures_the_constructed_acceptance(tiny):
     try:
         server.wait()
         out = tiny["root"] / "server"
-        done = specreg("verify", str(tiny["agree"]), "--server", server.url, "--dataset-file", str(tiny["rows"]),
-                       *HARNESS, "--out", str(out))
+        done = specreg(
+            "verify",
+            str(tiny["agree"]),
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(tiny["rows"]),
+            *HARNESS,
+            "--out",
+            str(out),
+        )
     finally:
         server.stop()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -194,19 +255,30 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
     with FakeHub() as hub:
         for name, draft in (("tiny-eagle3", tiny["agree"]), ("tiny-eagle3-regressed", tiny["disagree"])):
             hub.add(f"org/{name}", {f.name: f.read_bytes() for f in draft.iterdir()})
-        env = {**engine_env(plugin=True), "SPECREG_REGISTRY": str(reg), "HF_ENDPOINT": hub.url,
-               "HF_HUB_CACHE": str(tmp_path / "hf-cache"), "HF_HUB_OFFLINE": "0", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1"}
+        env = {
+            **engine_env(plugin=True),
+            "SPECREG_REGISTRY": str(reg),
+            "HF_ENDPOINT": hub.url,
+            "HF_HUB_CACHE": str(tmp_path / "hf-cache"),
+            "HF_HUB_OFFLINE": "0",
+            "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+        }
         for night in (1, 2):
             runner, reporter = tmp_path / f"night{night}-runner", tmp_path / f"night{night}-report"
             runner.mkdir()
             codes = {}
             for s in shards:
-                cmd = verify_step.replace("${{ matrix.shard }}", str(s)) + f" --dataset-file gsm8k={tiny['rows']} --chunks 1"
+                cmd = (
+                    verify_step.replace("${{ matrix.shard }}", str(s))
+                    + f" --dataset-file gsm8k={tiny['rows']} --chunks 1"
+                )
                 done = shell(cmd, runner, env)
                 codes[s] = done.returncode
             results = {d.parent.name: result(d.parent) for d in runner.glob("results/*/*/result.json")}
             assert {k: r["verdict"] for k, r in results.items()} == {
-                "org--tiny-eagle3": "pass", "org--tiny-eagle3-regressed": "regressed"}, codes
+                "org--tiny-eagle3": "pass",
+                "org--tiny-eagle3-regressed": "regressed",
+            }, codes
             full_acceptance(results["org--tiny-eagle3"])
             bad = results["org--tiny-eagle3-regressed"]["statistics"]
             assert (bad["acceptance_length"], bad["per_position"]) == (1.0, [0.0] * K)
@@ -224,8 +296,20 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
         # --update-baseline writes nothing
         toml = reg / "org" / "tiny-eagle3-regressed.toml"
         before = toml.read_bytes()
-        done = specreg("verify", "org/tiny-eagle3-regressed", "--dataset-file", str(tiny["rows"]), "--chunks", "1",
-                       "--registry", str(reg), "--update-baseline", "--out", str(tmp_path / "single"), env=env)
+        done = specreg(
+            "verify",
+            "org/tiny-eagle3-regressed",
+            "--dataset-file",
+            str(tiny["rows"]),
+            "--chunks",
+            "1",
+            "--registry",
+            str(reg),
+            "--update-baseline",
+            "--out",
+            str(tmp_path / "single"),
+            env=env,
+        )
         assert done.returncode == 1, done.stdout + done.stderr
         single = result(tmp_path / "single")
         assert single["verdict"] == "regressed" and single["harness_from"]["overridden"] == []

@@ -19,12 +19,25 @@ def test_vllms_refusal_of_a_request_is_in_verifys_error_line(tiny):  # noqa: F81
     out = tiny["root"] / "server-errors"
     try:
         server.wait()
-        done = specreg("verify", str(tiny["agree"]), "--server", server.url, "--dataset-file", str(tiny["rows"]),
-                       *HARNESS, "--template", " ", "--out", str(out), "--json")
+        done = specreg(
+            "verify",
+            str(tiny["agree"]),
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(tiny["rows"]),
+            *HARNESS,
+            "--template",
+            " ",
+            "--out",
+            str(out),
+            "--json",
+        )
     finally:
         server.stop()
     assert done.returncode == 5, done.stderr[-3000:]
     error = json.loads(done.stdout)["error"]
-    assert error == (f"{server.url}/v1/completions: HTTP 400 Bad Request: the server said "
-                     "'The decoder prompt cannot be empty'")
+    assert error == (
+        f"{server.url}/v1/completions: HTTP 400 Bad Request: the server said 'The decoder prompt cannot be empty'"
+    )
     assert json.loads((out / "result.json").read_text())["error"] == error

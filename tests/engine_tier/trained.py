@@ -70,8 +70,10 @@ def within(result: dict, name: str) -> tuple[bool, str]:
     al, k = served_al(result), trainer["num_speculative_tokens"]
     h = half_width(result, k)
     rates = [round(a / result["num_drafts"], 3) for a in result["per_position"]]
-    says = (f"{result['name']}: served AL {al:.3f} over {result['num_drafts']} drafts (per position {rates}); "
-            f"trainer {trainer['acceptance_length']:.3f} +- {h:.3f}")
+    says = (
+        f"{result['name']}: served AL {al:.3f} over {result['num_drafts']} drafts (per position {rates}); "
+        f"trainer {trainer['acceptance_length']:.3f} +- {h:.3f}"
+    )
     return abs(al - trainer["acceptance_length"]) <= h, says
 
 

@@ -28,8 +28,11 @@ def _capture(hook: str, layer_ids, num_layers: int) -> tuple[int, ...]:
     from sglang.srt.models.llama import LlamaForCausalLM
     from sglang.srt.models.qwen3 import Qwen3ForCausalLM
 
-    target = SimpleNamespace(pp_group=SimpleNamespace(is_last_rank=True), model=SimpleNamespace(),
-                             config=SimpleNamespace(num_hidden_layers=num_layers))
+    target = SimpleNamespace(
+        pp_group=SimpleNamespace(is_last_rank=True),
+        model=SimpleNamespace(),
+        config=SimpleNamespace(num_hidden_layers=num_layers),
+    )
     cls = LlamaForCausalLM if hook == "eagle3" else Qwen3ForCausalLM
     getattr(cls, f"set_{hook}_layers_to_capture")(target, layer_ids)
     return tuple(target.model.layers_to_capture)
@@ -40,11 +43,23 @@ def target_dir(root: Path, num_layers: int, architecture: str = "Qwen3ForCausalL
     path = root / f"target-{architecture}-{num_layers}"
     path.mkdir(parents=True, exist_ok=True)
     model_type = "llama" if architecture.startswith("Llama") else "qwen3"
-    (path / "config.json").write_text(json.dumps({
-        "architectures": [architecture], "model_type": model_type, "hidden_size": 64, "intermediate_size": 128,
-        "num_hidden_layers": num_layers, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-        "vocab_size": 151936 if model_type == "qwen3" else 128256, "max_position_embeddings": 4096,
-        "torch_dtype": "bfloat16"}))
+    (path / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": [architecture],
+                "model_type": model_type,
+                "hidden_size": 64,
+                "intermediate_size": 128,
+                "num_hidden_layers": num_layers,
+                "num_attention_heads": 4,
+                "num_key_value_heads": 2,
+                "head_dim": 16,
+                "vocab_size": 151936 if model_type == "qwen3" else 128256,
+                "max_position_embeddings": 4096,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
     return path
 
 
@@ -67,12 +82,21 @@ def _read(draft: Path, algorithm: str, flags: Sequence[str], target_layers: int 
         ids = eagle.get("eagle_aux_hidden_state_layer_ids")
         capture = _capture("eagle3", ids, target_layers) if ids or target_layers else None
         resolved = resolve(draft, algorithm, flags)
-        tree = (int(resolved.speculative_num_steps), int(resolved.speculative_eagle_topk),
-                int(resolved.speculative_num_draft_tokens))
-        return Reading(capture=capture, capture_from="config" if ids else
-                       "SGLang's fallback [2, N // 2, N - 3] (llama.py: set_eagle3_layers_to_capture)",
-                       attention=((given.get("speculative_draft_window_size"), True),) * n,
-                       proposals=tree[0], query_rows=1, eagle_tree=tree)
+        tree = (
+            int(resolved.speculative_num_steps),
+            int(resolved.speculative_eagle_topk),
+            int(resolved.speculative_num_draft_tokens),
+        )
+        return Reading(
+            capture=capture,
+            capture_from="config"
+            if ids
+            else "SGLang's fallback [2, N // 2, N - 3] (llama.py: set_eagle3_layers_to_capture)",
+            attention=((given.get("speculative_draft_window_size"), True),) * n,
+            proposals=tree[0],
+            query_rows=1,
+            eagle_tree=tree,
+        )
     from sglang.srt.layers.radix_attention import AttentionType
     from sglang.srt.models.dflash import _get_dflash_layer_attention_params
     from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
@@ -97,11 +121,23 @@ def _read(draft: Path, algorithm: str, flags: Sequence[str], target_layers: int 
 
         gamma = draft_tokens(draft, algorithm, flags) - 1
         anchor = get_dspark_sample_from_anchor(hf)
-        return Reading(capture=capture, capture_from=how, attention=tuple(attention), proposals=gamma,
-                       query_rows=gamma if anchor else gamma + 1, sample_from_anchor=anchor)
+        return Reading(
+            capture=capture,
+            capture_from=how,
+            attention=tuple(attention),
+            proposals=gamma,
+            query_rows=gamma if anchor else gamma + 1,
+            sample_from_anchor=anchor,
+        )
     size = draft_tokens(draft, algorithm, flags)
-    return Reading(capture=capture, capture_from=how, attention=tuple(attention), proposals=size - 1,
-                   query_rows=size, sample_from_anchor=False)
+    return Reading(
+        capture=capture,
+        capture_from=how,
+        attention=tuple(attention),
+        proposals=size - 1,
+        query_rows=size,
+        sample_from_anchor=False,
+    )
 
 
 def draft_tokens(draft: Path, algorithm: str, flags: Sequence[str]) -> int:
@@ -123,8 +159,9 @@ def resolve(draft: Path, algorithm: str, flags: Sequence[str], *, target: Path |
     target = target or target_dir(draft.parent, 36)
     algo = RULES["architectures"][algorithm]["algorithm"]
     given = list(flags) if "--speculative-algorithm" in flags else ["--speculative-algorithm", algo, *flags]
-    args = parser.parse_args(["--model-path", str(target), "--speculative-draft-model-path", str(draft),
-                              "--device", "cuda", *given])
+    args = parser.parse_args(
+        ["--model-path", str(target), "--speculative-draft-model-path", str(draft), "--device", "cuda", *given]
+    )
     server_args = ServerArgs.from_cli_args(args)
     server_args.resolve_once()
     return resolved_view(server_args)

@@ -24,8 +24,12 @@ from tiny import HIDDEN, draft_config, weights
 pytestmark = pytest.mark.sglang
 
 RULES = rules()
-MODULES = {"LlamaForCausalLMEagle3": "sglang.srt.models.llama_eagle3", "DFlashDraftModel": "sglang.srt.models.dflash",
-           "DFlash2DraftModel": "sglang.srt.models.dflash", "Qwen3DSparkModel": "sglang.srt.models.dspark"}
+MODULES = {
+    "LlamaForCausalLMEagle3": "sglang.srt.models.llama_eagle3",
+    "DFlashDraftModel": "sglang.srt.models.dflash",
+    "DFlash2DraftModel": "sglang.srt.models.dflash",
+    "Qwen3DSparkModel": "sglang.srt.models.dspark",
+}
 #: tensors SGLang derives another way, by its code: t2d is the inverse of d2t, which it keeps as
 #: hot_token_id (llama_eagle3.py: load_weights)
 DERIVED = {"t2d"}
@@ -47,8 +51,13 @@ def runtime(tmp_path_factory):
     server_args = ServerArgs(model_path=str(readers.target_dir(tmp_path_factory.mktemp("t"), 6)), device="cpu")
     server_args.resolve_once()
     publish(server_args, role="scheduler")
-    init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                 distributed_init_method=f"file://{tmp_path_factory.mktemp('dist')}/init")
+    init_distributed_environment(
+        world_size=1,
+        rank=0,
+        local_rank=0,
+        backend="gloo",
+        distributed_init_method=f"file://{tmp_path_factory.mktemp('dist')}/init",
+    )
     initialize_model_parallel(backend="gloo")
     from sglang.srt.runtime_context import get_parallel
 
@@ -80,8 +89,13 @@ def _param_of(name: str, params: dict) -> str | None:
     """The parameter a checkpoint tensor loads into, by SGLang's stacked-name rule (q/k/v -> qkv_proj,
     gate/up -> gate_up_proj) and its optional "model." prefix."""
     stacked = name
-    for part, into in ((".q_proj", ".qkv_proj"), (".k_proj", ".qkv_proj"), (".v_proj", ".qkv_proj"),
-                       (".gate_proj", ".gate_up_proj"), (".up_proj", ".gate_up_proj")):
+    for part, into in (
+        (".q_proj", ".qkv_proj"),
+        (".k_proj", ".qkv_proj"),
+        (".v_proj", ".qkv_proj"),
+        (".gate_proj", ".gate_up_proj"),
+        (".up_proj", ".gate_up_proj"),
+    ):
         if part in stacked and into not in stacked:
             stacked = stacked.replace(part, into)
             break
@@ -128,7 +142,8 @@ def test_the_draft_class_builds_and_loads_every_checkpoint_tensor(algo, runtime,
         # SGLang builds no confidence head when it verifies every drafted token (dspark.py:
         # build_confidence_head); the head only schedules verification, not what is accepted
         assert sorted(n for n in dropped if n.startswith("confidence_head.")) == sorted(
-            n for n in tensors if n.startswith("confidence_head."))
+            n for n in tensors if n.startswith("confidence_head.")
+        )
         dropped = [n for n in dropped if not n.startswith("confidence_head.")]
     assert dropped == []
 

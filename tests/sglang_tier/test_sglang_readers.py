@@ -23,8 +23,10 @@ from sglang_tier import readers
 pytestmark = pytest.mark.sglang
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CONFIGS = sorted(str(p.relative_to(DATA)) for p in [*DATA.glob("speculators/*.json"), *DATA.glob("native/*.json"),
-                                                   *DATA.glob("real/*/*.json")])
+CONFIGS = sorted(
+    str(p.relative_to(DATA))
+    for p in [*DATA.glob("speculators/*.json"), *DATA.glob("native/*.json"), *DATA.glob("real/*/*.json")]
+)
 RULES = rules()
 
 

@@ -28,8 +28,12 @@ def fresh(tmp_path_factory):
     if not (VENV / "bin" / "speculators").exists():
         pytest.fail(f"the trainer tier needs its venv at {VENV}: bash .ci/trainer-venv", pytrace=False)
     root = tmp_path_factory.mktemp("trainer")
-    done = subprocess.run([str(python), str(HERE / "pipeline.py"), str(root / "work"), str(root / "out")],
-                          capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [str(python), str(HERE / "pipeline.py"), str(root / "work"), str(root / "out")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return root / "out"
 
@@ -50,8 +54,9 @@ def test_the_verifier_is_rebuilt_byte_for_byte(fresh):
 def test_the_trainer_reaches_the_aim_and_writes_the_committed_config(fresh, name):
     record = json.loads((fresh / name / "trainer.json").read_text())
     assert record["acceptance_length"] >= AIM, record["validation"]
-    assert json.loads((fresh / name / "config.json").read_text()) == json.loads((TRAINED / name / "config.json")
-                                                                                 .read_text())
+    assert json.loads((fresh / name / "config.json").read_text()) == json.loads(
+        (TRAINED / name / "config.json").read_text()
+    )
     assert shapes(fresh / name / "model.safetensors") == shapes(TRAINED / name / "model.safetensors")
 
 

@@ -29,10 +29,22 @@ SPECIAL = {1: "<bos>", 2: "<eos>", 3: "<unk>", MASK: "<|MASK|>"}
 
 
 def config() -> Qwen3Config:
-    cfg = Qwen3Config(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=256, num_hidden_layers=LAYERS,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=2048,
-                      rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
-                      pad_token_id=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+    cfg = Qwen3Config(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        intermediate_size=256,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        max_position_embeddings=2048,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+    )
     cfg.architectures = ["Qwen3ForCausalLM"]
     return cfg
 
@@ -58,7 +70,7 @@ def build() -> Qwen3ForCausalLM:
         layer.mlp.down_proj.weight.mul_(h.pow(2).mean().sqrt() / out.pow(2).mean().sqrt())
         h = h + layer.mlp(layer.post_attention_layernorm(h.to(torch.bfloat16))).float()
     final = inner(input_ids=torch.arange(VOCAB)[None]).last_hidden_state[0].float()
-    model.lm_head.weight.copy_(torch.roll(final, shifts=1, dims=0) / HIDDEN ** 0.5)
+    model.lm_head.weight.copy_(torch.roll(final, shifts=1, dims=0) / HIDDEN**0.5)
     return model
 
 
@@ -67,8 +79,14 @@ def tokenizer() -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", unk_token="<unk>",
-                                   pad_token="<unk>", mask_token="<|MASK|>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        unk_token="<unk>",
+        pad_token="<unk>",
+        mask_token="<|MASK|>",
+    )
 
 
 @torch.no_grad()

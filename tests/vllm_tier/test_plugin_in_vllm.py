@@ -86,19 +86,34 @@ def test_a_model_without_speculators_config_is_untouched(tmp_path, plugin):
     spec = specreg.load(write_draft(tmp_path / "src", case_config("dflash")))
     build(tmp_path, spec)  # writes tmp_path/target/config.json, a plain model
     assert maybe_override_with_speculators(str(tmp_path / "target"), None, False) == (
-        str(tmp_path / "target"), None, None)
+        str(tmp_path / "target"),
+        None,
+        None,
+    )
 
 
 def test_the_switch_leaves_vllms_mapping_in_a_fresh_vllm_process(tmp_path):  # noqa: ARG001
-    code = ("from vllm.plugins import load_general_plugins; load_general_plugins();"
-            "from vllm.transformers_utils.configs.speculators import algos;"
-            "print(getattr(algos.SUPPORTED_SPECULATORS_TYPES['dflash'], '_specreg_plugin', False))")
-    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "SPECREG_VLLM_PLUGIN": "0"})
+    code = (
+        "from vllm.plugins import load_general_plugins; load_general_plugins();"
+        "from vllm.transformers_utils.configs.speculators import algos;"
+        "print(getattr(algos.SUPPORTED_SPECULATORS_TYPES['dflash'], '_specreg_plugin', False))"
+    )
+    off = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SPECREG_VLLM_PLUGIN": "0"},
+    )
     assert off.stdout.strip().splitlines()[-1] == "False", off.stderr[-2000:]
     assert (off.stdout + off.stderr).count("specreg plugin off") == 1
-    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                        env={k: v for k, v in os.environ.items() if k != "SPECREG_VLLM_PLUGIN"})
+    on = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "SPECREG_VLLM_PLUGIN"},
+    )
     assert on.stdout.strip().splitlines()[-1] == "True", on.stderr[-2000:]
 
 
@@ -106,12 +121,22 @@ CPU = {"VLLM_TARGET_DEVICE": "cpu"}  # vLLM's CUDA build infers no device on thi
 
 
 def test_vllm_serve_help_still_works_with_the_plugin_installed():
-    out = subprocess.run([sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "--help"],
-                         capture_output=True, text=True, timeout=300, env={**os.environ, **CPU})
+    out = subprocess.run(
+        [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **CPU},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("usage: vllm serve")
-    off = subprocess.run([sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "--help"],
-                         capture_output=True, text=True, timeout=300, env={**os.environ, **CPU, "SPECREG_VLLM_PLUGIN": "0"})
+    off = subprocess.run(
+        [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **CPU, "SPECREG_VLLM_PLUGIN": "0"},
+    )
     assert off.stdout == out.stdout  # the plugin changes nothing in vLLM's CLI
 
 
@@ -146,15 +171,22 @@ def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, 
     src = write_draft(tmp_path / "src", case_config("dflash"))
     spec = specreg.load(src)
     verifier_in_hf_cache(tmp_path / "hf", spec)
-    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"),
-           "SPECREG_VLLM_PLUGIN": "1" if switch == "on" else "0"}
-    out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300,
-                         env=env)
+    env = {
+        **os.environ,
+        **CPU,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(tmp_path / "hf"),
+        "SPECREG_VLLM_PLUGIN": "1" if switch == "on" else "0",
+    }
+    out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300, env=env)
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, out.stderr[-3000:]
-    got = json.loads(line[len("RESULT "):])
-    want = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens,
-            "causal": [a.causal for a in spec.attention]}
+    got = json.loads(line[len("RESULT ") :])
+    want = {
+        "method": spec.method,
+        "num_speculative_tokens": spec.num_speculative_tokens,
+        "causal": [a.causal for a in spec.attention],
+    }
     if switch == "on":
         assert got == want
         assert (out.stdout + out.stderr).count("specreg plugin: this dflash draft is planned by specreg") == 1
@@ -172,13 +204,23 @@ def test_create_engine_config_plans_the_unmodified_draft_with_specreg(tmp_path, 
 
 V1_CASES = {
     "dflash": case_config("dflash"),
-    "dflash-mixed": {**case_config("dflash"), "transformer_layer_config": {
-        **case_config("dflash")["transformer_layer_config"],
-        "layer_types": ["sliding_attention"] * 4 + ["full_attention"], "sliding_window": 2048,
-        "use_sliding_window": True}},
+    "dflash-mixed": {
+        **case_config("dflash"),
+        "transformer_layer_config": {
+            **case_config("dflash")["transformer_layer_config"],
+            "layer_types": ["sliding_attention"] * 4 + ["full_attention"],
+            "sliding_window": 2048,
+            "use_sliding_window": True,
+        },
+    },
     "dflash2": case_config("dflash2"),
-    "dflash2-all-full": {**case_config("dflash2"), "transformer_layer_config": {
-        **case_config("dflash2")["transformer_layer_config"], "layer_types": ["full_attention"] * 5}},
+    "dflash2-all-full": {
+        **case_config("dflash2"),
+        "transformer_layer_config": {
+            **case_config("dflash2")["transformer_layer_config"],
+            "layer_types": ["full_attention"] * 5,
+        },
+    },
     "dspark": case_config("dspark_generated"),
 }
 
@@ -192,8 +234,7 @@ def test_the_v2_runner_rule_is_vllms(tmp_path, name):
     verifier_in_hf_cache(tmp_path / "hf", spec)
     env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf")}
     env.pop("VLLM_USE_V2_MODEL_RUNNER", None)
-    out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300,
-                         env=env)
+    out = subprocess.run([sys.executable, "-c", ENGINE, str(src)], capture_output=True, text=True, timeout=300, env=env)
     refused = "Model Runner V1 does not support" in out.stderr + out.stdout
     assert refused == spec.needs_v2_model_runner, (out.stdout[-1500:], out.stderr[-1500:])
     assert refused == ("needs-v2-model-runner" in {f.code for f in spec.findings})
@@ -212,13 +253,16 @@ except Exception as exc:  # later checks of this CPU machine may refuse the engi
 """
 
 
-@pytest.mark.parametrize(("name", "method", "differs"), [
-    # ModelOpt's eagle_config ids count a layer's output; vLLM reads them one layer early
-    ("modelopt_eagle3_llama4_maverick.json", "eagle3", True),
-    # served as trained (for method dspark vLLM itself loads DSparkDraftModel as Qwen3DSparkModel): no line
-    ("deepspec_dspark_qwen3_8b.json", "dspark", False),
-    ("zlab_dflash_nested_schema.json", "dflash", False),
-])
+@pytest.mark.parametrize(
+    ("name", "method", "differs"),
+    [
+        # ModelOpt's eagle_config ids count a layer's output; vLLM reads them one layer early
+        ("modelopt_eagle3_llama4_maverick.json", "eagle3", True),
+        # served as trained (for method dspark vLLM itself loads DSparkDraftModel as Qwen3DSparkModel): no line
+        ("deepspec_dspark_qwen3_8b.json", "dspark", False),
+        ("zlab_dflash_nested_schema.json", "dflash", False),
+    ],
+)
 def test_a_native_draft_vllm_serves_differently_gets_one_line_saying_what_to_run(tmp_path, name, method, differs):
     import shutil
 
@@ -231,8 +275,13 @@ def test_a_native_draft_vllm_serves_differently_gets_one_line_saying_what_to_run
     build(tmp_path, spec)  # a plain local verifier config in tmp_path/target
     env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1"}
     sc = json.dumps({"model": str(draft), "method": method, "num_speculative_tokens": spec.num_speculative_tokens})
-    out = subprocess.run([sys.executable, "-c", NATIVE_ENGINE, str(tmp_path / "target"), sc], capture_output=True,
-                         text=True, timeout=300, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", NATIVE_ENGINE, str(tmp_path / "target"), sc],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     said = (out.stdout + out.stderr).count(f"does not serve the native draft {draft} as it was trained")
     assert said == (1 if differs else 0), (out.stdout[-2000:], out.stderr[-2000:])
     if differs:
@@ -261,25 +310,38 @@ def routes(draft, target, k: int | None) -> dict[str, list[str]]:
     length = {} if k is None else {"num_speculative_tokens": k}
     return {
         "vllm serve DRAFT": ["--model", str(draft)],
-        "--speculative-config": ["--model", str(target), "--speculative-config",
-                                 json.dumps({"model": str(draft), **length})],
+        "--speculative-config": [
+            "--model",
+            str(target),
+            "--speculative-config",
+            json.dumps({"model": str(draft), **length}),
+        ],
         "--spec-model": ["--model", str(target), "--spec-model", str(draft)]
         + ([] if k is None else ["--spec-tokens", str(k)]),
     }
 
 
 def run_routes(tmp_path, argv: list[str], plugin_on: bool) -> subprocess.CompletedProcess:
-    env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf"),
-           "SPECREG_VLLM_PLUGIN": "1" if plugin_on else "0"}
-    return subprocess.run([sys.executable, "-c", ROUTES, json.dumps(argv + ["--max-model-len", "4096",
-                                                                           "--skip-tokenizer-init"])],
-                          capture_output=True, text=True, timeout=300, env=env)
+    env = {
+        **os.environ,
+        **CPU,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(tmp_path / "hf"),
+        "SPECREG_VLLM_PLUGIN": "1" if plugin_on else "0",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", ROUTES, json.dumps(argv + ["--max-model-len", "4096", "--skip-tokenizer-init"])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def routed(out: subprocess.CompletedProcess) -> dict:
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, out.stderr[-3000:]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.fixture
@@ -304,8 +366,11 @@ def test_the_plugin_plans_the_draft_whichever_way_vllm_is_given_it(tmp_path, plu
     src, target, spec = draft_and_target
     got = routed(run_routes(tmp_path, routes(src, target, spec.num_speculative_tokens)[route], switch == "on"))
     assert got.pop("draft") == str(src)
-    want = {"method": spec.method, "num_speculative_tokens": spec.num_speculative_tokens,
-            "causal": [a.causal for a in spec.attention]}
+    want = {
+        "method": spec.method,
+        "num_speculative_tokens": spec.num_speculative_tokens,
+        "causal": [a.causal for a in spec.attention],
+    }
     if switch == "on":
         assert got == want
     else:
@@ -336,7 +401,8 @@ def test_a_method_the_user_gives_is_kept_and_a_different_one_is_logged(tmp_path,
     out = run_routes(tmp_path, argv, True)
     assert routed(out)["method"] == "draft_model"
     assert f"specreg: the draft {src} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'" in (
-        out.stdout + out.stderr)
+        out.stdout + out.stderr
+    )
 
 
 @pytest.mark.parametrize("route", ["plugin", "vllm alone", "materialized"])
@@ -349,9 +415,16 @@ def test_a_top_level_quantization_config_reaches_vllms_draft_model_config(tmp_pa
 
     cfg = case_config("dflash")
     cfg["quantization_config"] = {
-        "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
-        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
-            "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 32}}}}
+        "quant_method": "compressed-tensors",
+        "format": "pack-quantized",
+        "ignore": ["lm_head"],
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 32},
+            }
+        },
+    }
     src = write_draft(tmp_path / "src", cfg)
     spec = specreg.load(src)
     target = build(tmp_path, spec)
@@ -377,7 +450,12 @@ def test_an_independent_draft_model_is_neither_read_nor_warned_about(tmp_path):
     build(tmp_path, spec)  # a plain local model config in tmp_path/target
     env = {**os.environ, **CPU, "HF_HUB_OFFLINE": "1"}
     sc = json.dumps({"model": str(tmp_path / "target"), "method": "draft_model", "num_speculative_tokens": 2})
-    out = subprocess.run([sys.executable, "-c", NATIVE_ENGINE, str(tmp_path / "target"), sc], capture_output=True,
-                         text=True, timeout=300, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", NATIVE_ENGINE, str(tmp_path / "target"), sc],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     warned = [line for line in (out.stdout + out.stderr).splitlines() if "specreg" in line and "WARNING" in line]
     assert warned == [], (out.stdout[-2000:], out.stderr[-2000:])

@@ -24,11 +24,17 @@ print("RESULT " + json.dumps({"kv_cache_dtype": sc.kv_cache_dtype, "attention_ba
 """
 
 
-@pytest.mark.parametrize(("flags", "env", "want"), [
-    (["--kv-cache-dtype", "fp8"], {}, {"kv_cache_dtype": "auto", "attention_backend": None}),
-    (["--attention-backend", "FLASHINFER"], {"VLLM_USE_V2_MODEL_RUNNER": "1"},
-     {"kv_cache_dtype": None, "attention_backend": "FLASH_ATTN"}),
-])
+@pytest.mark.parametrize(
+    ("flags", "env", "want"),
+    [
+        (["--kv-cache-dtype", "fp8"], {}, {"kv_cache_dtype": "auto", "attention_backend": None}),
+        (
+            ["--attention-backend", "FLASHINFER"],
+            {"VLLM_USE_V2_MODEL_RUNNER": "1"},
+            {"kv_cache_dtype": None, "attention_backend": "FLASH_ATTN"},
+        ),
+    ],
+)
 def test_vllm_takes_what_serve_gpu_writes_for_the_draft(tmp_path, flags, env, want):
     """The line `serve --gpu` prints, parsed by vLLM 0.33's own parser: the draft's own KV-cache dtype
     and attention backend reach vLLM's SpeculativeConfig."""
@@ -42,13 +48,34 @@ def test_vllm_takes_what_serve_gpu_writes_for_the_draft(tmp_path, flags, env, wa
     src = write_draft(tmp_path / "src", cfg)
     build(tmp_path, specreg.load(src))
     base = {**os.environ, **env, "VLLM_TARGET_DEVICE": "cpu", "HF_HUB_OFFLINE": "1"}
-    served = subprocess.run([sys.executable, "-m", "specreg", "serve", str(src), "--verifier", str(tmp_path / "target"),
-                             "--config-only", "--dir", str(tmp_path / "d"), "--gpu", "H100" if env else "A100", "--json",
-                             "--", *flags], capture_output=True, text=True, timeout=300, env=base)
+    served = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "serve",
+            str(src),
+            "--verifier",
+            str(tmp_path / "target"),
+            "--config-only",
+            "--dir",
+            str(tmp_path / "d"),
+            "--gpu",
+            "H100" if env else "A100",
+            "--json",
+            "--",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=base,
+    )
     assert served.returncode == 0, served.stderr[-2000:]
     argv = json.loads(served.stdout)["argv"]
-    out = subprocess.run([sys.executable, "-c", ENGINE, json.dumps(argv)], capture_output=True, text=True, timeout=300,
-                         env=base)
+    out = subprocess.run(
+        [sys.executable, "-c", ENGINE, json.dumps(argv)], capture_output=True, text=True, timeout=300, env=base
+    )
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, out.stderr[-3000:]
-    assert json.loads(line[len("RESULT "):]) == want
+    assert json.loads(line[len("RESULT ") :]) == want

@@ -25,19 +25,27 @@ from weights import write_draft
 pytestmark = pytest.mark.vllm
 
 
-
 @pytest.fixture(scope="module", autouse=True)
 def vllm_installed():
     """The tier was asked for: say what it needs rather than skip quietly."""
     try:
         import vllm  # noqa: F401
     except ImportError:
-        pytest.fail("the vllm tier needs vLLM installed beside specreg: pip install vllm (CPU is enough); "
-                    "see the README", pytrace=False)
+        pytest.fail(
+            "the vllm tier needs vLLM installed beside specreg: pip install vllm (CPU is enough); see the README",
+            pytrace=False,
+        )
 
 
-SERVABLE = ["dflash", "dflash2", "dspark_generated", "eagle3_converted", "eagle3_generated",
-            "eagle3_v040_generated", "peagle"]
+SERVABLE = [
+    "dflash",
+    "dflash2",
+    "dspark_generated",
+    "eagle3_converted",
+    "eagle3_generated",
+    "eagle3_v040_generated",
+    "peagle",
+]
 #: variants that make vLLM's automatic path differ from training in other ways
 VARIANTS = {
     # sliding layers causal, full layers bidirectional: vLLM 0.26+ makes every layer causal
@@ -47,11 +55,29 @@ VARIANTS = {
     # speculators' default true for DSpark, vLLM's false
     "dspark-no-anchor-flag": ("dspark_generated", {"sample_from_anchor": None}),
     # causal sliding DSpark layers (GLM-5.3, Kimi-K3 style): vLLM's layer_types fallback serves them as trained
-    "dspark-causal-sliding": ("dspark_generated", {"sliding_window_non_causal": False, "transformer_layer_config": {
-        "layer_types": ["sliding_attention"] * 3, "sliding_window": 512, "use_sliding_window": True}}),
+    "dspark-causal-sliding": (
+        "dspark_generated",
+        {
+            "sliding_window_non_causal": False,
+            "transformer_layer_config": {
+                "layer_types": ["sliding_attention"] * 3,
+                "sliding_window": 512,
+                "use_sliding_window": True,
+            },
+        },
+    ),
     # non-causal sliding DSpark layers: the mapping writes no flag, so vLLM would serve them causal
-    "dspark-non-causal-sliding": ("dspark_generated", {"sliding_window_non_causal": True, "transformer_layer_config": {
-        "layer_types": ["sliding_attention"] * 3, "sliding_window": 512, "use_sliding_window": True}}),
+    "dspark-non-causal-sliding": (
+        "dspark_generated",
+        {
+            "sliding_window_non_causal": True,
+            "transformer_layer_config": {
+                "layer_types": ["sliding_attention"] * 3,
+                "sliding_window": 512,
+                "use_sliding_window": True,
+            },
+        },
+    ),
 }
 CASES = SERVABLE + sorted(VARIANTS)
 
@@ -70,6 +96,7 @@ def case_config(case: str) -> dict:
         else:
             config[key] = value
     return config
+
 
 #: which finding explains a difference between vLLM's automatic path and the trained plan
 EXPLAINED_BY = {
@@ -116,8 +143,7 @@ def build(tmp_path, spec):
     target_dir = tmp_path / "target"
     target_dir.mkdir(exist_ok=True)
     (target_dir / "config.json").write_text(json.dumps(target_config(spec)))
-    target = ModelConfig(model=str(target_dir), tokenizer=str(target_dir), skip_tokenizer_init=True,
-                         max_model_len=4096)
+    target = ModelConfig(model=str(target_dir), tokenizer=str(target_dir), skip_tokenizer_init=True, max_model_len=4096)
     return target
 
 
@@ -163,9 +189,13 @@ def served_masks(sc) -> list[bool]:
 
     name = ModelRegistry.models[arch].module_name
     module = importlib.import_module(name if name.startswith("vllm.") else f"vllm.model_executor.models.{name}")
-    layer_classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
-                     if issubclass(c, __import__("torch").nn.Module) and c.__module__ == module.__name__
-                     and "DecoderLayer" in c.__name__]
+    layer_classes = [
+        c
+        for _, c in inspect.getmembers(module, inspect.isclass)
+        if issubclass(c, __import__("torch").nn.Module)
+        and c.__module__ == module.__name__
+        and "DecoderLayer" in c.__name__
+    ]
     assert all(issubclass(c, DFlashQwen3DecoderLayer) for c in layer_classes), (arch, layer_classes)
     if sc.method == "dspark":
         from vllm.v1.worker.gpu.spec_decode.dspark.speculator import DSparkSpeculator
@@ -191,7 +221,9 @@ def trained(spec) -> dict:
         "num_speculative_tokens": spec.num_speculative_tokens,
         "parallel_drafting": spec.method in ("dflash", "dspark")
         or bool(spec.speculative_config.get("parallel_drafting")),
-        "aux_layer_ids": list(d["eagle_aux_hidden_state_layer_ids"]) if "eagle_aux_hidden_state_layer_ids" in d else None,
+        "aux_layer_ids": list(d["eagle_aux_hidden_state_layer_ids"])
+        if "eagle_aux_hidden_state_layer_ids" in d
+        else None,
     }
     if spec.method == "eagle3":
         out["norm_before_residual"] = d.get("norm_before_residual")
@@ -264,8 +296,11 @@ def test_every_difference_on_vllms_automatic_path_is_a_reported_finding(tmp_path
 
 
 #: refused layouts (Domino, SpecForge P-EAGLE) are covered by the real-config test below
-NATIVE = sorted(p.name for p in (DATA / "native").glob("*.json")
-                if p.name != "deepspec_dspark_qwen3_8b_causal.json" and not p.name.endswith(("domino.json", "peagle.json")))
+NATIVE = sorted(
+    p.name
+    for p in (DATA / "native").glob("*.json")
+    if p.name != "deepspec_dspark_qwen3_8b_causal.json" and not p.name.endswith(("domino.json", "peagle.json"))
+)
 
 
 @pytest.mark.parametrize("name", NATIVE)
@@ -358,30 +393,55 @@ def test_serve_output_for_a_catalog_draft_with_vllm_flags_parses_in_vllms_own_cl
     repo = "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3"
     hub.add(repo, {"config.json": json.dumps(fixture_config("eagle3_generated")).encode()})
     online = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    out = subprocess.run([sys.executable, "-m", "specreg", "serve", repo, "--dir", str(tmp_path / "d"), "--config-only",
-                          "--", "--tensor-parallel-size", "2"], capture_output=True, text=True, timeout=120, env=online)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specreg",
+            "serve",
+            repo,
+            "--dir",
+            str(tmp_path / "d"),
+            "--config-only",
+            "--",
+            "--tensor-parallel-size",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=online,
+    )
     assert out.returncode == 0, out.stderr
     argv = shlex.split(out.stdout.strip())
     assert argv[:2] == ["vllm", "serve"]
-    parse = ("import json, sys\n"
-             "from vllm.entrypoints.cli.serve import ServeSubcommand\n"
-             "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-             "parser = FlexibleArgumentParser()\n"
-             "sub = parser.add_subparsers(dest='subparser')\n"
-             "ServeSubcommand().subparser_init(sub)\n"
-             "args = parser.parse_args(sys.argv[1:])\n"
-             "print(json.dumps({'model': args.model_tag, 'tp': args.tensor_parallel_size,\n"
-             "                  'spec': args.speculative_config}, default=str))\n")
-    parsed = subprocess.run([sys.executable, "-c", parse, *argv[1:]], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"})
+    parse = (
+        "import json, sys\n"
+        "from vllm.entrypoints.cli.serve import ServeSubcommand\n"
+        "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+        "parser = FlexibleArgumentParser()\n"
+        "sub = parser.add_subparsers(dest='subparser')\n"
+        "ServeSubcommand().subparser_init(sub)\n"
+        "args = parser.parse_args(sys.argv[1:])\n"
+        "print(json.dumps({'model': args.model_tag, 'tp': args.tensor_parallel_size,\n"
+        "                  'spec': args.speculative_config}, default=str))\n"
+    )
+    parsed = subprocess.run(
+        [sys.executable, "-c", parse, *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
+    )
     assert parsed.returncode == 0, parsed.stderr[-3000:]
     got = json.loads(parsed.stdout.strip().splitlines()[-1])
     assert got["model"] == "meta-llama/Llama-3.1-8B-Instruct" and got["tp"] == 2
     assert "eagle3" in str(got["spec"]) and str(tmp_path / "d") in str(got["spec"])
 
 
-OTHER_REAL = sorted(str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json")
-                    if p.parent.name != "specforge")
+OTHER_REAL = sorted(
+    str(p.relative_to(DATA / "real")) for p in (DATA / "real").glob("*/*.json") if p.parent.name != "specforge"
+)
 
 
 @pytest.mark.parametrize("name", OTHER_REAL)
@@ -418,13 +478,21 @@ def _error_codes(spec) -> set[str]:
     return {f.code for f in spec.findings if f.severity == "error"}
 
 
-@pytest.mark.parametrize("name, model_type, code, vllm_says", [
-    ("torchspec/dspark_draft_config.json", "qwen3", "unknown-model-type",
-     "model type `dspark` but Transformers does not recognize"),
-    ("torchspec/qwen3_8b_eagle3_mla.json", "deepseek_v2", "vllm-startup-refusal", "DeepSeekMTPModel"),
-])
-def test_a_model_type_specreg_refuses_is_one_vllm_cannot_serve_and_the_fix_is_served(tmp_path, name, model_type,
-                                                                                        code, vllm_says):
+@pytest.mark.parametrize(
+    "name, model_type, code, vllm_says",
+    [
+        (
+            "torchspec/dspark_draft_config.json",
+            "qwen3",
+            "unknown-model-type",
+            "model type `dspark` but Transformers does not recognize",
+        ),
+        ("torchspec/qwen3_8b_eagle3_mla.json", "deepseek_v2", "vllm-startup-refusal", "DeepSeekMTPModel"),
+    ],
+)
+def test_a_model_type_specreg_refuses_is_one_vllm_cannot_serve_and_the_fix_is_served(
+    tmp_path, name, model_type, code, vllm_says
+):
     """The two model_type findings, proved with vLLM 0.33's objects: the file as trained, handed to vLLM
     as it is, fails (transformers does not know the type) or is built as an MTP model
     (SpeculativeConfig.hf_config_override); with the model_type the finding's fix names, specreg plans it
@@ -447,8 +515,9 @@ def test_a_model_type_specreg_refuses_is_one_vllm_cannot_serve_and_the_fix_is_se
 
     fixed = tmp_path / "fixed"
     fixed.mkdir()
-    (fixed / "config.json").write_text(json.dumps({**json.loads((src / "config.json").read_text()),
-                                                   "model_type": model_type}))
+    (fixed / "config.json").write_text(
+        json.dumps({**json.loads((src / "config.json").read_text()), "model_type": model_type})
+    )
     spec = specreg.load(fixed, verifier="Qwen/Qwen3-8B")
     assert not _error_codes(spec)
     sc = served_as_planned(tmp_path, spec, target)
@@ -497,9 +566,15 @@ def test_serve_reads_the_users_flags_with_vllms_own_parser():
         "live = {o: a.dest for a in p._actions for o in a.option_strings if a.dest in set(OPTIONS.values())}\n"
         "print(json.dumps({'same': live == OPTIONS, 'live': live,\n"
         "                  'given': settings(['-tp', '4', '--max_model_len=100', '--port', '8001']),\n"
-        "                  'spec': settings(['--spec-model', 'x'])}))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"})
+        "                  'spec': settings(['--spec-model', 'x'])}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["same"], got["live"]

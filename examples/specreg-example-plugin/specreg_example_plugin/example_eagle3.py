@@ -8,7 +8,8 @@ import specreg
 
 #: a code of this plugin's own, namespaced "package/name" so it never collides with specreg's
 NO_DRAFT_VOCAB = specreg.register_finding(
-    "example/full-draft-vocabulary", "info", "the draft predicts over the verifier's whole vocabulary")
+    "example/full-draft-vocabulary", "info", "the draft predicts over the verifier's whole vocabulary"
+)
 
 #: vLLM's Eagle-3 class for the layers' model_type (vLLM's model registry names)
 CLASSES = {"llama": "Eagle3LlamaForCausalLM", "qwen3": "Eagle3Qwen3ForCausalLM"}
@@ -36,16 +37,26 @@ def normalize(cfg: specreg.Fields, ctx: specreg.Context) -> specreg.Plan:
     residual_norm_first = cfg.get("residual_norm_first", specreg.BOOL)
     draft_vocab = cfg.get("draft_vocab_size", specreg.POS_INT)
     if model_type is not None and model_type not in CLASSES:
-        layer.problem(layer.at("model_type"), f"must be one of {', '.join(sorted(CLASSES))} (vLLM's Eagle-3 classes), got {model_type!r}")
+        layer.problem(
+            layer.at("model_type"),
+            f"must be one of {', '.join(sorted(CLASSES))} (vLLM's Eagle-3 classes), got {model_type!r}",
+        )
     cfg.done()  # every problem above, together, naming its JSON path
 
     plan.base(layer.copy_data(), "$.transformer_layer_config")
-    plan.derive("draft_config.architectures", [CLASSES[model_type]], [layer.at("model_type")],
-                f"vLLM's Eagle-3 class for {model_type} layers")
+    plan.derive(
+        "draft_config.architectures",
+        [CLASSES[model_type]],
+        [layer.at("model_type")],
+        f"vLLM's Eagle-3 class for {model_type} layers",
+    )
     plan.copy("draft_config.eagle_aux_hidden_state_layer_ids", list(ids), cfg.at("feature_layers"))
     if residual_norm_first is None:
-        plan.default("draft_config.norm_before_residual", False,
-                     "the trainer's default; vLLM's Eagle-3 classes assume true when the key is missing")
+        plan.default(
+            "draft_config.norm_before_residual",
+            False,
+            "the trainer's default; vLLM's Eagle-3 classes assume true when the key is missing",
+        )
     else:
         plan.copy("draft_config.norm_before_residual", residual_norm_first, cfg.at("residual_norm_first"))
     if draft_vocab is None:
@@ -53,7 +64,10 @@ def normalize(cfg: specreg.Fields, ctx: specreg.Context) -> specreg.Plan:
     else:
         plan.copy("draft_config.draft_vocab_size", draft_vocab, cfg.at("draft_vocab_size"))
     for n in range(layers):
-        plan.layer(specreg.LayerAttention(layer=n, kind="full", window=None, causal=True),
-                   [layer.at("num_hidden_layers")], "Eagle-3 draft layers are causal decoder layers")
+        plan.layer(
+            specreg.LayerAttention(layer=n, kind="full", window=None, causal=True),
+            [layer.at("num_hidden_layers")],
+            "Eagle-3 draft layers are causal decoder layers",
+        )
     plan.copy("num_speculative_tokens", ctx.envelope.num_speculative_tokens, ctx.envelope.tokens_path)
     return plan

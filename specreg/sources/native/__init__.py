@@ -28,8 +28,18 @@ from specreg.errors import ConfigError
 from specreg.sources.native.common import Converted, architecture_of, speculators_envelope
 from specreg.sources.native.layout import Layout, Serves, check_structure
 
-__all__ = ["Converted", "Layout", "Serves", "detect", "layouts", "not_a_draft", "recognize",
-           "speculators_envelope", "to_speculators", "architecture_of"]
+__all__ = [
+    "Converted",
+    "Layout",
+    "Serves",
+    "detect",
+    "layouts",
+    "not_a_draft",
+    "recognize",
+    "speculators_envelope",
+    "to_speculators",
+    "architecture_of",
+]
 
 _SUPPORT = {"common", "layout", "structure", "keys", "dflash_common"}
 
@@ -94,7 +104,10 @@ def recognize(config: Mapping[str, Any], *, source: str | None = None) -> tuple[
             f"architectures {archs!r} name no layout specreg reads (nor a class of vLLM {facts.known()[-1]}'s "
             "registry for a "
             f"draft specreg has rules for), so its {draft_fields[0]} is not taken as any trainer's: "
-            + not_a_draft(config, reason=False), "$.architectures", source=source)
+            + not_a_draft(config, reason=False),
+            "$.architectures",
+            source=source,
+        )
     return None
 
 
@@ -117,8 +130,9 @@ def not_a_draft(config: Mapping[str, Any], *, reason: bool = True) -> str:
     return head + "specreg reads the speculators format (speculators_model_type); " + "; ".join(layout_names())
 
 
-def to_speculators(config: Mapping[str, Any], fmt: str, *, verifier: str | None = None,
-                   source: str | None = None) -> Converted:
+def to_speculators(
+    config: Mapping[str, Any], fmt: str, *, verifier: str | None = None, source: str | None = None
+) -> Converted:
     """The speculators-format equivalent of a native config (raises ConfigError naming native paths)."""
     layout = next(layout for layout in _all() if layout.format == fmt and layout.convert is not None)
     return layout.convert(config, verifier, source)

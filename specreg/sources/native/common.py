@@ -14,11 +14,28 @@ DSPARK_FIELDS = ("markov_rank", "markov_head_type", "enable_confidence_head", "c
 EAGLE3_DEFAULT_TOKENS = 3
 #: keys of the native file that are not the draft layers' HF config
 NOT_LAYER_CONFIG = {
-    "dflash_config", "eagle_config", "block_size", "num_target_layers", "auto_map", "architectures",
-    "draft_vocab_size", "is_causal", "mask_token_id", "target_layer_ids", *DSPARK_FIELDS,
-    "confidence_head_alpha", "projector_type", "eagle_aux_hidden_state_layer_ids",
-    "norm_before_residual", "norm_before_fc", "fc_norm", "norm_output", "target_hidden_size",
-    "transformers_version", "use_aux_hidden_state", *DFLASH2_FIELDS,
+    "dflash_config",
+    "eagle_config",
+    "block_size",
+    "num_target_layers",
+    "auto_map",
+    "architectures",
+    "draft_vocab_size",
+    "is_causal",
+    "mask_token_id",
+    "target_layer_ids",
+    *DSPARK_FIELDS,
+    "confidence_head_alpha",
+    "projector_type",
+    "eagle_aux_hidden_state_layer_ids",
+    "norm_before_residual",
+    "norm_before_fc",
+    "fc_norm",
+    "norm_output",
+    "target_hidden_size",
+    "transformers_version",
+    "use_aux_hidden_state",
+    *DFLASH2_FIELDS,
 }
 
 
@@ -44,12 +61,15 @@ class Converted:
     def native_path(self, path: str | None) -> str | None:
         if path is None or not path.startswith("$"):
             return path
-        best = max((p for p in self.paths if path == p or path.startswith(p + ".") or path.startswith(p + "[")),
-                   key=len, default=None)
+        best = max(
+            (p for p in self.paths if path == p or path.startswith(p + ".") or path.startswith(p + "[")),
+            key=len,
+            default=None,
+        )
         if best is not None:
-            return self.paths[best] + path[len(best):]
+            return self.paths[best] + path[len(best) :]
         if path.startswith("$.transformer_layer_config."):
-            return "$." + path[len("$.transformer_layer_config."):]
+            return "$." + path[len("$.transformer_layer_config.") :]
         return path
 
 
@@ -92,5 +112,3 @@ def require(problems: list[Problem], value: Any, path: str, what: str) -> None:
 def architecture_of(config: Mapping[str, Any]) -> str | None:
     archs = config.get("architectures")
     return next((a for a in archs if isinstance(a, str)), None) if isinstance(archs, list) else None
-
-

@@ -12,8 +12,16 @@ from typing import Any, Mapping
 
 from specreg.errors import ConfigError, Problem, show_value
 from specreg.sources.native import keys
-from specreg.sources.native.common import (DFLASH2_FIELDS, DSPARK_FIELDS as _DSPARK_FIELDS, Converted, dflash_field, layer_config,
-                                           note, require, speculators_envelope)
+from specreg.sources.native.common import (
+    DFLASH2_FIELDS,
+    DSPARK_FIELDS as _DSPARK_FIELDS,
+    Converted,
+    dflash_field,
+    layer_config,
+    note,
+    require,
+    speculators_envelope,
+)
 
 #: the most layers a config may declare (normalization.fields.MAX_COUNT, which reports a larger
 #: value; this stage comes before it and must not build a layer list from such a value first)
@@ -28,8 +36,9 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
     require(problems, ids, "$.dflash_config.target_layer_ids", "the target layer ids (never guessed)")
     require(problems, block, "$.dflash_config.block_size", "block_size (in dflash_config or at the top level)")
     require(problems, mask, "$.dflash_config.mask_token_id", "mask_token_id")
-    if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                                 for i in ids)):
+    if ids is not None and (
+        not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
         problems.append(Problem(ids_path, f"must be a list of layer indices, got {ids!r}"))
     if block is not None and (not isinstance(block, int) or isinstance(block, bool) or block < 2):
         problems.append(Problem(block_path, f"must be an integer >= 2, got {block!r}"))
@@ -83,20 +92,24 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
         non_causal = not causal
         nc_path = causal_path
     defaults: dict[str, str] = {
-        "$.sample_from_anchor": "DeepSpec DSpark drafts from the anchor: block_size tokens" if fmt == "deepspec"
+        "$.sample_from_anchor": "DeepSpec DSpark drafts from the anchor: block_size tokens"
+        if fmt == "deepspec"
         else "z-lab DFlash drafts block_size - 1 tokens after the bonus anchor",
     }
     if fmt == "deepspec" and causal is None:
         non_causal = True  # (also the placeholder of a causal-everywhere draft)
-        defaults["$.sliding_window_non_causal"] = "DeepSpec trains the DSpark block bidirectional unless is_causal is set"
+        defaults["$.sliding_window_non_causal"] = (
+            "DeepSpec trains the DSpark block bidirectional unless is_causal is set"
+        )
     algorithm = {"deepspec": "dspark", "zlab-dflash2": "dflash2"}.get(fmt, "dflash")
     anchor = algorithm == "dspark"
     tokens = block if anchor else block - 1
     dv, dv_path = dflash_field(config, "draft_vocab_size")
     out: dict[str, Any] = {
         "speculators_model_type": algorithm,
-        "architectures": [{"dspark": "DSparkSpeculator", "dflash2": "DFlash2Speculator"}.get(algorithm,
-                                                                                              "DFlashSpeculator")],
+        "architectures": [
+            {"dspark": "DSparkSpeculator", "dflash2": "DFlash2Speculator"}.get(algorithm, "DFlashSpeculator")
+        ],
         "transformer_layer_config": layer,
         "aux_hidden_state_layer_ids": [i + 1 for i in ids],
         "block_size": block,
@@ -137,11 +150,19 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
                 paths[f"$.{name}"] = path
     derived = {
         "$.aux_hidden_state_layer_ids": "output of layer t -> speculators' id t + 1 (the hidden state entering it)",
-        "$.speculators_config.proposal_methods[0].speculative_tokens":
-            "block_size" if fmt == "deepspec" else "block_size - 1",
+        "$.speculators_config.proposal_methods[0].speculative_tokens": "block_size"
+        if fmt == "deepspec"
+        else "block_size - 1",
     }
-    return Converted(format=fmt, config=out, paths=paths, defaults=defaults, derived=derived,
-                     causal_everywhere=causal_everywhere, notes=tuple(_unserved(config, algorithm)))
+    return Converted(
+        format=fmt,
+        config=out,
+        paths=paths,
+        defaults=defaults,
+        derived=derived,
+        causal_everywhere=causal_everywhere,
+        notes=tuple(_unserved(config, algorithm)),
+    )
 
 
 def _unserved(config: Mapping[str, Any], algorithm: str) -> list[tuple[str, str, str | None]]:
@@ -155,25 +176,50 @@ def _unserved(config: Mapping[str, Any], algorithm: str) -> list[tuple[str, str,
     for name, value in dflash.items():
         path = f"$.dflash_config.{name}"
         if name in keys.NOT_SERVED:
-            notes.append(note("trained-key-not-served",
-                          f"dflash_config.{name} = {show_value(value, 60)}: {keys.NOT_SERVED[name]}, so the served draft "
-                          "is not the trained one", path))
+            notes.append(
+                note(
+                    "trained-key-not-served",
+                    f"dflash_config.{name} = {show_value(value, 60)}: {keys.NOT_SERVED[name]}, so the served draft "
+                    "is not the trained one",
+                    path,
+                )
+            )
         elif name in ("training_mode", "loss_type") and isinstance(value, str) and value in keys.OBJECTIVES:
-            notes.append(note("trained-key-not-served", f"dflash_config.{name} = {show_value(value, 40)}: "
-                              f"{keys.OBJECTIVES[value]}", path))
+            notes.append(
+                note(
+                    "trained-key-not-served",
+                    f"dflash_config.{name} = {show_value(value, 40)}: {keys.OBJECTIVES[value]}",
+                    path,
+                )
+            )
         elif name == "attention_mode" and value not in ("gqa", "mha", None):
-            notes.append(note("trained-key-not-served", f"dflash_config.attention_mode = {show_value(value, 40)}: "
-                          "vLLM's DFlash-family classes build GQA attention", path))
+            notes.append(
+                note(
+                    "trained-key-not-served",
+                    f"dflash_config.attention_mode = {show_value(value, 40)}: "
+                    "vLLM's DFlash-family classes build GQA attention",
+                    path,
+                )
+            )
         elif name not in known and difflib.get_close_matches(name, known, n=1, cutoff=keys.NEAR_MISS_CUTOFF):
             field = difflib.get_close_matches(name, known, n=1, cutoff=keys.NEAR_MISS_CUTOFF)[0]
-            notes.append(note("unread-field", f"dflash_config.{name} is not a key specreg or vLLM reads, and it is a "
-                              f"near miss of {field}: did you mean {field}? As written, {field} takes its default "
-                              f"and {name} is kept unread", path))
+            notes.append(
+                note(
+                    "unread-field",
+                    f"dflash_config.{name} is not a key specreg or vLLM reads, and it is a "
+                    f"near miss of {field}: did you mean {field}? As written, {field} takes its default "
+                    f"and {name} is kept unread",
+                    path,
+                )
+            )
         elif name not in known:
-            notes.append(note("unknown-trained-key",
-                          f"dflash_config.{name} = {show_value(value, 60)} is a key no vLLM draft class reads and "
-                          "specreg has no entry for: if it changed how the draft was trained, the served draft "
-                          "differs", path))
+            notes.append(
+                note(
+                    "unknown-trained-key",
+                    f"dflash_config.{name} = {show_value(value, 60)} is a key no vLLM draft class reads and "
+                    "specreg has no entry for: if it changed how the draft was trained, the served draft "
+                    "differs",
+                    path,
+                )
+            )
     return notes
-
-

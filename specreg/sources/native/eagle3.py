@@ -35,11 +35,14 @@ LAYOUT = Layout(
     label="native EAGLE-3",
     names={
         # vllm/model_executor/models/registry.py (0.33), _SPECULATIVE_DECODING_MODELS
-        "LlamaForCausalLMEagle3": _LLAMA, "Eagle3LlamaForCausalLM": _LLAMA,
-        "Eagle3MiniMaxM2ForCausalLM": _LLAMA, "Eagle3Qwen2_5vlForCausalLM": _LLAMA,
+        "LlamaForCausalLMEagle3": _LLAMA,
+        "Eagle3LlamaForCausalLM": _LLAMA,
+        "Eagle3MiniMaxM2ForCausalLM": _LLAMA,
+        "Eagle3Qwen2_5vlForCausalLM": _LLAMA,
         "Eagle3Qwen3vlForCausalLM": _LLAMA,
         "Eagle3Qwen3ForCausalLM": Serves("Eagle3Qwen3ForCausalLM", module="qwen3_eagle3"),
-        "Eagle3DeepseekV2ForCausalLM": _DEEPSEEK, "Eagle3DeepseekV3ForCausalLM": _DEEPSEEK,
+        "Eagle3DeepseekV2ForCausalLM": _DEEPSEEK,
+        "Eagle3DeepseekV3ForCausalLM": _DEEPSEEK,
         "LlamaForCausalLM": _LLAMA,  # ModelOpt, with eagle_config
     },
     accepts=_modelopt,
@@ -47,12 +50,13 @@ LAYOUT = Layout(
 )
 
 
-
 def convert(config: Mapping[str, Any], verifier: str | None, source: str | None) -> Converted:
     layer = layer_config(config)
     notes: list[tuple[str, str, str | None]] = []
-    paths: dict[str, str] = {"$.speculators_config.verifier.name_or_path": "verifier",
-                             "$.speculators_model_type": "$.architectures"}
+    paths: dict[str, str] = {
+        "$.speculators_config.verifier.name_or_path": "verifier",
+        "$.speculators_model_type": "$.architectures",
+    }
     ids, ids_path = None, None
     eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), Mapping) else {}
     if config.get("eagle_aux_hidden_state_layer_ids") is not None:
@@ -63,16 +67,21 @@ def convert(config: Mapping[str, Any], verifier: str | None, source: str | None)
         if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
             raise ConfigError(f"must be a list of layer indices, got {raw!r}", ids_path, source=source)
         ids = [t + 1 for t in sorted(set(raw))]
-        notes.append(note(
-            "served-layer-ids-mismatch",
-            f"eagle_config.eagle_aux_hidden_state_layer_ids {raw} count the output of layer t (ModelOpt "
-            f"hooks the layer's output); vLLM reads them as the hidden state entering layer i, one layer "
-            f"early. specreg's draft_config states the trained ids {ids} at the top level, where vLLM reads them first.",
-            ids_path,
-        ))
+        notes.append(
+            note(
+                "served-layer-ids-mismatch",
+                f"eagle_config.eagle_aux_hidden_state_layer_ids {raw} count the output of layer t (ModelOpt "
+                f"hooks the layer's output); vLLM reads them as the hidden state entering layer i, one layer "
+                f"early. specreg's draft_config states the trained ids {ids} at the top level, where vLLM reads them first.",
+                ids_path,
+            )
+        )
     if eagle.get("use_aux_hidden_state") is False:
-        raise ConfigError("use_aux_hidden_state is false: an EAGLE-1/2 draft, not EAGLE-3",
-                          "$.eagle_config.use_aux_hidden_state", source=source)
+        raise ConfigError(
+            "use_aux_hidden_state is false: an EAGLE-1/2 draft, not EAGLE-3",
+            "$.eagle_config.use_aux_hidden_state",
+            source=source,
+        )
     out: dict[str, Any] = {
         "speculators_model_type": "eagle3",
         "architectures": ["Eagle3Speculator"],
@@ -97,24 +106,30 @@ def convert(config: Mapping[str, Any], verifier: str | None, source: str | None)
     if eagle.get("norm_before_fc") is not None and "norm_before_fc" not in config:
         out["norm_before_fc"] = eagle["norm_before_fc"]
         paths["$.norm_before_fc"] = "$.eagle_config.norm_before_fc"
-    notes.append(note(
-        "native-draft-length-default",
-        f"the native config has no draft length: {EAGLE3_DEFAULT_TOKENS} tokens assumed (the k vLLM's "
-        "Eagle-3 CI measures); set num_speculative_tokens to what you serve",
-        None,
-    ))
-    defaults = {"$.speculators_config.proposal_methods[0].speculative_tokens":
-                f"native EAGLE-3 configs carry no draft length; {EAGLE3_DEFAULT_TOKENS} is the k vLLM's Eagle-3 CI measures"}
+    notes.append(
+        note(
+            "native-draft-length-default",
+            f"the native config has no draft length: {EAGLE3_DEFAULT_TOKENS} tokens assumed (the k vLLM's "
+            "Eagle-3 CI measures); set num_speculative_tokens to what you serve",
+            None,
+        )
+    )
+    defaults = {
+        "$.speculators_config.proposal_methods[0].speculative_tokens": f"native EAGLE-3 configs carry no draft length; {EAGLE3_DEFAULT_TOKENS} is the k vLLM's Eagle-3 CI measures"
+    }
     if "norm_before_residual" not in config:
-        defaults["$.norm_before_residual"] = ("SpecForge and the EAGLE-3 release keep the residual from before "
-                                              "the hidden-state norm (norm_before_residual = false)")
+        defaults["$.norm_before_residual"] = (
+            "SpecForge and the EAGLE-3 release keep the residual from before "
+            "the hidden-state norm (norm_before_residual = false)"
+        )
     else:
         paths["$.norm_before_residual"] = "$.norm_before_residual"
     derived = {}
     if ids_path == "$.eagle_config.eagle_aux_hidden_state_layer_ids":
         derived["$.eagle_aux_hidden_state_layer_ids"] = "ModelOpt's output-of-layer id t -> t + 1"
-    return Converted(format="eagle3-native", config=out, paths=paths, notes=tuple(notes), defaults=defaults,
-                     derived=derived)
+    return Converted(
+        format="eagle3-native", config=out, paths=paths, notes=tuple(notes), defaults=defaults, derived=derived
+    )
 
 
 LAYOUT = attrs.evolve(LAYOUT, convert=convert)

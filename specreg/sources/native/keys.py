@@ -21,9 +21,9 @@ NEAR_MISS_CUTOFF = 0.8
 CARRIED: dict[str, dict[str, str]] = {
     "dflash": {
         "attention_sink_bias": "turns on attention sinks in every draft layer (qwen3_dflash.py, vLLM >= "
-                               f"{facts.since('sinks_dflash_draft_model')})",
+        f"{facts.since('sinks_dflash_draft_model')})",
         "attention_value_scale": "scales the attention values of the draft layers (qwen3_dflash.py, vLLM >= "
-                                 f"{facts.since('dflash_attention_value_scale')})",
+        f"{facts.since('dflash_attention_value_scale')})",
     },
     "dflash2": {
         "attention_sink_bias": "as for DFlash (DFlash2Qwen3Model subclasses the DFlash model)",
@@ -48,13 +48,19 @@ CONSUMED: dict[str, str] = {
     "use_swa": "every layer sliding: layer_types",
     "swa_window_size": "the sliding window: sliding_window",
     "projector_type": "which layout this is (dspark, domino)",
-    "markov_rank": "DSpark's Markov head", "markov_head_type": "DSpark's Markov head",
-    "enable_confidence_head": "DSpark's confidence head", "confidence_head_with_markov": "DSpark's confidence head",
+    "markov_rank": "DSpark's Markov head",
+    "markov_head_type": "DSpark's Markov head",
+    "enable_confidence_head": "DSpark's confidence head",
+    "confidence_head_with_markov": "DSpark's confidence head",
     "eagle_config": "ModelOpt's aux ids and norms, rewritten in vLLM's convention",
-    "eagle_aux_hidden_state_layer_ids": "the aux ids", "draft_vocab_size": "the reduced vocabulary",
-    "norm_before_residual": "EAGLE-3's residual norm", "norm_before_fc": "EAGLE-3's fc norm",
-    "fc_norm": "EAGLE-3's fc norm", "norm_output": "EAGLE-3's output norm",
-    "target_hidden_size": "the verifier's hidden size", "architectures": "the vLLM class",
+    "eagle_aux_hidden_state_layer_ids": "the aux ids",
+    "draft_vocab_size": "the reduced vocabulary",
+    "norm_before_residual": "EAGLE-3's residual norm",
+    "norm_before_fc": "EAGLE-3's fc norm",
+    "fc_norm": "EAGLE-3's fc norm",
+    "norm_output": "EAGLE-3's output norm",
+    "target_hidden_size": "the verifier's hidden size",
+    "architectures": "the vLLM class",
     "use_aux_hidden_state": "EAGLE-3 (true) vs EAGLE-1/2",
 }
 
@@ -74,7 +80,7 @@ TRAINED_SIDE: dict[str, str] = {
     "num_anchors": "anchors sampled per sequence in training (training only)",
     "num_draft_layers": "the draft's layer count, as num_hidden_layers",
     "training_mode": "SpecForge's DFlash objective: dflash, or a reweighted loss over the same block "
-                     "('vp_drafter' trains another block and is refused: OBJECTIVES)",
+    "('vp_drafter' trains another block and is refused: OBJECTIVES)",
     "loss_type": "as training_mode (SpecForge reads it when training_mode is unset)",
     "prefix_weight_base": "the VP-drafter's prefix-length prior (training only)",
 }
@@ -85,19 +91,19 @@ TRAINED_SIDE: dict[str, str] = {
 #: 832263fe (2026-07-13) stopped reading the keys and trains plain DFlash whatever they say.
 OBJECTIVES: dict[str, str] = {
     "vp_drafter": "SpecForge trained it as a VP-drafter: each block showed the draft a visible prefix of 2 to "
-                  "block_size - 1 real tokens and masked the rest (specforge/core/dflash.py "
-                  "`_sample_prefix_lengths` at e1cb99dc, \"avoiding the degenerate fixed-anchor DFlash case\"), while "
-                  "vLLM's DFlash drafter shows the anchor alone, a block the draft never trained on. (SpecForge "
-                  "from 832263fe, 2026-07-13, no longer reads the key and trains plain DFlash: a draft trained "
-                  "then is plain DFlash, which the file cannot show; remove the key from such a file)",
+    "block_size - 1 real tokens and masked the rest (specforge/core/dflash.py "
+    '`_sample_prefix_lengths` at e1cb99dc, "avoiding the degenerate fixed-anchor DFlash case"), while '
+    "vLLM's DFlash drafter shows the anchor alone, a block the draft never trained on. (SpecForge "
+    "from 832263fe, 2026-07-13, no longer reads the key and trains plain DFlash: a draft trained "
+    "then is plain DFlash, which the file cannot show; remove the key from such a file)",
 }
 
 #: trained-side keys that change what was trained and that no vLLM draft class reads
 NOT_SERVED: dict[str, str] = {
     "position_encoding": "the position encoding the draft was trained with; vLLM's DFlash draft applies "
-                         "the plain RoPE of its layer config",
+    "the plain RoPE of its layer config",
     "mrope_section": "M-RoPE sections the draft was trained with; vLLM reads M-RoPE only from rope_parameters "
-                     "/ rope_scaling, and DFlash and parallel drafting refuse M-RoPE at startup",
+    "/ rope_scaling, and DFlash and parallel drafting refuse M-RoPE at startup",
     "prefix_visibility": "a prefix-visibility training mode vLLM's drafter does not implement",
     "visible_prefix_range": "a prefix-visibility training mode vLLM's drafter does not implement",
 }

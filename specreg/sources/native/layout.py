@@ -58,13 +58,22 @@ def check_structure(layout: Layout, name: str | None, config: Mapping[str, Any],
     for got, want in ((att, serves.attention), (mlp, serves.mlp)):
         if got.kind != want:
             instead = layout.alternatives.get((att.kind, mlp.kind))
-            hint = (f"; vLLM's {instead} builds {structure.NAMES[att.kind]} with {structure.NAMES[mlp.kind]}: "
-                    f"if the draft was trained as that, name it in architectures" if instead
-                    else "; no vLLM draft class builds it")
-            problems.append(Problem(got.path or "$.architectures", (
-                f"{got.path[2:] if got.path else 'the config'} = {_show(got.value)} says the draft's layers have "
-                f"{structure.NAMES[got.kind]}, but {name or layout.label} is served by vLLM's {serves.vllm_class}, which builds "
-                f"{structure.NAMES[want]} and would load none of the trained weights' structure{hint}")))
+            hint = (
+                f"; vLLM's {instead} builds {structure.NAMES[att.kind]} with {structure.NAMES[mlp.kind]}: "
+                f"if the draft was trained as that, name it in architectures"
+                if instead
+                else "; no vLLM draft class builds it"
+            )
+            problems.append(
+                Problem(
+                    got.path or "$.architectures",
+                    (
+                        f"{got.path[2:] if got.path else 'the config'} = {_show(got.value)} says the draft's layers have "
+                        f"{structure.NAMES[got.kind]}, but {name or layout.label} is served by vLLM's {serves.vllm_class}, which builds "
+                        f"{structure.NAMES[want]} and would load none of the trained weights' structure{hint}"
+                    ),
+                )
+            )
     if problems:
         raise ConfigError(problems, source=source)
     return serves

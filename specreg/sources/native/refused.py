@@ -53,9 +53,11 @@ VLLM_ONLY: dict[str, tuple[str, str]] = {
 
 def _vllm_only(name: str) -> str:
     module, cls = VLLM_ONLY[name]
-    return (f"vLLM {facts.known()[-1]}'s registry serves {name} with {module}.{cls}, a class specreg has no "
-            "rules for: specreg cannot check that it is served as trained, so it writes nothing for it (serve "
-            "the file with vLLM directly, or convert it to the speculators format)")
+    return (
+        f"vLLM {facts.known()[-1]}'s registry serves {name} with {module}.{cls}, a class specreg has no "
+        "rules for: specreg cannot check that it is served as trained, so it writes nothing for it (serve "
+        "the file with vLLM directly, or convert it to the speculators format)"
+    )
 
 
 def _is_domino(config: Mapping[str, Any]) -> bool:
@@ -65,12 +67,26 @@ def _is_domino(config: Mapping[str, Any]) -> bool:
 
 _NONE = Serves("")
 LAYOUTS = (
-    Layout(format="domino", label="SpecForge Domino", names={"DominoDraftModel": _NONE},
-           refusal=lambda name: _DOMINO, unnamed=_is_domino),
-    Layout(format="dflare", label="AngelSlim DFlare", names={"QwenDFlareDraftModel": _NONE},
-           refusal=lambda name: _DFLARE),
-    Layout(format="peagle-native", label="SpecForge P-EAGLE", names={"PEagleDraftModel": _NONE},
-           refusal=lambda name: _PEAGLE),
-    Layout(format="vllm-only", label="a draft class specreg has no rules for",
-           names={name: _NONE for name in VLLM_ONLY}, refusal=_vllm_only),
+    Layout(
+        format="domino",
+        label="SpecForge Domino",
+        names={"DominoDraftModel": _NONE},
+        refusal=lambda name: _DOMINO,
+        unnamed=_is_domino,
+    ),
+    Layout(
+        format="dflare", label="AngelSlim DFlare", names={"QwenDFlareDraftModel": _NONE}, refusal=lambda name: _DFLARE
+    ),
+    Layout(
+        format="peagle-native",
+        label="SpecForge P-EAGLE",
+        names={"PEagleDraftModel": _NONE},
+        refusal=lambda name: _PEAGLE,
+    ),
+    Layout(
+        format="vllm-only",
+        label="a draft class specreg has no rules for",
+        names={name: _NONE for name in VLLM_ONLY},
+        refusal=_vllm_only,
+    ),
 )

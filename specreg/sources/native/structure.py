@@ -61,5 +61,10 @@ def mlp(config: Mapping[str, Any]) -> Evidence:
     return Evidence("dense", None)
 
 
-NAMES = {"gqa": "GQA/MHA attention", "mla": "multi-head latent attention (MLA)", "linear": "linear attention",
-         "dense": "a dense MLP", "moe": "a mixture-of-experts MLP"}
+NAMES = {
+    "gqa": "GQA/MHA attention",
+    "mla": "multi-head latent attention (MLA)",
+    "linear": "linear attention",
+    "dense": "a dense MLP",
+    "moe": "a mixture-of-experts MLP",
+}

@@ -35,8 +35,9 @@ def _legacy(config: Mapping[str, Any]) -> bool:
     has = lambda k: k in dflash or k in config  # noqa: E731
     fields = ("target_layer_ids", "mask_token_id")
     flat = all(k in config for k in (*fields, "block_size"))
-    return (any(k in dflash for k in fields) or flat) and not any(has(k) for k in (
-        "markov_rank", "conv_kernel_size", "projector_type"))
+    return (any(k in dflash for k in fields) or flat) and not any(
+        has(k) for k in ("markov_rank", "conv_kernel_size", "projector_type")
+    )
 
 
 def _convert(fmt: str, names: tuple[str, ...] = ()):
@@ -45,13 +46,16 @@ def _convert(fmt: str, names: tuple[str, ...] = ()):
         archs = config.get("architectures")
         archs = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
         if archs and not set(archs) & set(names):
-            why = (f"architectures {archs!r} name no class specreg knows; the fields are z-lab DFlash's own "
-                   "(dflash_config.target_layer_ids, mask_token_id, block_size), so the draft is read as z-lab "
-                   "DFlash and served with vLLM's DFlashDraftModel. A class that builds other modules under the "
-                   "same fields is another draft (AngelSlim's QwenDFlareDraftModel is refused by name), and "
-                   "vLLM's loader refuses its weights")
-            converted = attrs.evolve(converted, notes=(*converted.notes,
-                                                       note("recognized-by-structure", why, "$.architectures")))
+            why = (
+                f"architectures {archs!r} name no class specreg knows; the fields are z-lab DFlash's own "
+                "(dflash_config.target_layer_ids, mask_token_id, block_size), so the draft is read as z-lab "
+                "DFlash and served with vLLM's DFlashDraftModel. A class that builds other modules under the "
+                "same fields is another draft (AngelSlim's QwenDFlareDraftModel is refused by name), and "
+                "vLLM's loader refuses its weights"
+            )
+            converted = attrs.evolve(
+                converted, notes=(*converted.notes, note("recognized-by-structure", why, "$.architectures"))
+            )
         return converted
 
     return convert
