@@ -134,3 +134,26 @@ def test_catalog_check_refuses_a_harness_value_verify_would_refuse(tmp_path, lin
     (reg / "org" / "x.toml").write_text(HARNESS_ENTRY.format(harness=line))
     r = run("catalog", "check", "--registry", str(reg))
     assert r.returncode == 1 and f"$.baselines[0].{path}" in r.stderr, r.stderr
+
+
+def test_catalog_show_names_the_deciding_harness_settings_a_source_leaves_out(tmp_path):
+    """A figure whose source gives no temperature or GPU says so, instead of reading as complete."""
+    partial = MINIMAL.format(id="org/partial") + (
+        '\n[[baselines]]\nkind = "published"\nsource = "https://example.org/card"\n\n'
+        '[baselines.harness]\ndataset = "mt-bench"\nk = 3\n\n'
+        "[baselines.metrics.acceptance_length]\nvalue = 2.5\n"
+    )
+    every = partial.replace("org/partial", "org/every").replace(
+        "k = 3\n",
+        'k = 3\nnum_prompts = 80\ntemperature = 0.0\nmax_tokens = 256\nvllm_version = "0.33.0"\ngpu = "1xH100"\n',
+    )
+    reg = registry_with(
+        tmp_path,
+        partial=lambda p: p.write_text(partial),
+        every=lambda p: p.write_text(every),
+    )
+    r = run("catalog", "show", "org/partial", "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    assert "  unknown   num_prompts, temperature, max_tokens, vllm_version, gpu (the source does not say)" in r.stdout
+    r = run("catalog", "show", "org/every", "--registry", str(reg))
+    assert r.returncode == 0 and "unknown" not in r.stdout, r.stdout + r.stderr

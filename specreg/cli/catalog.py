@@ -165,6 +165,8 @@ def _show(args: argparse.Namespace) -> int:
         out.append(f"  harness   {_harness_line(b.harness)}")
         if b.harness.notes:
             out.append(f"            {b.harness.notes}")
+        if b.harness.unknown():
+            out.append(f"  unknown   {', '.join(b.harness.unknown())} (the source does not say)")
         m = b.metrics
         if m.acceptance_length:
             out.append(f"  AL        {_fmt_metric(m.acceptance_length)}")

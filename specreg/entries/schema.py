@@ -81,6 +81,14 @@ class Harness:
     prefix_caching: Optional[bool] = None
     notes: Optional[str] = None
 
+    #: the settings an acceptance figure depends on most; a source that leaves one out is shown as
+    #: unknown (a catalog entry leaves out what its source does not say, never guesses it)
+    DECIDING = ("dataset", "num_prompts", "temperature", "max_tokens", "k", "vllm_version", "gpu")
+
+    def unknown(self) -> tuple[str, ...]:
+        """The deciding settings this harness does not give."""
+        return tuple(name for name in self.DECIDING if getattr(self, name) is None)
+
 
 @attrs.frozen
 class Metric:
