@@ -1,6 +1,5 @@
 """DFlash: a block-diffusion draft that fills a block of mask tokens in one forward pass."""
 
-from specreg import facts
 from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, NUMBER
@@ -16,7 +15,7 @@ DFLASH = Variant(
 )
 
 
-@register_speculator("dflash", method="dflash", vllm_min=str(facts.since("algorithm_dflash")))
+@register_speculator("dflash", method="dflash", rule="algorithm_dflash")
 @shared_rows
 def dflash(cfg, ctx):
     """DFlash draft, served as method "dflash".

@@ -1,6 +1,5 @@
 """DFlash2: DFlash with a grouped convolution and a low-rank candidate selector head."""
 
-from specreg import facts
 from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, COUNT, NUMBER, POS_INT
@@ -27,7 +26,7 @@ DFLASH2 = Variant(
 )
 
 
-@register_speculator("dflash2", method="dflash", vllm_min=str(facts.since("algorithm_dflash2")))
+@register_speculator("dflash2", method="dflash", rule="algorithm_dflash2")
 @shared_rows
 def dflash2(cfg, ctx):
     """DFlash2 draft, served as method "dflash" with the DFlash2DraftModel class.

@@ -1,6 +1,5 @@
 """DSpark: DFlash with a low-rank Markov logit-bias head and an optional confidence head."""
 
-from specreg import facts
 from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.dflash_family import Variant, normalize
 from specreg.normalization.fields import BOOL, NONNEG_INT, STR
@@ -22,7 +21,7 @@ DSPARK = Variant(
 )
 
 
-@register_speculator("dspark", method="dspark", vllm_min=str(facts.since("algorithm_dspark")))
+@register_speculator("dspark", method="dspark", rule="algorithm_dspark")
 @shared_rows
 def dspark(cfg, ctx):
     """DSpark draft, served as method "dspark" (Qwen3DSparkModel, or Qwen3OmniDSparkModel when named).

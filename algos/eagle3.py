@@ -1,6 +1,5 @@
 """Eagle-3: a one-layer (or few-layer) autoregressive draft fed by three verifier hidden states."""
 
-from specreg import facts
 from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.eagle_family import Variant, normalize
 
@@ -13,7 +12,7 @@ EAGLE3 = Variant(
 )
 
 
-@register_speculator("eagle3", method="eagle3", vllm_min=str(facts.since("algorithm_eagle3")))
+@register_speculator("eagle3", method="eagle3", rule="algorithm_eagle3")
 @shared_rows
 def eagle3(cfg, ctx):
     """Eagle-3 draft, served as method "eagle3".

@@ -1,6 +1,5 @@
 """P-EAGLE: Eagle-3 with parallel drafting of all k tokens from mask-token placeholders."""
 
-from specreg import facts
 from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.eagle_family import Variant, normalize
 from specreg.normalization.fields import NONNEG_INT
@@ -14,7 +13,7 @@ PEAGLE = Variant(
 )
 
 
-@register_speculator("peagle", method="eagle3", vllm_min=str(facts.since("algorithm_peagle")))
+@register_speculator("peagle", method="eagle3", rule="algorithm_peagle")
 @shared_rows
 def peagle(cfg, ctx):
     """P-EAGLE draft, served as method "eagle3" with parallel_drafting (without it vLLM silently runs plain Eagle-3).

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from specreg.normalization.capabilities import NEWEST_KNOWN, RULES
+from specreg import facts
 from specreg.normalization.findings import CODES, NO_FIX
 from specreg.normalization.algorithms import algorithms
 
@@ -48,9 +49,9 @@ def algorithms_page() -> str:
     for a in algos:
         since = str(a.vllm_min) if a.vllm_min else "not served"
         lines.append(f"| `{a.name}` | {a.method or '-'} | {since} | `{a.module}` |\n")
-    lines.append("\n## vLLM mapping rules by version\n\n| rule | from vLLM |\n|---|---|\n")
-    for rule, version in RULES.items():
-        lines.append(f"| `{rule}` | {version} |\n")
+    lines.append("\n## vLLM mapping rules by version\n\n| rule | in vLLM |\n|---|---|\n")
+    for rule in RULES:
+        lines.append(f"| `{rule}` | {facts.span_text(rule)} |\n")
     for a in algos:
         lines.append(f"\n## `{a.name}`\n\n{a.summary}\n")
         if a.unservable:

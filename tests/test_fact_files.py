@@ -32,6 +32,7 @@ STABLE = {
     "0.31": (False, "FLASH_ATTN", False, 24),
     "0.32": (False, "FLASH_ATTN", False, 24),
     "0.33": (False, "FLASH_ATTN", False, 24),
+    "0.34": (False, "FLASH_ATTN", False, 24),
 }
 
 

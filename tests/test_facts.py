@@ -46,7 +46,7 @@ def test_every_dated_rule_names_the_file_that_reads_it_and_the_test_that_holds_i
         assert (root / rule["read_by"]).is_file(), name
         assert name in (root / rule["read_by"]).read_text(encoding="utf-8"), f"{name} is not read by {rule['read_by']}"
         assert _names_a_test(rule["held_by"]) and rule["source"].startswith("vllm/"), name
-    assert capabilities.RULES == facts.rules("specreg/normalization/capabilities.py")
+    assert sorted(capabilities.RULES) == list(facts.rules("specreg/normalization/capabilities.py"))
 
 
 def _names_a_test(held_by: str) -> bool:
@@ -56,65 +56,58 @@ def _names_a_test(held_by: str) -> bool:
     return path.startswith("tests/conformance/") and file.is_file() and f"def {name}(" in file.read_text()
 
 
-def _holds_from(holds: dict[str, bool]) -> str:
-    """The release from which every later one holds (the first of them), read off the list."""
-    releases = list(holds)
-    first = len(releases)
-    while first and holds[releases[first - 1]] is True:
-        first -= 1
-    return releases[first]
-
-
-def test_every_rules_first_version_is_where_the_release_files_say_it_starts_holding():
+def test_whether_a_release_has_a_rule_is_its_own_record_and_the_runs_follow_from_them():
     assert facts.check() == []
-    meta = json.loads((facts.FOLDER / "rules.json").read_text(encoding="utf-8"))["rules"]
-    oldest = facts.known()[0]
+    meta = facts.metadata()
     for name, record in meta.items():
         holds = {r: facts.release_rules(r)[name] for r in facts.known()}
+        for release, value in holds.items():
+            if isinstance(value, bool):
+                assert facts.holds(name, release) is value, (name, release)
+                assert facts.holds(name, facts.wheel(release)) is value, (name, release)
+        assert facts.rule_spans(name) == tuple(facts.spans(name, holds))
         if "since" in record:  # typed: older than every known release, which all have it
-            assert set(holds.values()) == {True} and facts.since(name) < Version(oldest), name
+            assert set(holds.values()) == {True} and facts.since(name) < Version(facts.known()[0]), name
             assert "before the oldest release specreg tracks" in record["typed"], name
-            continue
-        computed = {r: v for r, v in holds.items() if isinstance(v, bool)}
-        start = _holds_from(computed)
-        assert not any(v is True for r, v in computed.items() if Version(r) < Version(start)), name
-        assert facts.since(name) == Version(start), name
+            assert facts.holds(name, record["since"]) and not facts.holds(name, "0.1"), name
 
 
-def test_a_rule_that_holds_stops_and_holds_again_is_reported():
-    gap = {"0.1": False, "0.2": True, "0.3": False, "0.4": True}
-    with pytest.raises(facts.FactsError, match=r"^rule r holds in 0\.2, not in 0\.3, and again from 0\.4: "):
-        facts.first_release("r", gap)
-    with pytest.raises(facts.FactsError, match=r"^rule r does not hold in 0\.4: "):
-        facts.first_release("r", {**gap, "0.4": False})
-    assert facts.first_release("r", {**gap, "0.2": False}) == "0.4"
-    per_release = {r: facts.release_rules(r) for r in facts.known()}
-    name = next(n for n in per_release[facts.known()[0]] if "since" not in facts._metadata()[n])
-    first = str(facts.since(name))
-    later = facts.known()[facts.known().index(first) + 1 :]
-    assert later, f"{name} starts in the newest release: pick a rule with a release after its first"
-    per_release[later[0]] = {**per_release[later[0]], name: False}
-    problems = facts.check(per_release)
-    if later[1:]:
-        assert problems == [
-            f"rule {name} holds in {first}, not in {later[0]}, and again from {later[1]}: "
-            "a dated rule has one first release (split it in two rules)"
-        ]
-    else:
-        assert problems == [
-            f"rule {name} does not hold in {later[0]}: a dated rule holds from its first "
-            "release on (retire it, or fix its extractor)"
-        ]
+def test_a_rule_may_start_stop_and_start_again():
+    holds = {"0.1": False, "0.2": True, "0.3": False, "0.4": True}
+    assert facts.spans("r", holds) == [("0.2", "0.2"), ("0.4", None)]
+    assert facts.spans("r", {**holds, "0.4": False}) == [("0.2", "0.2")]
+    assert facts.spans("r", {"0.1": True, "0.2": True}) == [("0.1", None)]
+    assert facts.spans("r", {"0.1": False}) == []
 
 
-def test_a_release_the_rule_is_not_computed_in_is_passed_over_unless_the_date_rests_on_it():
+def test_a_rule_that_stops_in_the_newest_release_holds_before_it_and_not_after():
+    stopped = [n for n in facts.metadata() if facts.last(n) is not None]
+    assert stopped, "no committed rule stops holding: the case this test holds is gone"
+    name = stopped[0]
+    last = facts.last(name)
+    after = facts.known()[facts.known().index(last) + 1]
+    assert facts.holds(name, last) and facts.holds(name, f"{last}.1")
+    assert not facts.holds(name, after) and not facts.holds(name, "99.0")
+    with pytest.raises(facts.FactsError, match=rf"^rule {name} stopped after {last}: "):
+        facts.since(name)
+    assert facts.span_text(name).endswith(f"-{last}") or facts.span_text(name).endswith(f", {last}")
+
+
+def test_a_release_the_rule_is_not_computed_in_takes_its_neighbours_value_unless_they_disagree():
     record = {"extractable": False, "held_by": "tests/conformance/x.py::t", "why": "the survey cannot run"}
-    assert facts.first_release("r", {"0.1": record, "0.2": False, "0.3": True}) == "0.3"
-    assert facts.first_release("r", {"0.1": False, "0.2": True, "0.3": record, "0.4": True}) == "0.2"
-    with pytest.raises(facts.FactsError, match=r"^rule r holds from 0\.3 and is not computed in 0\.2: "):
-        facts.first_release("r", {"0.1": False, "0.2": record, "0.3": True})
-    with pytest.raises(facts.FactsError, match=r"^rule r holds from 0\.2 and is not computed in 0\.1: "):
-        facts.first_release("r", {"0.1": record, "0.2": True})
+    assert facts.ambiguous("r", {"0.1": record, "0.2": False, "0.3": True}) == []
+    assert facts.spans("r", {"0.1": record, "0.2": False, "0.3": True}) == [("0.3", None)]
+    assert facts.ambiguous("r", {"0.1": False, "0.2": True, "0.3": record, "0.4": True}) == []
+    assert facts.spans("r", {"0.1": False, "0.2": True, "0.3": record, "0.4": True}) == [("0.2", None)]
+    assert facts.ambiguous("r", {"0.1": False, "0.2": record, "0.3": True}) == [
+        "rule r holds in the next computed release and is not computed in 0.2: whether 0.2 has it cannot be derived"
+    ]
+    assert facts.ambiguous("r", {"0.1": record, "0.2": True}) == [
+        "rule r holds in the next computed release and is not computed in 0.1: whether 0.1 has it cannot be derived"
+    ]
+    assert facts.ambiguous("r", {"0.1": True, "0.2": record}) == [
+        "rule r is not computed in 0.2, and no later release says whether it holds"
+    ]
 
 
 def test_every_record_of_a_rule_not_computed_is_well_formed_and_names_an_existing_test():

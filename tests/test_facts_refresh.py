@@ -185,17 +185,34 @@ def committed(release: str, kind: str) -> dict:
     return json.loads((facts.folder(release) / f"{kind}.json").read_text(encoding="utf-8"))
 
 
+def count_records(doc: dict) -> int:
+    from specreg.facts.diff import changes
+
+    return len(changes({}, doc))
+
+
+def every_kind(release: str, **changed: dict) -> dict[str, dict]:
+    """The committed facts of `release`, kind -> document, with `changed` kinds replaced: what a
+    refresh that computed everything writes."""
+    return {kind: changed.get(kind, committed(release, kind)) for kind in facts_refresh.expected_kinds(release)}
+
+
 def test_refresh_writes_into_out_and_reports_each_file_unchanged_or_changed(tmp_path):
     newest = facts.known()[-1]
     shutil.copytree(facts.folder(newest), tmp_path / "out")
     kv = committed(newest, "kv_cache")
     kv["block_first"] = {**kv["block_first"], "FLASHINFER": "changed", "NEW_BACKEND": True}
     calls: list = []
-    extract = fake_extractor({"attention_backends": committed(newest, "attention_backends"), "kv_cache": kv}, calls)
+    extract = fake_extractor(every_kind(newest, kv_cache=kv), calls)
     code, out, err = run_cli("refresh", newest, "--out", str(tmp_path / "out"), extract=extract)
     assert (code, err) == (0, "")
     assert calls == [(newest, facts.wheel(newest))]
-    assert out.splitlines() == ["attention_backends.json: unchanged", "kv_cache.json: changed (2 records)"]
+    assert out.splitlines() == [
+        "attention_backends.json: unchanged",
+        "kv_cache.json: changed (2 records)",
+        "quantization_methods.json: unchanged",
+        "rules.json: unchanged",
+    ]
     assert (tmp_path / "out" / "kv_cache.json").read_text(encoding="utf-8") == facts_text(kv)
     assert (tmp_path / "out" / "attention_backends.json").read_bytes() == (
         facts.folder(newest) / "attention_backends.json"
@@ -204,10 +221,65 @@ def test_refresh_writes_into_out_and_reports_each_file_unchanged_or_changed(tmp_
 
 def test_refresh_into_an_empty_out_counts_every_record_and_leaves_the_list_alone(tmp_path):
     doc = {"_about": "by tests/conformance/x.py", "a": {"b": 1, "c": [1, 2]}, "d": {}}
-    lines = facts_refresh.refresh("7.1", tmp_path / "new", extract=fake_extractor({"kind": doc}), root=tmp_path)
-    assert lines == ["kind.json: changed (2 records)"]
-    assert (tmp_path / "new" / "kind.json").read_text(encoding="utf-8") == facts_text(doc)
+    documents = {**every_kind(facts.known()[-1]), "kv_cache": doc}
+    lines = facts_refresh.refresh("7.1", tmp_path / "new", extract=fake_extractor(documents), root=tmp_path)
+    assert "kv_cache.json: changed (2 records)" in lines and len(lines) == len(documents)
+    assert (tmp_path / "new" / "kv_cache.json").read_text(encoding="utf-8") == facts_text(doc)
     assert not (tmp_path / "releases.json").exists()
+
+
+def test_a_refresh_missing_a_kind_writes_nothing_and_keeps_what_it_computed(tmp_path):
+    """One extractor failed (its kind is missing): neither --out nor the committed folder is written,
+    every failure is listed, and the files that were computed are kept in a folder the error names."""
+    newest = facts.known()[-1]
+    documents = every_kind(newest)
+    del documents["kv_cache"]
+
+    def extract(release, wheel, out):
+        fake_extractor(documents)(release, wheel, out)
+        return ["kv_cache: RuntimeError: the survey broke", "rule x: ValueError: gone"]
+
+    code, out, err = run_cli("refresh", newest, "--out", str(tmp_path / "o"), extract=extract)
+    assert (code, out) == (2, "") and not (tmp_path / "o").exists()
+    lines = err.splitlines()
+    assert lines[:3] == [
+        "python -m specreg.facts refresh: 2 extractor(s) failed:",
+        "  kv_cache: RuntimeError: the survey broke",
+        "  rule x: ValueError: gone",
+    ]
+    kept = re.fullmatch(
+        rf"python -m specreg.facts refresh: nothing written: kv_cache not computed for vLLM "
+        rf"{re.escape(facts.wheel(newest))}; what was computed is kept in (\S+)",
+        lines[3],
+    )
+    assert kept and sorted(p.name for p in Path(kept.group(1)).iterdir()) == sorted(f"{k}.json" for k in documents)
+    shutil.rmtree(kept.group(1))
+
+
+def test_a_refresh_interrupted_while_it_replaces_the_folder_leaves_the_old_one_whole(tmp_path, monkeypatch):
+    """The committed folder is swapped in whole: a failure while writing the new files leaves the old
+    folder byte for byte and no staging folder beside it."""
+    root = tmp_path / "facts"
+    shutil.copytree(facts.FOLDER, root)
+    newest = facts.known()[-1]
+    before = {p.name: p.read_bytes() for p in (root / newest).iterdir()}
+    kv = committed(newest, "kv_cache")
+    kv["block_first"] = {**kv["block_first"], "NEW_BACKEND": True}
+    real = facts_refresh.write_facts
+    written = []
+
+    def dies_on_the_second(path, data):
+        written.append(path)
+        if len(written) == 2:
+            raise KeyboardInterrupt
+        real(path, data)
+
+    monkeypatch.setattr(facts_refresh, "write_facts", dies_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        facts_refresh.refresh(newest, extract=fake_extractor(every_kind(newest, kv_cache=kv)), root=root)
+    assert {p.name: p.read_bytes() for p in (root / newest).iterdir()} == before
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith(".")) == []
+    facts.reread()
 
 
 def test_refresh_of_a_new_release_adds_it_to_the_list_tested_as_the_newest(tmp_path):
@@ -215,49 +287,64 @@ def test_refresh_of_a_new_release_adds_it_to_the_list_tested_as_the_newest(tmp_p
     newest = facts.known()[-1]
     major, minor = facts.newest().major, facts.newest().minor + 1
     try:
-        lines = facts_refresh.refresh(f"{major}.{minor}.0", extract=fake_extractor({"kind": {"x": 1}}), root=tmp_path)
-        assert lines == ["kind.json: changed (1 record)"]
-        assert (tmp_path / f"{major}.{minor}" / "kind.json").is_file()
+        documents = every_kind(newest)
+        lines = facts_refresh.refresh(f"{major}.{minor}.0", extract=fake_extractor(documents), root=tmp_path)
+        assert lines == [f"{kind}.json: changed ({count_records(doc)} records)" for kind, doc in documents.items()]
+        assert sorted(p.name for p in (tmp_path / f"{major}.{minor}").iterdir()) == [f"{k}.json" for k in documents]
         records = json.loads((tmp_path / "releases.json").read_text(encoding="utf-8"))["releases"]
         newest_record = next(r for r in records if r["release"] == newest)
-        assert records[-1] == {**newest_record, "release": f"{major}.{minor}", "wheel": f"{major}.{minor}.0"}
+        # tested as the newest, but not plugin-tested until its conformance tier passed (mark-tested)
+        assert records[-1] == {
+            **newest_record,
+            "release": f"{major}.{minor}",
+            "wheel": f"{major}.{minor}.0",
+            "plugin_tested": False,
+        }
         assert records[:-1] == json.loads((facts.FOLDER / "releases.json").read_text())["releases"]
         before = (tmp_path / "releases.json").read_text(encoding="utf-8")
-        facts_refresh.refresh(f"{major}.{minor}", extract=fake_extractor({"kind": {"x": 1}}), root=tmp_path)
+        facts_refresh.refresh(f"{major}.{minor}", extract=fake_extractor(documents), root=tmp_path)
         assert (tmp_path / "releases.json").read_text(encoding="utf-8") == before  # added once
     finally:
         facts.reread()
 
 
-def test_refresh_reports_the_rules_file_and_refuses_a_rule_that_stops_and_starts_again(tmp_path):
-    """A release's rules.json is reported as the other files are; a rule it lacks that the releases
-    before and after it have cannot be dated: the file is written, the gap is the error line."""
-    release, newest = facts.known()[-2], facts.known()[-1]
+def test_a_rule_that_stops_and_starts_again_is_written_as_the_release_has_it(tmp_path):
+    """A release's rules.json is reported as the other files are; a rule that stops in it and holds
+    again later is a fact like any other (exit 0)."""
+    release = facts.known()[-2]
     rules = committed(release, "rules")
-    code, out, err = run_cli(
-        "refresh", release, "--out", str(tmp_path / "same"), extract=fake_extractor({"rules": rules})
-    )
-    assert (code, out, err) == (0, "rules.json: changed (%d records)\n" % len(rules["rules"]), "")
     shutil.copytree(facts.folder(release), tmp_path / "gap")
     name = next(
         n
         for n, holds in sorted(rules["rules"].items())
-        if holds is True and "since" not in facts._metadata()[n] and facts.since(n) < Version(release)
+        if holds is True and facts.holds(n, facts.known()[-1]) and "since" not in facts.metadata()[n]
     )
-    code, out, err = run_cli(
-        "refresh",
-        release,
-        "--out",
-        str(tmp_path / "gap"),
-        extract=fake_extractor({"rules": {**rules, "rules": {**rules["rules"], name: False}}}),
-    )
-    assert (code, out) == (2, "rules.json: changed (1 record)\n")
-    assert err == (
-        f"python -m specreg.facts refresh: the facts are written, but the rules cannot all be dated: rule "
-        f"{name} holds in {facts.since(name)}, not in {release}, and again from {newest}: a dated rule has "
-        "one first release (split it in two rules)\n"
-    )
+    documents = every_kind(release, rules={**rules, "rules": {**rules["rules"], name: False}})
+    code, out, err = run_cli("refresh", release, "--out", str(tmp_path / "gap"), extract=fake_extractor(documents))
+    assert (code, err) == (0, "") and "rules.json: changed (1 record)" in out.splitlines()
     assert json.loads((tmp_path / "gap" / "rules.json").read_text())["rules"][name] is False
+
+
+def test_a_rule_whose_extractor_failed_is_written_as_not_computed_and_the_refresh_exits_1(tmp_path):
+    newest = facts.known()[-1]
+    rules = committed(newest, "rules")
+    name = sorted(rules["rules"])[0]
+    held_by = facts.metadata()[name]["held_by"]
+    record = {"extractable": False, "held_by": held_by, "why": "ValueError: gone"}
+    documents = every_kind(newest, rules={**rules, "rules": {**rules["rules"], name: record}})
+
+    def extract(release, wheel, out):
+        fake_extractor(documents)(release, wheel, out)
+        return [f"rule {name}: ValueError: gone"]
+
+    shutil.copytree(facts.folder(newest), tmp_path / "o")
+    code, out, err = run_cli("refresh", newest, "--out", str(tmp_path / "o"), extract=extract)
+    assert code == 1 and "rules.json: changed (4 records)" in out.splitlines()  # a bool gone, three keys new
+    assert err.splitlines()[-1] == (
+        f"python -m specreg.facts refresh: the facts are written, but rule {name}: ValueError: gone; rule {name} "
+        f"is not computed in {newest}, and no later release says whether it holds"
+    )
+    assert json.loads((tmp_path / "o" / "rules.json").read_text())["rules"][name] == record
 
 
 @pytest.mark.parametrize("version", ["0.x", "1.2.3", "latest", ""])
@@ -265,6 +352,50 @@ def test_refresh_refuses_a_version_that_is_no_release_with_one_line(version):
     code, out, err = run_cli("refresh", version, extract=fake_extractor({}))
     assert (code, out) == (2, "")
     assert err == f"python -m specreg.facts refresh: {version!r} is no vLLM release: give X.Y or its wheel X.Y.0\n"
+
+
+def test_refresh_refuses_a_dangling_out_and_an_unreadable_committed_file_with_one_line(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    code, _, err = run_cli("refresh", facts.known()[-1], "--out", str(tmp_path / "link"), extract=fake_extractor({}))
+    assert code == 2 and err == f"python -m specreg.facts refresh: --out {tmp_path / 'link'} is a link to nothing\n"
+    newest = facts.known()[-1]
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "rules.json").mkdir()  # a directory where a facts file should be
+    code, _, err = run_cli("refresh", newest, "--out", str(tmp_path / "o"), extract=fake_extractor(every_kind(newest)))
+    assert code == 2 and err.startswith(
+        f"python -m specreg.facts refresh: {tmp_path / 'o' / 'rules.json'} is not a facts file"
+    )
+    assert len(err.splitlines()) == 1
+
+
+def test_refresh_interrupted_says_so_in_one_line_and_exit_130(tmp_path):
+    def extract(release, wheel, out):
+        raise KeyboardInterrupt
+
+    code, out, err = run_cli("refresh", facts.known()[-1], "--out", str(tmp_path / "o"), extract=extract)
+    assert (code, out) == (130, "") and not (tmp_path / "o").exists()
+    assert err == "python -m specreg.facts refresh: interrupted; the committed facts are as they were\n"
+
+
+def test_the_drivers_lines_reach_the_terminal_with_their_controls_escaped(monkeypatch, tmp_path, capfd):
+    driver = tmp_path / "driver.py"
+    driver.write_text("import sys\nprint('refresh: \\x1b[2Jwiped', file=sys.stderr)\nsys.exit(0)\n")
+    monkeypatch.setattr(facts_refresh, "DRIVER", driver)
+    assert facts_refresh.run_extractors(facts.known()[-1], facts.wheel(facts.known()[-1]), tmp_path) == []
+    assert capfd.readouterr().err == "refresh: \\x1b[2Jwiped\n"
+
+
+def test_mark_tested_marks_only_the_newest_release(tmp_path):
+    path = tmp_path / "releases.json"
+    shutil.copy(facts.FOLDER / "releases.json", path)
+    records = json.loads(path.read_text())["releases"]
+    records[-1]["plugin_tested"] = False
+    facts_refresh.write_releases_list(path, records)
+    with pytest.raises(facts_refresh.RefreshError, match="only the newest known release"):
+        facts_refresh.mark_tested(facts.known()[-2], path)
+    facts_refresh.mark_tested(facts.known()[-1], path)
+    assert json.loads(path.read_text())["releases"][-1]["plugin_tested"] is True
+    facts.reread()
 
 
 def test_refresh_refuses_an_out_that_is_a_file(tmp_path):
@@ -296,7 +427,7 @@ def test_refresh_runs_the_driver_and_passes_its_last_line_on_failure(monkeypatch
     driver = tmp_path / "driver.py"
     driver.write_text(
         "import sys\nprint('refresh: step one', file=sys.stderr)\n"
-        "print('refresh: failed: ' + ' '.join(sys.argv[1:3]), file=sys.stderr)\nsys.exit(2)\n"
+        "print('refresh: fatal: ' + ' '.join(sys.argv[1:3]), file=sys.stderr)\nsys.exit(2)\n"
     )
     monkeypatch.setattr(facts_refresh, "DRIVER", driver)  # absolute: the checkout's root is ignored
     release = facts.known()[-1]
@@ -308,7 +439,8 @@ def test_refresh_runs_the_driver_and_passes_its_last_line_on_failure(monkeypatch
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
         "refresh: step one",
-        f"python -m specreg.facts refresh: failed: {release} {facts.wheel(release)}",
+        f"refresh: fatal: {release} {facts.wheel(release)}",
+        f"python -m specreg.facts refresh: {release} {facts.wheel(release)}",
     ]
 
 
@@ -351,7 +483,7 @@ def fake_wheel(folder: Path, version: str) -> None:
 
 
 def watch(
-    tmp_path: Path, index_versions: list[str], conformance_exit: int = 0
+    tmp_path: Path, index_versions: list[str], conformance_exit: int = 0, refresh_exit: int = 0
 ) -> tuple[subprocess.CompletedProcess, list[str]]:
     """Run .ci/release-watch with the package index a local folder holding `index_versions`, the facts
     command a stub that logs its arguments (list is the real one; refresh does nothing; diff prints a
@@ -364,6 +496,8 @@ def watch(
         f'#!/usr/bin/env bash\necho "facts $*" >> {log}\n'
         f'if [ "$1" = list ]; then exec {sys.executable} -m specreg.facts list; fi\n'
         'if [ "$1" = diff ]; then echo "rules: a stub diff of $2 and $3"; fi\n'
+        f'if [ "$1" = refresh ] && [ {refresh_exit} != 0 ]; then\n'
+        '  echo "refresh: failed: rule x: ValueError: gone" >&2; exit ' + str(refresh_exit) + "; fi\n"
     )
     stub.chmod(0o755)
     tier = tmp_path / "conformance-stub"
@@ -391,10 +525,17 @@ def test_the_release_watch_refreshes_a_new_release_tests_it_and_writes_the_pull_
     done, calls = watch(tmp_path, [str(known), f"{new}.0"])
     assert done.returncode == 0, done.stderr
     previous = facts.known()[-1]
-    assert calls == ["facts list", "facts list", f"facts refresh {new}", "conformance", f"facts diff {previous} {new}"]
+    assert calls == [
+        "facts list",
+        f"facts refresh {new}",
+        "conformance",
+        f"facts mark-tested {new}",
+        f"facts diff {previous} {new}",
+    ]
     body = (tmp_path / "out" / "pr-body.md").read_text()
-    assert f"rules: a stub diff of {previous} and {new}" in body and "The conformance tier passed on it." in body
-    assert (tmp_path / "gh").read_text() == f"release={new}\n"
+    assert f"rules: a stub diff of {previous} and {new}" in body
+    assert "The conformance tier passed on it; the release is marked plugin-tested." in body
+    assert (tmp_path / "gh").read_text() == f"release={new}\ndraft=false\n"
 
 
 def test_a_failing_conformance_tier_still_writes_the_body_says_so_and_fails_the_watch(tmp_path):
@@ -403,11 +544,32 @@ def test_a_failing_conformance_tier_still_writes_the_body_says_so_and_fails_the_
     assert done.returncode == 1 and calls[-2:] == [
         "conformance",
         f"facts diff {facts.known()[-1]} {known.major}.{known.minor + 1}",
-    ]
+    ]  # not marked plugin-tested
     assert (
-        "**The conformance tier failed on it** (exit 3; see the workflow run)."
+        "**The conformance tier failed on it** (exit 3; see the workflow run): the release is not plugin-tested."
         in (tmp_path / "out" / "pr-body.md").read_text()
     )
+    assert (tmp_path / "out" / "draft").read_text() == "true\n"
+
+
+def test_a_failed_refresh_opens_a_draft_pull_request_listing_its_failures_and_runs_no_conformance(tmp_path):
+    known = facts.newest()
+    new = f"{known.major}.{known.minor + 1}"
+    done, calls = watch(tmp_path, [f"{new}.0"], refresh_exit=1)
+    assert done.returncode == 1
+    assert calls == ["facts list", f"facts refresh {new}", f"facts diff {facts.known()[-1]} {new}"]
+    body = (tmp_path / "out" / "pr-body.md").read_text()
+    assert "**The refresh failed** (exit 1): the release is not plugin-tested." in body
+    assert "refresh: failed: rule x: ValueError: gone" in body
+    assert (tmp_path / "gh").read_text() == f"release={new}\ndraft=true\n"
+
+
+def test_the_release_watch_takes_no_release_older_than_the_newest_known(tmp_path):
+    oldest = Version(facts.wheel(facts.known()[0]))
+    older = f"{oldest.major}.{oldest.minor - 1}.0"  # unknown, and older than every known release
+    done, calls = watch(tmp_path, [older])
+    assert done.returncode == 0, done.stderr
+    assert calls == ["facts list"] and "nothing to do" in done.stdout
 
 
 def test_the_release_watch_does_nothing_when_the_newest_release_is_known(tmp_path):
@@ -415,7 +577,7 @@ def test_the_release_watch_does_nothing_when_the_newest_release_is_known(tmp_pat
     done, calls = watch(tmp_path, [f"{known.major}.{known.minor - 1}.0", str(known)])
     assert done.returncode == 0, done.stderr
     assert calls == ["facts list"]
-    assert f"release {facts.known()[-1]}, already known; nothing to do" in done.stdout
+    assert f"not newer than the newest known ({facts.known()[-1]}); nothing to do" in done.stdout
     assert not (tmp_path / "out" / "pr-body.md").exists() and not (tmp_path / "gh").exists()
 
 

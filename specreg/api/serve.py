@@ -271,7 +271,14 @@ def _fit_gpu(
     from specreg.vllm.attention import AttentionError
     from specreg.vllm.gpu_plan import serve_fit
 
-    v2 = "VLLM_USE_V2_MODEL_RUNNER" in spec.serve_env or os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "") in ("1", "true")
+    from specreg import facts
+
+    # a release without Model Runner V1 (the model_runner_v1 rule) always runs V2
+    v2 = (
+        not facts.holds("model_runner_v1", spec.vllm_version)
+        or "VLLM_USE_V2_MODEL_RUNNER" in spec.serve_env
+        or os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "") in ("1", "true")
+    )
     try:
         written, notes, errors = serve_fit(
             spec,

@@ -2,10 +2,11 @@
 committed facts (`specreg/vllm/facts/releases.json`, `rules.json`, and each release's
 `<X.Y>/rules.json`): the one place a vLLM version is written. Reading them imports nothing heavy.
 
-A rule's first version is derived: each release's rules.json says whether that release has the rule
-(computed from its wheel by tests/conformance/rule_facts.py), and the rule starts at the first release
-from which every later one has it. Only a rule older than the oldest release specreg tracks has its
-version typed, in the top rules.json beside its source."""
+Whether a release has a rule is a per-release fact: each release's rules.json says it (computed from
+its wheel by tests/conformance/rule_facts.py), and code asks `holds(rule, version)`. A rule may start,
+stop (a release that removed what it names) and start again; `rule_spans` gives its runs, `since` the
+start of a run that lasts to the newest release. Only a rule older than the oldest release specreg
+tracks has its version typed, in the top rules.json beside its source."""
 
 from __future__ import annotations
 
@@ -81,12 +82,31 @@ def _metadata() -> dict[str, dict[str, Any]]:
     return _read("rules.json")["rules"]
 
 
+def metadata() -> dict[str, dict[str, Any]]:
+    """rule -> its record in the top rules.json (source, read_by, held_by), a copy."""
+    return json.loads(json.dumps(_metadata()))
+
+
 def release_rules(release: str) -> dict[str, Any]:
     """rule -> true, false, or the record saying why it was not computed, in a known release."""
     path = folder(release) / "rules.json"
     if not path.is_file():
         raise FactsError(f"{path} is missing: `python -m specreg.facts refresh {release}` computes it")
     return _read(f"{release}/rules.json")["rules"]
+
+
+def refusal(version: str | Version, algorithm: str) -> str | None:
+    """What vLLM `version`'s speculators path raises for `algorithm`, in its own words, where its release
+    registers the algorithm and refuses it (the release's rules.json "refused"; past the newest known
+    release, the newest's); None elsewhere."""
+    v = Version(str(version))
+    release = f"{v.major}.{v.minor}"
+    if release not in known():
+        if v < newest():
+            return None
+        release = known()[-1]
+    refused = _read(f"{release}/rules.json").get("refused", {})
+    return refused.get(algorithm)
 
 
 def not_extracted(record: Any) -> str | None:
@@ -100,38 +120,52 @@ def not_extracted(record: Any) -> str | None:
     return None
 
 
-def first_release(rule: str, holds: dict[str, Any]) -> str:
-    """The first release from which `rule` holds in every later one, from release -> its record there
-    (oldest first; a record that is not true or false was not computed and is passed over)."""
-    computed = [(r, v) for r, v in holds.items() if isinstance(v, bool)]
-    if not computed or not computed[-1][1]:
-        raise FactsError(
-            f"rule {rule} does not hold in {computed[-1][0] if computed else 'any release'}: "
-            "a dated rule holds from its first release on (retire it, or fix its extractor)"
-        )
-    lacking = [i for i, (_r, v) in enumerate(computed) if not v]
-    start = lacking[-1] + 1 if lacking else 0
-    again = [r for r, v in computed[:start] if v]
-    if again:
-        raise FactsError(
-            f"rule {rule} holds in {again[0]}, not in {computed[lacking[-1]][0]}, and again from "
-            f"{computed[start][0]}: a dated rule has one first release (split it in two rules)"
-        )
+def _values(holds: dict[str, Any]) -> list[tuple[str, bool]]:
+    """(release, holds there) for every release of `holds` (oldest first), a release whose rule was not
+    computed taking the value of the nearest older computed one (False before the first)."""
+    out, last = [], False
+    for release, value in holds.items():
+        last = value if isinstance(value, bool) else last
+        out.append((release, last))
+    return out
+
+
+def spans(rule: str, holds: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """The runs of releases in which `rule` holds, from release -> its record (oldest first): (first,
+    last), last None when it holds through the newest. A rule may start, stop and start again."""
+    runs: list[tuple[str, str | None]] = []
+    values = _values(holds)
+    for i, (release, value) in enumerate(values):
+        if value and (i == 0 or not values[i - 1][1]):
+            runs.append((release, None))
+        if not value and i and values[i - 1][1]:
+            runs[-1] = (runs[-1][0], values[i - 1][0])
+    return runs
+
+
+def ambiguous(rule: str, holds: dict[str, Any]) -> list[str]:
+    """Why `rule` cannot be placed in every release (empty: it can): a release where it was not computed
+    and its neighbours disagree, or the newest release without a record."""
+    problems = []
     releases = list(holds)
-    first = releases.index(computed[start][0])
-    low = releases.index(computed[start - 1][0]) + 1 if start else 0
-    unknown = releases[low:first]
-    if unknown:
-        raise FactsError(
-            f"rule {rule} holds from {computed[start][0]} and is not computed in "
-            f"{', '.join(unknown)}: its first release cannot be derived"
-        )
-    return computed[start][0]
+    for i, release in enumerate(releases):
+        if isinstance(holds[release], bool):
+            continue
+        older = next((holds[r] for r in reversed(releases[:i]) if isinstance(holds[r], bool)), None)
+        newer = next((holds[r] for r in releases[i + 1 :] if isinstance(holds[r], bool)), None)
+        if newer is None:
+            problems.append(f"rule {rule} is not computed in {release}, and no later release says whether it holds")
+        elif older is None and newer or older is not None and older != newer:
+            problems.append(
+                f"rule {rule} {'holds' if newer else 'does not hold'} in the next computed release and is not "
+                f"computed in {release}: whether {release} has it cannot be derived"
+            )
+    return problems
 
 
 def check(per_release: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """What keeps the facts from dating every rule, one line each (empty: nothing). `per_release`:
-    release -> its rules, oldest first (default: the committed ones of every known release)."""
+    """What keeps the facts from placing every rule in every release, one line each (empty: nothing).
+    `per_release`: release -> its rules, oldest first (default: the committed ones of every known release)."""
     problems = []
     meta = _metadata()
     if per_release is None:
@@ -153,45 +187,85 @@ def check(per_release: dict[str, dict[str, Any]] | None = None) -> list[str]:
         return problems
     for name, record in sorted(meta.items()):
         holds = {release: records[name] for release, records in per_release.items()}
-        try:
-            _date(name, record, holds)
-        except FactsError as e:
-            problems.append(str(e))
+        problems += ambiguous(name, holds)
+        if "since" in record and [r for r, v in holds.items() if v is not True]:
+            lacking = next(r for r, v in holds.items() if v is not True)
+            problems.append(f"rule {name} is typed as older than every known release but does not hold in {lacking}")
     return problems
 
 
-def _date(rule: str, record: dict[str, Any], holds: dict[str, Any]) -> Version:
-    if "since" in record:
-        lacking = [r for r, v in holds.items() if v is not True]
-        if lacking:
-            raise FactsError(
-                f"rule {rule} is typed as older than every known release but does not hold in {lacking[0]}"
-            )
-        return Version(record["since"])
-    return Version(first_release(rule, holds))
+def _holds_per_release(rule: str) -> dict[str, Any]:
+    found = {}
+    for release in known():
+        records = release_rules(release)
+        if rule not in records:
+            raise FactsError(f"{release}/rules.json has no record of rule {rule}: refresh {release} computes it")
+        found[release] = records[rule]
+    return found
+
+
+@cache
+def rule_spans(rule: str) -> tuple[tuple[str, str | None], ...]:
+    """The runs of known releases in which the dated rule `rule` holds ((first, last or None), oldest
+    first): a rule may start, stop (a release that removed it) and start again."""
+    return tuple(spans(rule, _holds_per_release(rule)))
+
+
+def holds(rule: str, version: str | Version) -> bool:
+    """Whether vLLM `version` ("X.Y", "X.Y.Z" or a Version) has the dated rule `rule`: its release's
+    record (a patch release is its X.Y's); past the newest known release, the newest's; before the oldest,
+    the typed first version of a rule older than every tracked release, else no."""
+    v = Version(str(version))
+    release = f"{v.major}.{v.minor}"
+    values = dict(_values(_holds_per_release(rule)))
+    if release in values:
+        return values[release]
+    if v > newest():
+        return values[known()[-1]]
+    typed = _metadata()[rule].get("since")
+    return typed is not None and v >= Version(typed)
 
 
 @cache
 def since(rule: str) -> Version:
-    """The first vLLM version that has the dated rule `rule`: derived from the releases' rules.json, or
-    typed in the top rules.json for a rule older than the oldest release specreg tracks (which then
-    has it in every known release)."""
-    holds = {}
-    for release in known():
-        if rule not in release_rules(release):
-            raise FactsError(f"{release}/rules.json has no record of rule {rule}: refresh {release} computes it")
-        holds[release] = release_rules(release)[rule]
-    return _date(rule, _metadata()[rule], holds)
+    """The first vLLM version of the last run of releases that has `rule`, for a rule that holds in the
+    newest known release (typed in the top rules.json for a rule older than every tracked release).
+    A rule that no longer holds has no such version: ask `holds`, `rule_spans` or `last`."""
+    record = _metadata()[rule]
+    if "since" in record:
+        return Version(record["since"])
+    runs = rule_spans(rule)
+    if not runs or runs[-1][1] is not None:
+        where = f"stopped after {runs[-1][1]}" if runs else "holds in no known release"
+        raise FactsError(f"rule {rule} {where}: it has no first version of a run that lasts (ask facts.holds)")
+    return Version(runs[-1][0])
 
 
-def rules(read_by: str) -> dict[str, Version]:
-    """The dated rules one file reads (its path, e.g. "specreg/vllm/kv_cache.py"), by name."""
-    return {name: since(name) for name, r in _metadata().items() if r["read_by"] == read_by}
+def span_text(rule: str) -> str:
+    """The releases that have `rule`, in words: "0.23" (from 0.23 on), "0.22-0.33", "0.22-0.25, 0.28"."""
+    if "since" in _metadata()[rule]:
+        return _metadata()[rule]["since"]
+    runs = rule_spans(rule)
+    if not runs:
+        return "none"
+    return ", ".join(a if b is None else (a if a == b else f"{a}-{b}") for a, b in runs)
+
+
+def last(rule: str) -> str | None:
+    """The last known release that has `rule`, when the newest no longer does (None: it still holds, or
+    never did)."""
+    runs = rule_spans(rule)
+    return runs[-1][1] if runs else None
+
+
+def rules(read_by: str) -> tuple[str, ...]:
+    """The dated rules one file reads (its path, e.g. "specreg/vllm/kv_cache.py"), sorted."""
+    return tuple(sorted(name for name, r in _metadata().items() if r["read_by"] == read_by))
 
 
 def reread() -> None:
     """Forget what was read from the committed files (after `refresh` wrote them)."""
-    for cached in (_read, _releases, since):
+    for cached in (_read, _releases, since, rule_spans):
         cached.cache_clear()
 
 

@@ -1,5 +1,6 @@
-"""`python -m specreg.facts list | path VERSION | diff OLD NEW | refresh VERSION [--out DIR]`: the known
-vLLM releases, where their facts live, what changed between two, and recomputing one from its wheel
+"""`python -m specreg.facts list | path VERSION | diff OLD NEW | refresh VERSION [--out DIR] | mark-tested
+VERSION`: the known vLLM releases, where their facts live, what changed between two, recomputing one
+from its wheel, and marking the newest plugin-tested once its conformance tier passed
 (docs/maintaining.md)."""
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def main(argv: list[str] | None = None, extract=None) -> int:
     refresh = commands.add_parser("refresh", help="compute one release's facts from its wheel and write them")
     refresh.add_argument("version", help="X.Y or X.Y.0 (a new release is added to the list)")
     refresh.add_argument("--out", type=Path, help="write the facts files here instead of the committed folder")
+    mark = commands.add_parser(
+        "mark-tested", help="mark the newest known release plugin-tested, once its conformance tier passed"
+    )
+    mark.add_argument("version", help="the newest known release")
     args = parser.parse_args(argv)
     if args.command == "list":
         print("\n".join(facts.known()))
@@ -51,7 +56,13 @@ def main(argv: list[str] | None = None, extract=None) -> int:
         return 0
     if args.command == "diff":
         return _diff(args.old, args.new)
-    return _refresh(args.version, args.out, extract)
+    if args.command == "mark-tested":
+        return _mark_tested(args.version)
+    try:
+        return _refresh(args.version, args.out, extract)
+    except KeyboardInterrupt:
+        print(f"{PROG} refresh: interrupted; the committed facts are as they were", file=sys.stderr)
+        return 130
 
 
 def _diff(old_text: str, new_text: str) -> int:
@@ -73,17 +84,33 @@ def _diff(old_text: str, new_text: str) -> int:
 def _refresh(version: str, out: Path | None, extract) -> int:
     from specreg.facts import refresh
 
-    if out is not None and out.exists() and not out.is_dir():
-        print(f"{PROG} refresh: --out {printable(str(out))!s} is not a directory", file=sys.stderr)
-        return 2
     try:
         lines = refresh.refresh(version, out, **({"extract": extract} if extract else {}))
     except refresh.RefreshError as e:
         if e.report:
             print("\n".join(e.report))
+        if e.failures:
+            print(f"{PROG} refresh: {len(e.failures)} extractor(s) failed:", file=sys.stderr)
+            for failure in e.failures:
+                print(f"  {printable(failure)!s}", file=sys.stderr)
         print(f"{PROG} refresh: {printable(str(e))!s}", file=sys.stderr)
-        return 2
+        return e.code
     print("\n".join(lines))
+    return 0
+
+
+def _mark_tested(version: str) -> int:
+    from specreg.facts import refresh
+
+    release = _known("mark-tested", version)
+    if release is None:
+        return 2
+    try:
+        refresh.mark_tested(release)
+    except refresh.RefreshError as e:
+        print(f"{PROG} mark-tested: {printable(str(e))!s}", file=sys.stderr)
+        return 2
+    print(f"vLLM {release} is plugin-tested")
     return 0
 
 

@@ -87,10 +87,31 @@ class Algorithm:
     summary: str
     unservable: str | None
     origin: str
+    #: the dated rule naming the vLLM releases whose speculators path serves it (None: from vllm_min on)
+    rule: str | None = None
 
     @property
     def module(self) -> str:
         return self.origin.split(":")[0]
+
+    def served_by(self, version: Version) -> bool:
+        """Whether vLLM `version`'s speculators path serves this algorithm."""
+        if self.rule is not None:
+            from specreg import facts
+
+            return facts.holds(self.rule, version)
+        return self.vllm_min is not None and version >= self.vllm_min
+
+    def last_served_before(self, version: Version) -> str | None:
+        """The last known release before `version` that serves it, where `version` does not (a release
+        that removed it); None where no earlier release served it, or where no rule says so."""
+        if self.rule is None:
+            return None
+        from specreg import facts
+
+        release = f"{version.major}.{version.minor}"
+        served = [r for r in facts.known() if Version(r) <= Version(release) and facts.holds(self.rule, r)]
+        return served[-1] if served else None
 
     def fields(self) -> list[FieldDoc]:
         """The docstring's table of fields read (rows of ``| field | type | required/default | why |``)."""
@@ -182,12 +203,15 @@ def register_speculator(
     vllm_min: str | None = None,
     summary: str = "",
     unservable: str | None = None,
+    rule: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as the normalizer for ``speculators_model_type == name``.
 
     method: the vLLM speculative method it is served as (None when vLLM cannot serve it);
     vllm_min: the first vLLM version whose speculators path accepts it;
-    unservable: why vLLM cannot serve it, for types that are recognized but not served.
+    unservable: why vLLM cannot serve it, for types that are recognized but not served;
+    rule: the dated rule (specreg/vllm/facts/rules.json) naming the releases that serve it, for an
+    algorithm a release may remove (vllm_min is then the first release of its first run).
     """
     if not isinstance(name, str) or not NAME.match(name):
         raise RegistryError(
@@ -214,10 +238,11 @@ def register_speculator(
                 name=name,
                 function=fn if own is not None else _guarded(fn),
                 method=method,
-                vllm_min=Version(vllm_min) if vllm_min else None,
+                vllm_min=_first_served(rule) if rule else (Version(vllm_min) if vllm_min else None),
                 summary=summary or (fn.__doc__ or "").strip().split("\n")[0],
                 unservable=unservable,
                 origin=origin,
+                rule=rule,
             )
             added = getattr(_guest, "added", None)
             if added is not None:
@@ -225,6 +250,15 @@ def register_speculator(
         return fn
 
     return decorate
+
+
+def _first_served(rule: str) -> Version:
+    """The first vLLM version that serves an algorithm whose releases `rule` names."""
+    from specreg import facts
+
+    typed = facts.metadata()[rule].get("since")
+    runs = facts.rule_spans(rule)
+    return Version(typed) if typed else Version(runs[0][0]) if runs else facts.newest()
 
 
 def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -20,67 +20,73 @@ from specreg.errors import ConfigError
 #: The newest vLLM release specreg's rules were checked against; the target when none is installed.
 NEWEST_KNOWN = facts.newest()
 
-#: rule -> first vLLM version that has it (specreg/vllm/facts/rules.json).
-RULES: dict[str, Version] = {
-    name: facts.since(name)
-    for name in (
-        # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
-        "dflash_target_layer_ids_minus_one",
-        # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal) for every
-        # layer; before, every layer is non-causal. (vllm/v1/spec_decode/dflash.py, DFlashProposer.__init__:
-        # self.dflash_causal = self.dflash_config.get("causal", False); 0.23, where DESIGN.md says 0.24.)
-        "dflash_causal_layers",
-        # Each layer's mask is its own: qwen3_dflash._dflash_layer_causal(config, i) = dflash_config.causal
-        # when set, else layer_types[i] == "sliding_attention"; the V1 proposer and the V2 speculator
-        # take it from the model. In 0.25 the model computed a per-layer value but left it unused
-        # ("currently unused" in DFlashQwen3Attention) and both runners applied the global flag.
-        "dflash_per_layer_causal",
-        # _dflash_layer_causal reads the top-level is_causal first, for every layer.
-        "dflash_is_causal_first",
-        # DSpark layers take the DFlash per-layer rule (Qwen3DSparkModel subclasses DFlashQwen3Model,
-        # DSparkSpeculator subclasses DFlashSpeculator); in 0.25 DSparkSpeculator.__init__ set
-        # self.dflash_causal = False, so every DSpark layer was served non-causal.
-        # (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py)
-        "dspark_per_layer_causal",
-        # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
-        # before, every draft got the Llama class.
-        "eagle_arch_by_model_type",
-        # fc_norm and norm_output are mapped for Eagle-3.
-        "eagle3_fc_norm_norm_output",
-        # dflash_config.causal = not sliding_window_non_causal (missing -> not causal), for all layers.
-        "dflash_causal_from_sliding_window_non_causal",
-        # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
-        # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
-        "sample_from_anchor_mapped",
-        # The V2 model runner refuses sample_from_anchor=true for DFlash
-        # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
-        "dflash_v2_runner_rejects_sample_from_anchor",
-        # vLLM's V1 model runner refuses DFlash candidate-head drafts (DFlash2DraftModel): "Model Runner V1
-        # does not support: DFlash candidate-head drafts" (vllm/config/vllm.py); before, V1 drafted them
-        # through DFlashProposer, which never calls the candidate head (DFlash2 served as plain DFlash).
-        "v1_runner_refuses_dflash_candidate_head",
-        # DSpark exists only in the V2 model runner: 0.25-0.28 select V2 for it by themselves
-        # (VllmConfig.use_v2_model_runner), from 0.29 the V1 runner refuses "dspark speculative decoding"
-        # when V2 is not chosen (no Triton, VLLM_USE_V2_MODEL_RUNNER=0).
-        "v1_runner_refuses_dspark",
-        # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
-        # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
-        # and id L was silently never captured). (vllm/model_executor/models/llama.py)
-        "aux_capture_through_last_layer",
-        # A user --speculative-config is merged on the automatic speculators path (discarded before).
-        # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
-        "user_speculative_config_merged",
-        # LLMBaseProposer.__init__ raises "does not support M-RoPE yet" when the drafter adds input slots
-        # per request (DFlash, parallel drafting) and the draft config declares M-RoPE
-        # (vllm/v1/spec_decode/llm_base_proposer.py `_raise_if_mrope`, in every wheel 0.20-0.33; tests/conformance reads each).
-        "mrope_refused_with_extra_slots",
-    )
-}
+#: the dated rules this module's callers ask about (specreg/vllm/facts/rules.json; whether a release has
+#: each is a per-release fact: `holds`).
+RULES: tuple[str, ...] = (
+    # dflash_config.target_layer_ids = [i - 1 for i in aux] (0.20-0.21 stored aux unchanged).
+    "dflash_target_layer_ids_minus_one",
+    # The DFlash proposer reads one global dflash_config.causal (missing -> non-causal) for every
+    # layer; before, every layer is non-causal. (vllm/v1/spec_decode/dflash.py, DFlashProposer.__init__:
+    # self.dflash_causal = self.dflash_config.get("causal", False); 0.23, where DESIGN.md says 0.24.)
+    "dflash_causal_layers",
+    # Each layer's mask is its own: qwen3_dflash._dflash_layer_causal(config, i) = dflash_config.causal
+    # when set, else layer_types[i] == "sliding_attention"; the V1 proposer and the V2 speculator
+    # take it from the model. In 0.25 the model computed a per-layer value but left it unused
+    # ("currently unused" in DFlashQwen3Attention) and both runners applied the global flag.
+    "dflash_per_layer_causal",
+    # _dflash_layer_causal reads the top-level is_causal first, for every layer.
+    "dflash_is_causal_first",
+    # DSpark layers take the DFlash per-layer rule (Qwen3DSparkModel subclasses DFlashQwen3Model,
+    # DSparkSpeculator subclasses DFlashSpeculator); in 0.25 DSparkSpeculator.__init__ set
+    # self.dflash_causal = False, so every DSpark layer was served non-causal.
+    # (vllm/v1/worker/gpu/spec_decode/dspark/speculator.py)
+    "dspark_per_layer_causal",
+    # Eagle-3 and P-EAGLE pick the draft class from the layer model_type (qwen3 or llama);
+    # before, every draft got the Llama class.
+    "eagle_arch_by_model_type",
+    # fc_norm and norm_output are mapped for Eagle-3.
+    "eagle3_fc_norm_norm_output",
+    # dflash_config.causal = not sliding_window_non_causal (missing -> not causal), for all layers.
+    "dflash_causal_from_sliding_window_non_causal",
+    # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
+    # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
+    "sample_from_anchor_mapped",
+    # The V2 model runner refuses sample_from_anchor=true for DFlash
+    # (vllm/v1/worker/gpu/spec_decode/dflash/speculator.py).
+    "dflash_v2_runner_rejects_sample_from_anchor",
+    # vLLM's V1 model runner refuses DFlash candidate-head drafts (DFlash2DraftModel): "Model Runner V1
+    # does not support: DFlash candidate-head drafts" (vllm/config/vllm.py); before, V1 drafted them
+    # through DFlashProposer, which never calls the candidate head (DFlash2 served as plain DFlash).
+    "v1_runner_refuses_dflash_candidate_head",
+    # DSpark exists only in the V2 model runner: 0.25-0.28 select V2 for it by themselves
+    # (VllmConfig.use_v2_model_runner), from 0.29 the V1 runner refuses "dspark speculative decoding"
+    # when V2 is not chosen (no Triton, VLLM_USE_V2_MODEL_RUNNER=0).
+    "v1_runner_refuses_dspark",
+    # Aux hidden states are captured before layer 0 and after every layer, so an aux id may be
+    # num_hidden_layers (the last layer's output); before, only before each layer (id <= L - 1,
+    # and id L was silently never captured). (vllm/model_executor/models/llama.py)
+    "aux_capture_through_last_layer",
+    # A user --speculative-config is merged on the automatic speculators path (discarded before).
+    # (vllm/transformers_utils/config.py: maybe_override_with_speculators; 0.29, not 0.30.)
+    "user_speculative_config_merged",
+    # LLMBaseProposer.__init__ raises "does not support M-RoPE yet" when the drafter adds input slots
+    # per request (DFlash, parallel drafting) and the draft config declares M-RoPE
+    # (vllm/v1/spec_decode/llm_base_proposer.py `_raise_if_mrope`, in every wheel 0.20-0.33; tests/conformance reads each).
+    "mrope_refused_with_extra_slots",
+    # Model Runner V1 exists beside V2 (vllm/v1/worker/gpu_model_runner.py); 0.34 deleted it, so what V1
+    # refuses and VLLM_USE_V2_MODEL_RUNNER (refused there: "no longer supported") do not apply.
+    "model_runner_v1",
+)
 
 
-def since(rule: str, version: Version) -> bool:
-    """Whether vLLM `version` has mapping rule `rule`."""
-    return version >= RULES[rule]
+def holds(rule: str, version: Version) -> bool:
+    """Whether vLLM `version` has the dated rule `rule` (its release's record in the facts)."""
+    return facts.holds(rule, version)
+
+
+def first(rule: str) -> Version:
+    """The first version of the run of releases that has `rule` up to the newest (for "needs vLLM >= X")."""
+    return facts.since(rule)
 
 
 def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from packaging.version import InvalidVersion, Version
 
 from specreg.normalization import algorithms
+from specreg import facts
 from specreg.normalization.capabilities import NEWEST_KNOWN, short, target_version
 from specreg.errors import ConfigError, Problem
 from specreg.normalization.fields import COUNT, STR, Fields, near_misses, type_name
@@ -100,7 +101,19 @@ def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -
                 "$.auto_map",
             )
         )
-    if algo.method is not None and algo.vllm_min is not None and ctx.vllm < algo.vllm_min:
+    removed_after = algo.last_served_before(ctx.vllm) if algo.method is not None else None
+    if algo.method is not None and not algo.served_by(ctx.vllm) and removed_after is not None:
+        words = facts.refusal(ctx.vllm, algo.name)
+        findings.append(
+            Finding.of(
+                "vllm-removed-algorithm",
+                f"{ctx.vllm_label} no longer serves {algo.name}"
+                + (f': its speculators path says "{words}"' if words else "")
+                + f"; the last release that serves it is vLLM {removed_after}",
+                "$.speculators_model_type",
+            )
+        )
+    elif algo.method is not None and algo.vllm_min is not None and not algo.served_by(ctx.vllm):
         findings.append(
             Finding.of(
                 "vllm-unsupported-algorithm",

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import attrs
 from packaging.version import Version
 
-from specreg.normalization.capabilities import RULES, short
+from specreg.normalization.capabilities import first, short
 from specreg.normalization.fields import (
     BOOL,
     COUNT,
@@ -94,14 +94,14 @@ def vllm_layer_causal(ctx: Context, dspark: bool, draft: Mapping[str, Any], n: i
 
     The rule of each version's model and speculator code; tests/conformance runs the wheels' own
     functions (`_dflash_layer_causal`, the proposers' flags, DSparkSpeculator) against it."""
-    if dspark and not ctx.since("dspark_per_layer_causal"):
+    if dspark and not ctx.holds("dspark_per_layer_causal"):
         return [False] * n  # 0.25: DSparkSpeculator sets self.dflash_causal = False
-    if not ctx.since("dflash_causal_layers"):
+    if not ctx.holds("dflash_causal_layers"):
         return [False] * n  # the proposer builds non-causal attention metadata
     flag = (draft.get("dflash_config") or {}).get("causal")
-    if not ctx.since("dflash_per_layer_causal"):
+    if not ctx.holds("dflash_per_layer_causal"):
         return [bool(flag)] * n  # one global flag, missing -> False
-    if ctx.since("dflash_is_causal_first") and draft.get("is_causal") is not None:
+    if ctx.holds("dflash_is_causal_first") and draft.get("is_causal") is not None:
         return [bool(draft["is_causal"])] * n
     if flag is not None:
         return [bool(flag)] * n
@@ -112,7 +112,7 @@ def vllm_layer_causal(ctx: Context, dspark: bool, draft: Mapping[str, Any], n: i
 def mapped_by_vllm(ctx: Context, variant: Variant, layer_data: dict, non_causal_in_file: bool | None) -> dict:
     """The mask-deciding keys of the draft config vLLM's speculators mapping builds from the file."""
     draft = {k: layer_data[k] for k in ("layer_types", "is_causal") if k in layer_data}
-    if not variant.top_level and ctx.since("dflash_causal_from_sliding_window_non_causal"):
+    if not variant.top_level and ctx.holds("dflash_causal_from_sliding_window_non_causal"):
         # algos.py update_dflash: causal = not config.get("sliding_window_non_causal", True)
         draft["dflash_config"] = {"causal": not (True if non_causal_in_file is None else non_causal_in_file)}
     return draft
@@ -162,7 +162,7 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
 
     inner = "draft_config" if variant.top_level else "draft_config.dflash_config"
     plan.copy(f"{inner}.mask_token_id", mask_token, "$.mask_token_id")
-    if variant.top_level or ctx.since("dflash_target_layer_ids_minus_one"):
+    if variant.top_level or ctx.holds("dflash_target_layer_ids_minus_one"):
         plan.derive(
             f"{inner}.target_layer_ids",
             [i - 1 for i in aux],
@@ -175,7 +175,7 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             list(aux),
             ["$.aux_hidden_state_layer_ids"],
             f"{ctx.vllm_label} stores aux ids unchanged and shifts them itself (the i - 1 rule starts in "
-            f"{short(RULES['dflash_target_layer_ids_minus_one'])})",
+            f"{short(first('dflash_target_layer_ids_minus_one'))})",
         )
     if variant.top_level and block is not None:
         plan.copy("draft_config.block_size", block, cfg.at("block_size"))
@@ -186,7 +186,7 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
 
     _draft_length(cfg, ctx, variant, plan, block, anchor_in_file)
     v1 = variant.name == "dflash" or (
-        variant.name == "dflash2" and not ctx.since("v1_runner_refuses_dflash_candidate_head")
+        variant.name == "dflash2" and not ctx.holds("v1_runner_refuses_dflash_candidate_head")
     )
     check_startup(layer_cfg, plan, ctx, parallel_slots=v1, why="DFlash (it drafts the whole block in one pass)")
     _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file)
@@ -234,7 +234,7 @@ def _draft_length(
             )
 
     field = "draft_config.sample_from_anchor" if variant.top_level else "draft_config.dflash_config.sample_from_anchor"
-    if variant.top_level or ctx.since("sample_from_anchor_mapped"):
+    if variant.top_level or ctx.holds("sample_from_anchor_mapped"):
         if plan_anchor[0] == "copy":
             plan.copy(field, anchor, plan_anchor[1])
         elif plan_anchor[0] == "derive":
@@ -256,10 +256,10 @@ def _draft_length(
         # DFlashSpeculator raises on it from 0.27 (tests/conformance checks both in every wheel).
         how = (
             f"{ctx.vllm_label} maps the field, but its V1 runner always drafts after a bonus token"
-            if ctx.since("sample_from_anchor_mapped")
+            if ctx.holds("sample_from_anchor_mapped")
             else f"{ctx.vllm_label} never reads sample_from_anchor for DFlash and drafts after a bonus token"
         )
-        if ctx.since("dflash_v2_runner_rejects_sample_from_anchor"):
+        if ctx.holds("dflash_v2_runner_rejects_sample_from_anchor"):
             how += " and its V2 runner refuses sample_from_anchor=true for DFlash"
         plan.find(
             "vllm-unsupported-feature",
@@ -267,7 +267,7 @@ def _draft_length(
             f"tokens from the anchor); {how}. No vLLM release serves this layout.",
             anchor_src[0],
         )
-    elif anchor and not ctx.since("sample_from_anchor_mapped"):
+    elif anchor and not ctx.holds("sample_from_anchor_mapped"):
         plan.find(
             "served-length-mismatch",
             f"{ctx.vllm_label} maps every speculators DSpark draft with dspark_bonus_anchor=true, "
@@ -330,21 +330,21 @@ def _draft_length(
 
 def why_unservable(ctx: Context, dspark: bool, trained: list[bool]) -> str:
     """Why the targeted vLLM cannot be told the trained masks (its rule in `vllm_layer_causal`)."""
-    if dspark and not ctx.since("dspark_per_layer_causal"):
+    if dspark and not ctx.holds("dspark_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding layers; {ctx.vllm_label} serves every DSpark "
             f"layer non-causal (DSparkSpeculator sets dflash_causal = False). Needs vLLM >= "
-            f"{short(RULES['dspark_per_layer_causal'])}."
+            f"{short(first('dspark_per_layer_causal'))}."
         )
-    if not ctx.since("dflash_causal_layers"):
+    if not ctx.holds("dflash_causal_layers"):
         return (
             f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
-            f"non-causal. Needs vLLM >= {short(RULES['dflash_causal_layers'])}."
+            f"non-causal. Needs vLLM >= {short(first('dflash_causal_layers'))}."
         )
-    if not ctx.since("dflash_per_layer_causal"):
+    if not ctx.holds("dflash_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
-            f"applies one causal flag to every layer. Needs vLLM >= {short(RULES['dflash_per_layer_causal'])}."
+            f"applies one causal flag to every layer. Needs vLLM >= {short(first('dflash_per_layer_causal'))}."
         )
     return f"specreg's draft_config does not make {ctx.vllm_label} serve the trained masks {trained}"
 
@@ -408,28 +408,31 @@ def _attention(
     if unservable:
         plan.find("vllm-unsupported-feature", why_unservable(ctx, variant.top_level, trained), nc_path)
 
-    # Drafts vLLM serves as trained only on its V2 model runner (Speculator.needs_v2_model_runner)
+    # Drafts vLLM serves as trained only on its V2 model runner (Speculator.needs_v2_model_runner); a
+    # release without Model Runner V1 (the model_runner_v1 rule) always runs V2 and refuses the variable
     why_v2 = []
-    if mixed:  # qwen3_dflash._resolve_layer_attention (DSpark's layers too) raises on V1
+    if not ctx.holds("model_runner_v1"):
+        pass
+    elif mixed:  # qwen3_dflash._resolve_layer_attention (DSpark's layers too) raises on V1
         why_v2.append(
             f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers "
             "need one KV group each, which only the V2 runner builds"
         )
-    if variant.name == "dflash2":
+    if variant.name == "dflash2" and ctx.holds("model_runner_v1"):
         how = (
             'refuses it ("DFlash candidate-head drafts")'
-            if ctx.since("v1_runner_refuses_dflash_candidate_head")
+            if ctx.holds("v1_runner_refuses_dflash_candidate_head")
             else "drafts it as plain DFlash without a word (its proposer never calls the candidate head)"
         )
         why_v2.append(
             f"DFlash2's candidate selector runs only in the V2 speculator; the V1 runner of {ctx.vllm_label} {how}"
         )
-    if variant.top_level:
+    if variant.top_level and ctx.holds("model_runner_v1"):
         why_v2.append(
             "DSpark is implemented by vLLM's V2 model runner only ("
             + (
                 f"{ctx.vllm_label}'s V1 runner refuses it"
-                if ctx.since("v1_runner_refuses_dspark")
+                if ctx.holds("v1_runner_refuses_dspark")
                 else f"{ctx.vllm_label} selects V2 for it unless VLLM_USE_V2_MODEL_RUNNER=0"
             )
             + ")"
@@ -470,11 +473,11 @@ def mask_flag(ctx: Context, dspark: bool, trained: list[bool], base: Mapping[str
     (sliding causal, full bidirectional) is then the trained plan."""
     if len(set(trained)) == 1:
         why = "every layer was trained " + ("causal" if trained[0] else "non-causal") + ": one flag states it"
-        if ctx.since("dflash_is_causal_first"):
+        if ctx.holds("dflash_is_causal_first"):
             return "draft_config.is_causal", trained[0], why + f" ({ctx.vllm_label} reads is_causal first)"
-        if ctx.since("dflash_causal_layers") and (not dspark or ctx.since("dspark_per_layer_causal")):
+        if ctx.holds("dflash_causal_layers") and (not dspark or ctx.holds("dspark_per_layer_causal")):
             return "draft_config.dflash_config.causal", trained[0], why
-    elif base.get("is_causal") is not None and ctx.since("dflash_is_causal_first"):
+    elif base.get("is_causal") is not None and ctx.holds("dflash_is_causal_first"):
         # a layer config's own is_causal would override the per-layer fallback for every layer
         return (
             "draft_config.is_causal",
@@ -486,16 +489,16 @@ def mask_flag(ctx: Context, dspark: bool, trained: list[bool], base: Mapping[str
 
 def _served_because(ctx: Context, variant: Variant, mapped: dict) -> str:
     """Which rule of the targeted vLLM gives the unmodified file its mask."""
-    if ctx.since("dflash_is_causal_first") and mapped.get("is_causal") is not None:
+    if ctx.holds("dflash_is_causal_first") and mapped.get("is_causal") is not None:
         return (
             f"{ctx.vllm_label} applies the layer config's is_causal = {str(mapped['is_causal']).lower()} to every layer"
         )
-    if "dflash_config" in mapped and ctx.since("dflash_per_layer_causal"):
+    if "dflash_config" in mapped and ctx.holds("dflash_per_layer_causal"):
         return (
             f"{ctx.vllm_label} sets dflash_config.causal = not sliding_window_non_causal "
             f"(= {str(mapped['dflash_config']['causal']).lower()}) for every layer"
         )
-    if ctx.since("dflash_per_layer_causal"):
+    if ctx.holds("dflash_per_layer_causal"):
         return (
             f"{ctx.vllm_label}'s mapping writes no causal flag for {variant.name}, so layer_types decides "
             "(sliding layers causal)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 from packaging.version import Version
 
-from specreg.normalization.capabilities import RULES, short
+from specreg.normalization.capabilities import first, short
 from specreg.normalization.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
 from specreg.normalization.plan import Context, Plan
 from specreg.normalization.shape import check_layer_shape, check_startup
@@ -87,11 +87,11 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
                 f"vLLM's {variant.name} path accepts llama or qwen3 layers, got model_type {model_type!r}",
                 mt_path,
             )
-    if prefix is not None and prefix != "Llama" and not ctx.since("eagle_arch_by_model_type"):
+    if prefix is not None and prefix != "Llama" and not ctx.holds("eagle_arch_by_model_type"):
         plan.find(
             "vllm-unsupported-feature",
             f"{ctx.vllm_label} serves every {variant.name} draft with the Llama class; "
-            f"{model_type} layers need vLLM >= {short(RULES['eagle_arch_by_model_type'])}",
+            f"{model_type} layers need vLLM >= {short(first('eagle_arch_by_model_type'))}",
             mt_path,
         )
     if prefix is not None:
@@ -122,12 +122,12 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
                 nbr_path,
             )
     for name, value in flags.items():
-        if name in ("fc_norm", "norm_output") and not ctx.since("eagle3_fc_norm_norm_output"):
+        if name in ("fc_norm", "norm_output") and not ctx.holds("eagle3_fc_norm_norm_output"):
             if value:
                 plan.find(
                     "vllm-unsupported-feature",
                     f"the draft was trained with {name}=true, which {ctx.vllm_label} does not map; needs vLLM >= "
-                    f"{short(RULES['eagle3_fc_norm_norm_output'])}",
+                    f"{short(first('eagle3_fc_norm_norm_output'))}",
                     cfg.at(name),
                 )
             continue  # not a field this vLLM knows: left out, as vLLM's own mapping does
@@ -146,7 +146,7 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
                 [aux_path],
                 "vLLM sizes the fc input from num_aux_hidden_states (default 3), not from the ids",
             )
-            llama_class = prefix == "Llama" or (prefix is not None and not ctx.since("eagle_arch_by_model_type"))
+            llama_class = prefix == "Llama" or (prefix is not None and not ctx.holds("eagle_arch_by_model_type"))
             if native is None and llama_class:
                 # vLLM's update_eagle3/update_peagle copy the ids to the top level and never write
                 # num_aux_hidden_states; llama_eagle3.LlamaModel reads num_aux_hidden_states, else

@@ -161,6 +161,16 @@ CODES: dict[str, Code] = {
             fix="target a vLLM release that serves the algorithm (the message names the first)",
         ),
         Code(
+            "vllm-removed-algorithm",
+            "error",
+            "the targeted vLLM version removed this algorithm",
+            "A release after the first one that served the algorithm removed it (a release that refuses P-EAGLE: "
+            "its speculators path raises, and parallel drafting is left to DFlash and DSpark). The message "
+            "quotes the release's own refusal (read from its wheel by `python -m specreg.facts refresh`) and "
+            "names the last release that serves the algorithm.",
+            fix="serve the draft with the last vLLM release that serves its algorithm (the message names it)",
+        ),
+        Code(
             "composite-model-type",
             "error",
             "the draft's model_type is a composite (vision-language) config",

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import attrs
 from packaging.version import Version
 
-from specreg.normalization.capabilities import since, short
+from specreg.normalization.capabilities import holds, short
 from specreg.normalization.speculator import Finding, LayerAttention, Provenance
 
 
@@ -36,8 +36,9 @@ class Context:
     #: (a native EAGLE-3 `LlamaForCausalLMEagle3` is Llama Eagle-3 layers whatever its model_type)
     native_architecture: str | None = None
 
-    def since(self, rule: str) -> bool:
-        return since(rule, self.vllm)
+    def holds(self, rule: str) -> bool:
+        """Whether the targeted vLLM has the dated rule `rule`."""
+        return holds(rule, self.vllm)
 
     @property
     def vllm_label(self) -> str:

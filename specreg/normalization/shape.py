@@ -154,7 +154,7 @@ def check_startup(layer_cfg: Fields, plan: Plan, ctx: Context, *, parallel_slots
             fix=_rewrite_fix(model_type),
         )
     found = mrope_section(layer_cfg)
-    if found is not None and parallel_slots and ctx.since("mrope_refused_with_extra_slots"):
+    if found is not None and parallel_slots and ctx.holds("mrope_refused_with_extra_slots"):
         plan.find(
             "vllm-startup-refusal",
             f"the draft's rope parameters declare M-RoPE (mrope_section {found[1]}); {ctx.vllm_label}'s drafter "

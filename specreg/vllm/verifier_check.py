@@ -14,10 +14,10 @@ from specreg.errors import ConfigError
 from specreg.normalization.capabilities import (
     AUX_CAPTURE_ARCHITECTURES,
     AUX_CAPTURE_VERSION,
-    RULES,
+    first,
+    holds,
     parse_version,
     short,
-    since,
 )
 from specreg.normalization.speculator import Finding
 from specreg.sources import hub
@@ -142,13 +142,13 @@ def verifier_findings(
     L, H, V = facts.num_hidden_layers, facts.hidden_size, facts.vocab_size
     ids = aux_ids(d)
     if ids is not None and L is not None:
-        through_last = since("aux_capture_through_last_layer", version)
+        through_last = holds("aux_capture_through_last_layer", version)
         top = L if through_last else L - 1
         bad = [i for i in ids if not 0 <= i <= top]
         if bad:
             rule = (
                 "ids count the hidden state entering layer i; vLLM >= "
-                f"{short(RULES['aux_capture_through_last_layer'])} also captures the last layer's output as id L"
+                f"{short(first('aux_capture_through_last_layer'))} also captures the last layer's output as id L"
                 if through_last
                 else f"ids count the hidden state entering layer i, and vLLM {short(version)} captures "
                 "only before each layer"

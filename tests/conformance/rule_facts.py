@@ -42,21 +42,64 @@ MAPPING_PROBES: dict[str, tuple[str, Callable[[dict], bool]]] = {
     "dflash_causal_from_sliding_window_non_causal": ("dflash", lambda d: "causal" in d["dflash_config"]),
     "sample_from_anchor_mapped": ("dflash", lambda d: "sample_from_anchor" in d["dflash_config"]),
     "eagle3_fc_norm_norm_output": ("eagle3_generated", lambda d: "fc_norm" in d),
-    "eagle_arch_by_model_type": ("peagle", lambda d: d["architectures"] == ["PeagleQwen3ForCausalLM"]),
 }
 
+#: the fixture each algorithm's mapping is run on (whether the wheel serves it, or refuses it)
+ALGORITHM_FIXTURES = {
+    "dflash": "dflash",
+    "dflash2": "dflash2",
+    "dspark": "dspark_generated",
+    "eagle3": "eagle3_generated",
+    "peagle": "peagle",
+}
 
-def registers(version: str, algorithm: str) -> bool:
-    """Whether the wheel's SUPPORTED_SPECULATORS_TYPES has `algorithm`."""
-    return algorithm in mapping(version).supported
+#: eagle_arch_by_model_type: each Eagle-family draft with Qwen3 layers, and the class it must get
+QWEN3_EAGLE_CLASSES = {"eagle3": "Eagle3Qwen3ForCausalLM", "peagle": "PeagleQwen3ForCausalLM"}
+
+
+def refusal(version: str, algorithm: str) -> str | None:
+    """What the wheel's speculators mapping raises for `algorithm`'s fixture, in its own words (None: it
+    maps it, or does not register the algorithm at all)."""
+    if algorithm not in mapping(version).supported:
+        return None
+    config = fixture_config(ALGORITHM_FIXTURES[algorithm])
+    try:
+        mapping(version).draft_config(config)
+        mapping(version).speculative_config(config)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def serves(version: str, algorithm: str) -> bool:
+    """Whether the wheel's speculators path serves `algorithm`: SUPPORTED_SPECULATORS_TYPES has it and
+    its mapping does not refuse it (0.34 keeps "peagle" in the table and raises from update_peagle)."""
+    return algorithm in mapping(version).supported and refusal(version, algorithm) is None
+
+
+def refusals(version: str) -> dict[str, str]:
+    """algorithm -> the wheel's refusal of it, for every algorithm it registers and refuses."""
+    return {a: r for a in ALGORITHMS if (r := refusal(version, a)) is not None}
 
 
 def mapped(version: str, rule: str) -> bool:
     fixture, has_rule = MAPPING_PROBES[rule]
     config = fixture_config(fixture)
-    if config["speculators_model_type"] not in mapping(version).supported:
+    if not serves(version, config["speculators_model_type"]):
         return False
     return bool(has_rule(mapping(version).draft_config(config)))
+
+
+def eagle_arch_by_model_type(version: str) -> bool:
+    """Whether every Eagle-family algorithm the wheel serves gives a Qwen3-layer draft its Qwen3 class
+    (and it serves one)."""
+    served = [a for a in QWEN3_EAGLE_CLASSES if serves(version, a)]
+    archs = {}
+    for algorithm in served:
+        config = fixture_config(ALGORITHM_FIXTURES[algorithm])
+        config["transformer_layer_config"]["model_type"] = "qwen3"
+        archs[algorithm] = mapping(version).draft_config(config)["architectures"]
+    return bool(served) and all(archs[a] == [QWEN3_EAGLE_CLASSES[a]] for a in served)
 
 
 # -- lines of the wheel's source -------------------------------------------------------------------
@@ -73,6 +116,8 @@ SOURCE_PROBES = {
     ),
     "v1_runner_refuses_dflash_candidate_head": ("vllm/config/vllm.py", r'"DFlash candidate-head drafts"'),
     "v1_runner_refuses_dspark": ("vllm/config/vllm.py", r'"dspark speculative decoding"'),
+    # Model Runner V1 (deleted in 0.34, VLLM_USE_V2_MODEL_RUNNER with it: "is no longer supported")
+    "model_runner_v1": ("vllm/v1/worker/gpu_model_runner.py", r"^class GPUModelRunner\b"),
     "user_speculative_config_merged": (
         "vllm/transformers_utils/config.py",
         r"speculative_config\.update\(vllm_speculative_config\)",
@@ -88,7 +133,7 @@ def source(version: str, path: str) -> str:
 
 def in_source(version: str, rule: str) -> bool:
     path, pattern = SOURCE_PROBES[rule]
-    return re.search(pattern, source(version, path)) is not None
+    return re.search(pattern, source(version, path), re.M) is not None
 
 
 # -- the served masks ------------------------------------------------------------------------------
@@ -152,8 +197,9 @@ SPEC_OPTIONS = ("--spec-model", "--spec-method", "--spec-tokens")
 
 #: rule -> whether wheel `version` has it (every rule but the kv_cache ones: KV_HOLDS, below)
 HOLDS: dict[str, Callable[[str], bool]] = {
-    **{f"algorithm_{a}": (lambda v, a=a: registers(v, a)) for a in ALGORITHMS},
+    **{f"algorithm_{a}": (lambda v, a=a: serves(v, a)) for a in ALGORITHMS},
     **{r: (lambda v, r=r: mapped(v, r)) for r in MAPPING_PROBES},
+    "eagle_arch_by_model_type": eagle_arch_by_model_type,
     **{r: (lambda v, r=r: in_source(v, r)) for r in SOURCE_PROBES},
     **{r: (lambda v, r=r: masks(v, r)) for r in MASK_PROBES},
     "dflash_attention_value_scale": lambda v: "attention_value_scale" in (field_coverage.wheel_keys(v, "dflash") or ()),
@@ -222,15 +268,51 @@ NOT_SURVEYED = {
 }
 
 
-def compute(version: str, cases: list[dict[str, Any]] | None) -> dict[str, Any]:
+#: a kv_cache rule's record when the survey failed on this release (its failure is the refresh's report)
+NOT_RUN = {
+    **NOT_SURVEYED,
+    "why": "the kv_cache survey failed on this wheel (the refresh that wrote this file lists its failure), "
+    "so the kv_cache rules could not be decided",
+}
+
+
+def compute(
+    version: str, cases: list[dict[str, Any]] | None, attempt: Callable[[str, Callable[[], bool]], Any] | None = None
+) -> dict[str, Any]:
     """rule -> whether wheel `version` has it. `cases`: its kv_cache survey (kv_cache_groups.py); None
-    where the survey cannot run, and the kv_cache rules' records say so."""
-    kv = {r: NOT_SURVEYED if cases is None else kv_holds(r, cases) for r in KV_HOLDS}
-    return {**{r: holds(r, version) for r in HOLDS}, **kv}
+    where the survey cannot run, and the kv_cache rules' records say so. `attempt(rule, decide)`: runs one
+    rule's decision isolated (the refresh's driver: a time limit, and a failure becomes the rule's record
+    of why it was not computed); without it a failing extractor raises."""
+    from specreg import facts
+
+    held_by = {name: record["held_by"] for name, record in facts.metadata().items()}
+    out: dict[str, Any] = {}
+    for rule in RULES:
+        if rule in KV_HOLDS and cases is None:
+            out[rule] = NOT_SURVEYED
+            continue
+        decide = (lambda r=rule: kv_holds(r, cases)) if rule in KV_HOLDS else (lambda r=rule: holds(r, version))
+        if attempt is None:
+            out[rule] = decide()
+            continue
+        ok, value = attempt(f"rule {rule}", decide)
+        out[rule] = value if ok else {"extractable": False, "held_by": held_by[rule], "why": value}
+    return out
 
 
-def regenerate(computed: dict[str, dict[str, Any]], root: Path) -> None:
-    """release -> its rules (compute's answer) into `root/<release>/rules.json`."""
+def regenerate(
+    computed: dict[str, dict[str, Any]], root: Path, refused: dict[str, dict[str, str]] | None = None
+) -> None:
+    """release -> its rules (compute's answer) into `root/<release>/rules.json`, with `refused`: release ->
+    algorithm -> the wheel's own refusal of it (refusals' answer), kept where there is one."""
     from specreg.vllm.fact_files import write_releases
 
-    write_releases(root, "rules", ABOUT, {release: {"rules": rules} for release, rules in computed.items()})
+    write_releases(
+        root,
+        "rules",
+        ABOUT,
+        {
+            release: {"rules": rules, **({"refused": refused[release]} if (refused or {}).get(release) else {})}
+            for release, rules in computed.items()
+        },
+    )

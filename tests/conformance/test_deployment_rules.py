@@ -61,7 +61,48 @@ def raised_methods(version: str) -> tuple[set[str] | str, frozenset | None]:
         ):
             ropes = frozenset(ast.literal_eval(node.value.args[0]))
     gated = "_rope_only_sizes_cache(draft_hf_config)" in ast.unparse(tree)
+    if not guards:
+        guards = shared_position_methods(version)
     return guards, ropes if gated else None
+
+
+SPEC_DECODE = "vllm/v1/worker/gpu/spec_decode"
+
+
+def shared_position_methods(version: str) -> set[str]:
+    """From 0.34 the call is the V2 runner's (speculator_config.py, DraftModelSpeculatorConfig.configure),
+    guarded by the method's config class's `shares_target_positions`: the methods of `_CONFIG_BY_METHOD`
+    whose class (through its bases, across spec_decode's config files) has it true."""
+    tree = source(version, f"{SPEC_DECODE}/speculator_config.py")
+    if tree is None or "config_cls.shares_target_positions" not in ast.unparse(tree):
+        return set()
+    classes: dict[str, tuple[list[str], bool | None]] = {}
+    with zipfile.ZipFile(wheel(version)) as z:
+        for name in z.namelist():
+            if name.startswith(SPEC_DECODE) and name.endswith(".py"):
+                for node in ast.walk(ast.parse(z.read(name))):
+                    if isinstance(node, ast.ClassDef):
+                        own = None
+                        for item in node.body:
+                            target = item.target if isinstance(item, ast.AnnAssign) else None
+                            if isinstance(item, ast.Assign) and len(item.targets) == 1:
+                                target = item.targets[0]
+                            if getattr(target, "id", None) == "shares_target_positions":
+                                own = ast.literal_eval(item.value)
+                        classes[node.name] = ([ast.unparse(b) for b in node.bases], own)
+
+    def shares(cls: str) -> bool:
+        bases, own = classes.get(cls, ([], None))
+        return own if own is not None else any(shares(b) for b in bases)
+
+    table = next(
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and getattr(n.target if isinstance(n, ast.AnnAssign) else n.targets[0], "id", None) == "_CONFIG_BY_METHOD"
+    )
+    methods = {ast.literal_eval(k): ast.literal_eval(v.args[1]) for k, v in zip(table.keys, table.values)}
+    return {method for method, cls in methods.items() if shares(cls)}
 
 
 @pytest.mark.parametrize("version", ["0.20.0", "0.22.0", "0.24.0", "0.25.0", *VERSIONS])
@@ -127,10 +168,27 @@ def _draft_config_builder(version: str) -> ast.FunctionDef | None:
 
 
 def draft_has_own_kv_cache_dtype(version: str) -> bool:
-    """Whether _create_draft_vllm_config gives the draft speculative_config's KV-cache dtype when set
-    (rules.json draft_kv_cache_dtype; False where the drafter has no such function)."""
-    fn = _draft_config_builder(version)
-    return fn is not None and "if spec_cfg.kv_cache_dtype is not None" in ast.unparse(fn)
+    """Whether the draft gets speculative_config's KV-cache dtype when set (rules.json
+    draft_kv_cache_dtype): V1's _create_draft_vllm_config where the wheel has Model Runner V1; from 0.34
+    (V1 deleted) the V2 loaders of every method specreg serves (dflash/utils.py load_dflash_model,
+    dspark/utils.py load_dspark_model, and eagle/utils.py through apply_draft_overrides' table)."""
+    if source(version, DRAFTER) is not None:
+        fn = _draft_config_builder(version)
+        return fn is not None and "if spec_cfg.kv_cache_dtype is not None" in ast.unparse(fn)
+    loaders = {"dflash/utils.py": "load_dflash_model", "dspark/utils.py": "load_dspark_model"}
+    for path, name in loaders.items():
+        tree = source(version, f"{SPEC_DECODE}/{path}")
+        fns = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name] if tree else []
+        text = ast.unparse(fns[0]) if fns else ""
+        if "cache_dtype=speculative_config.kv_cache_dtype" not in text:
+            return False
+    eagle = source(version, f"{SPEC_DECODE}/eagle/utils.py")
+    spec = ast.unparse(source(version, "vllm/config/speculative.py"))
+    return (
+        eagle is not None
+        and "speculative_config.apply_draft_overrides(vllm_config)" in ast.unparse(eagle)
+        and "('kv_cache_dtype', 'cache_config', 'cache_dtype')" in spec
+    )
 
 
 @pytest.mark.parametrize("version", ["0.24.0", "0.25.0", *VERSIONS])

@@ -130,52 +130,43 @@ ALGORITHM_FIXTURE = {
 }
 
 
-def _before(version: Version) -> str:
-    """The release just before `version` among those the capability checks download."""
-    return {
-        "0.10.1": "0.10.0",
-        "0.18": "0.17.1",
-        "0.20": "0.19.1",
-        "0.22": "0.21.0",
-        "0.23": "0.22.0",
-        "0.24": "0.23.0",
-        "0.25": "0.24.0",
-        "0.26": "0.25.0",
-        "0.27": "0.26.0",
-        "0.28": "0.27.0",
-        "0.29": "0.28.0",
-        "0.31": "0.30.0",
-    }[str(version)]
+#: a rule older than every tracked release (its version typed in the top rules.json): that wheel and
+#: the one before it, where the rule is checked to start
+TYPED_EDGES = {"0.10.1": ("0.10.1", "0.10.0"), "0.18": ("0.18.0", "0.17.1")}
 
 
-def _release(version: Version) -> str:
-    return {
-        "0.10.1": "0.10.1",
-        "0.18": "0.18.0",
-        "0.20": "0.20.0",
-        "0.22": "0.22.0",
-        "0.23": "0.23.0",
-        "0.24": "0.24.0",
-        "0.25": "0.25.0",
-        "0.26": "0.26.0",
-        "0.27": "0.27.0",
-        "0.28": "0.28.0",
-        "0.29": "0.29.0",
-        "0.31": "0.31.0",
-    }[str(version)]
+def boundaries(rule: str) -> list[tuple[str, bool]]:
+    """(wheel, whether `rule` holds there) at each edge of its runs in the committed facts: the first
+    release of each run and the one before it, the last release of a run that stops and the one after."""
+    typed = facts.metadata()[rule].get("since")
+    if typed is not None:
+        first, before = TYPED_EDGES[typed]
+        return [(first, True), (before, False)]
+    known = facts.known()
+    edges = []
+    for first, last in facts.rule_spans(rule):
+        i = known.index(first)
+        edges += [(facts.wheel(first), True)] + ([(facts.wheel(known[i - 1]), False)] if i else [])
+        if last is not None:
+            j = known.index(last)
+            edges += [(facts.wheel(last), True), (facts.wheel(known[j + 1]), False)]
+    return edges
+
+
+def starts_and_stops_where_the_facts_say(rule: str) -> None:
+    for wheel, expected in boundaries(rule):
+        assert holds(rule, wheel) == expected, f"{rule}: {'not ' if expected else ''}in vLLM {wheel}"
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHM_FIXTURE))
-def test_an_algorithm_is_registered_from_its_first_version_and_not_before(name):
-    algo = algorithms.get(name)
-    assert holds(f"algorithm_{name}", _release(algo.vllm_min))
-    assert not holds(f"algorithm_{name}", _before(algo.vllm_min))
+def test_an_algorithm_is_served_where_the_facts_say_and_not_beside(name):
+    assert algorithms.get(name).rule == f"algorithm_{name}"
+    starts_and_stops_where_the_facts_say(f"algorithm_{name}")
 
 
 @pytest.mark.parametrize("rule", sorted(MAPPING_PROBES))
 def test_a_mapping_rule_starts_in_its_version(rule):
-    assert holds(rule, _release(RULES[rule]))
-    assert not holds(rule, _before(RULES[rule]))
+    starts_and_stops_where_the_facts_say(rule)
 
 
 @pytest.mark.parametrize("version", ["0.22.0", "0.24.0", "0.26.0", "0.29.0", "0.33.0"])
@@ -202,15 +193,15 @@ def test_plain_path_class_names_are_the_same_vllm_class(version):
 # (conformance/vllm_serving.py), differ between the first version and the one before.
 @pytest.mark.parametrize("rule", sorted(MASK_PROBES))
 def test_a_mask_rule_starts_in_its_version(rule):
-    assert holds(rule, _release(RULES[rule]))
-    assert not holds(rule, _before(RULES[rule]))
+    starts_and_stops_where_the_facts_say(rule)
 
 
 def test_every_rule_is_probed():
     """Each rule capabilities.py reads has its extractor (mrope_refused_with_extra_slots: read with ast
     in test_field_coverage.py)."""
     assert set(RULES) == set(MAPPING_PROBES) | set(SOURCE_PROBES) | set(MASK_PROBES) | {
-        "mrope_refused_with_extra_slots"
+        "mrope_refused_with_extra_slots",
+        "eagle_arch_by_model_type",
     }
     assert set(RULES) <= set(HOLDS)
 
@@ -219,8 +210,7 @@ def test_every_rule_is_probed():
 # recognised by a line of vLLM's own source, present from its first version and absent before.
 @pytest.mark.parametrize("rule", sorted(SOURCE_PROBES))
 def test_a_source_rule_starts_in_its_version(rule):
-    assert holds(rule, _release(RULES[rule])), f"{rule}: not in vLLM {RULES[rule]} {SOURCE_PROBES[rule][0]}"
-    assert not holds(rule, _before(RULES[rule])), f"{rule}: already in {_before(RULES[rule])}"
+    starts_and_stops_where_the_facts_say(rule)
 
 
 def test_the_aux_capture_architecture_table_is_vllms():

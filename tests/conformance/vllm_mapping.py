@@ -21,15 +21,27 @@ CACHE = Path(os.environ.get("SPECREG_VLLM_WHEELS", Path.home() / ".cache" / "spe
 
 
 def wheel(version: str) -> Path:
+    """vLLM `version`'s own wheel, downloaded once (wheels only: an index holding only an sdist would
+    have pip run its build backend). `===` asks for that exact version: a local-version build such as
+    `0.34.0+cpu`, which `==` also matches, is a different build with other code, and is refused."""
     CACHE.mkdir(parents=True, exist_ok=True)
     found = sorted(CACHE.glob(f"vllm-{version}-*.whl"))
     if not found:
         print(f"downloading vllm=={version} (no deps) into {CACHE} ...", file=sys.stderr, flush=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", f"vllm=={version}", "-d", str(CACHE)],
+            [
+                sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q",
+                f"vllm==={version}", "-d", str(CACHE),
+            ],
             check=True,
-        )
+        )  # fmt: skip
         found = sorted(CACHE.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        others = sorted(p.name for p in CACHE.glob(f"vllm-{version}+*.whl"))
+        raise FileNotFoundError(
+            f"no wheel of vllm {version} itself in {CACHE}"
+            + (f" (only the local-version build {others[0]}, whose code is not the release's)" if others else "")
+        )
     return found[-1]
 
 

@@ -7,7 +7,8 @@ The mask a layer gets is decided in three places that changed over the releases:
   attention group per layer group from it (`get_draft_attn_causal`);
 - the V1 proposer (`vllm/v1/spec_decode/dflash.py`, `DFlashProposer.__init__`): one
   `self.dflash_causal` for every layer (0.23-0.25: the global `dflash_config.causal`; before 0.23
-  the metadata is built with `causal=False`);
+  the metadata is built with `causal=False`); 0.34 deleted Model Runner V1, and the V2 groups alone
+  decide;
 - the DSpark speculator (`vllm/v1/worker/gpu/spec_decode/dspark/speculator.py`), which in 0.25 sets
   `self.dflash_causal = False` after its DFlash base class.
 
@@ -100,6 +101,8 @@ class Serving:
             exec(compile(ast.fix_missing_locations(code), f"vllm-{version}/{MODEL}", "exec"), namespace)
             self.functions = {k: namespace[k] for k in MODEL_FUNCTIONS if k in namespace}
 
+        # 0.34 deleted Model Runner V1 (vllm/v1/spec_decode/): the V2 speculator alone decides the masks
+        self.has_v1 = _read(version, PROPOSER) is not None
         proposer = ast.parse(_read(version, PROPOSER) or "")
         cls = _class(proposer, "DFlashProposer")
         self.proposer_flag = _self_assignment(_method(cls, "__init__"), "dflash_causal")
@@ -159,7 +162,7 @@ class Serving:
             return [bool(self.dspark_forced)] * n
         if self.per_layer:
             served = [bool(self.functions["_resolve_layer_attention"](hf, i)[1]) for i in range(n)]
-            if len(set(served)) == 1:  # the V1 runner (uniform drafts) must agree with the V2 groups
+            if self.has_v1 and len(set(served)) == 1:  # the V1 runner (uniform drafts) must agree with V2
                 assert self._proposer_flag(hf) == served[0], f"vLLM {self.version}: V1 and V2 disagree"
             return served
         return [self._proposer_flag(hf)] * n
