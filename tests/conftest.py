@@ -98,6 +98,19 @@ def run_in_process(*args: str, env: dict | None = None):
     return subprocess.CompletedProcess(["specreg", *args], code, out.getvalue(), err.getvalue())
 
 
+def serving_release(algorithm: str) -> str | None:
+    """The wheel of the newest known vLLM release that serves `algorithm` (a release may remove one,
+    as 0.34 removed P-EAGLE), None when none does."""
+    from packaging.version import Version
+
+    from specreg import facts
+    from specreg.normalization import algorithms
+
+    algo = algorithms.get(algorithm)
+    served = [r for r in facts.known() if algo.method is not None and algo.served_by(Version(r))]
+    return facts.wheel(served[-1]) if served else None
+
+
 def fixture_config(name: str) -> dict:
     """A fresh copy of a fixture config (speculators/NAME.json)."""
     return json.loads((DATA / "speculators" / f"{name}.json").read_text())

@@ -129,9 +129,30 @@ def test_serve_sets_the_v2_runner_for_mixed_attention(tmp_path):
     assert r.stdout.startswith("VLLM_USE_V2_MODEL_RUNNER=1 vllm serve Qwen/Qwen3-8B --speculative-config ")
 
 
+def test_serve_refuses_peagle_on_a_release_that_removed_it_in_that_releases_words(tmp_path):
+    from packaging.version import Version
+
+    from specreg import facts
+    from specreg.normalization import algorithms
+
+    removed = [
+        r
+        for r in facts.known()
+        if not facts.holds("algorithm_peagle", r) and algorithms.get("peagle").last_served_before(Version(r))
+    ]
+    if not removed:
+        pytest.skip("no known release removed P-EAGLE")
+    write_draft(tmp_path / "src", fixture_config("peagle"))
+    r = run("serve", str(tmp_path / "src"), "--vllm", removed[-1], "--dir", str(tmp_path / "d"))
+    assert r.returncode == 1 and r.stdout == "" and not (tmp_path / "d").exists()
+    assert "vllm-removed-algorithm" in r.stderr and facts.refusal(removed[-1], "peagle") in r.stderr
+
+
 def test_serve_adds_parallel_drafting_for_peagle(tmp_path):
+    from conftest import serving_release
+
     write_draft(tmp_path, fixture_config("peagle"))
-    r = run("serve", str(tmp_path))
+    r = run("serve", str(tmp_path), "--vllm", serving_release("peagle"))
     cfg = json.loads(r.stdout.split("--speculative-config ")[1].strip().strip("'"))
     assert {k: v for k, v in cfg.items() if k != "model"} == {
         "method": "eagle3",

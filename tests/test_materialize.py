@@ -293,8 +293,10 @@ def test_serve_points_at_the_source_when_it_is_served_as_trained(eagle_dir, tmp_
 
 
 def test_peagle_gets_the_class_name_vllms_plain_path_keeps(tmp_path):
+    from conftest import serving_release
+
     src = write_draft(tmp_path / "src", fixture_config("peagle"))
-    spec = specreg.load(src)
+    spec = specreg.load(src, vllm=serving_release("peagle"))
     assert spec.draft_config["architectures"] == ("PeagleQwen3ForCausalLM",)  # what vLLM's mapping writes
     out = spec.materialize(tmp_path / "out", weights="none")
     written = json.loads((out.directory / "config.json").read_text())

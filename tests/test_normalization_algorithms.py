@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import specreg
-from conftest import DATA, fixture_config
+from conftest import DATA, fixture_config, serving_release
 from specreg.normalization import algorithms, findings
 from specreg.normalization.capabilities import NEWEST_KNOWN
 from test_materialize import plan_of
@@ -23,6 +23,11 @@ from test_vllm_plugin import VllmMapping
 
 NAMES = [a.name for a in algorithms.algorithms()]
 VLLM = str(NEWEST_KNOWN)
+
+
+def vllm_for(name: str) -> str:
+    """Where the algorithm contract holds: the newest known release that serves `name`."""
+    return serving_release(name) or VLLM
 
 
 def minimal_config(name: str) -> dict:
@@ -53,12 +58,49 @@ def without(cfg: dict, dotted: str) -> dict:
 @pytest.mark.parametrize("name", NAMES)
 def test_the_minimal_config_normalizes(name):
     algo = algorithms.get(name)
-    spec = specreg.normalize(minimal_config(name), vllm=VLLM)
+    spec = specreg.normalize(minimal_config(name), vllm=vllm_for(name))
     assert spec.algorithm == name and spec.method == algo.method
     if algo.unservable:
         assert [(f.code, f.message) for f in spec.errors] == [("unservable-algorithm", algo.unservable)]
     else:
         assert not spec.errors, [f.message for f in spec.errors]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_release_that_removed_the_algorithm_refuses_it_in_its_own_words(name):
+    from packaging.version import Version
+
+    from specreg import facts
+
+    algo = algorithms.get(name)
+    removed = [
+        r
+        for r in facts.known()
+        if algo.method and not algo.served_by(Version(r)) and algo.last_served_before(Version(r))
+    ]
+    for release in removed:
+        spec = specreg.normalize(minimal_config(name), vllm=release)
+        (error,) = [f for f in spec.errors if f.code == "vllm-removed-algorithm"]
+        words = facts.refusal(release, name)
+        last = algo.last_served_before(Version(release))
+        assert error.message == (
+            f"vLLM {release} no longer serves {name}"
+            + (f': its speculators path says "{words}"' if words else "")
+            + f"; the last release that serves it is vLLM {last}"
+        )
+        assert not specreg.normalize(minimal_config(name), vllm=last).errors
+
+
+def test_the_newest_release_removed_p_eagle_and_says_why_in_its_own_words():
+    """The case the test above holds, named: vLLM's own refusal, read from its wheel by refresh."""
+    from specreg import facts
+
+    newest = facts.known()[-1]
+    if facts.holds("algorithm_peagle", newest):
+        pytest.skip("the newest release serves P-EAGLE again")
+    spec = specreg.normalize(minimal_config("peagle"), vllm=newest)
+    assert [f.code for f in spec.errors] == ["vllm-removed-algorithm"]
+    assert "P-EAGLE (parallel drafting EAGLE-3) is not supported." in spec.errors[0].message
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -87,7 +129,7 @@ def test_every_required_field_missing_is_a_config_error_at_its_path(name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if not algorithms.get(n).unservable])
 def test_a_materialized_directory_reads_back_as_the_same_plan(tmp_path, name):
-    spec = specreg.normalize(minimal_config(name), vllm=VLLM, verifier="Qwen/Qwen3-8B")
+    spec = specreg.normalize(minimal_config(name), vllm=vllm_for(name), verifier="Qwen/Qwen3-8B")
     back = specreg.load(spec.materialize(tmp_path / "draft", weights="none").directory)
     assert back.format == "materialized"
     assert plan_of(back) == plan_of(spec)
@@ -105,7 +147,7 @@ def test_the_vllm_plugin_plans_it_whether_or_not_vllms_table_has_its_type(name):
     cfg = minimal_config(name)
     for types in ((), (name,)):
         m = VllmMapping(types=types)
-        plugin.install(m.algos, m.config_class, VLLM)
+        plugin.install(m.algos, m.config_class, vllm_for(name))
         try:
             if algo.method is None:
                 assert m.speculative_config(cfg)["method"] == name  # vLLM's own result
@@ -113,7 +155,7 @@ def test_the_vllm_plugin_plans_it_whether_or_not_vllms_table_has_its_type(name):
                     m.draft_config(cfg)
                     assert m.vllms == [name]
                 continue
-            spec = specreg.normalize(cfg, vllm=VLLM)
+            spec = specreg.normalize(cfg, vllm=vllm_for(name))
             assert m.draft_config(cfg) == spec.draft_config_dict()
             assert m.speculative_config(cfg) == spec.speculative_config_dict()
             assert m.vllms == []

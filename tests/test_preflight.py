@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import specreg
+from conftest import serving_release
 from conftest import DATA, fixture_config
 import tiny
 from specreg.normalization.findings import CODES
@@ -119,7 +120,8 @@ def test_each_check_passes_on_the_consistent_pair(tmp_path, code):
 
 @pytest.mark.parametrize("algo", ["eagle3", "peagle", "dflash", "dspark"])
 def test_a_clean_pair_has_no_preflight_findings(tmp_path, algo):
-    spec = checked(*pair(tmp_path, algo))
+    draft, ver = pair(tmp_path, algo)
+    spec = preflight(specreg.load(draft, vllm=serving_release(algo)), verifier=str(ver))
     codes = {f.code for f in spec.findings} & PREFLIGHT_CODES
     # a reduced vocabulary is stated (info), and its d2t/t2d are then present and well-formed
     assert codes == ({"draft-vocab-reduced"} if algo in ("eagle3", "peagle") else set())

@@ -46,16 +46,38 @@ def test_flags_specreg_writes_itself_are_refused_after_the_double_dash(draft, fl
     assert out.returncode == 2 and out.stderr.startswith(f"error: {flag} after --")
 
 
+def with_v1() -> str:
+    """The newest known release that still has Model Runner V1 (where a V2-only draft needs the variable)."""
+    from specreg import facts
+
+    return [r for r in facts.known() if facts.holds("model_runner_v1", r)][-1]
+
+
+def test_a_release_without_model_runner_v1_gets_no_runner_variable(tmp_path):
+    from specreg import facts
+
+    without = [r for r in facts.known() if not facts.holds("model_runner_v1", r)]
+    if not without:
+        pytest.skip("every known release has Model Runner V1")
+    src = write_draft(tmp_path / "src", fixture_config("dflash2"))
+    out = run("serve", str(src), "--vllm", without[-1], "--dir", str(tmp_path / "d"), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["env"] == {} and "needs-v2-model-runner" not in out.stderr
+
+
 def test_serve_json_gives_the_env_and_argv(tmp_path):
     src = write_draft(tmp_path / "src", fixture_config("dflash2"))  # mixed layers and a candidate head: V2 only
-    out = run("serve", str(src), "--dir", str(tmp_path / "d"), "--json", "--", "--max-model-len", "8192")
+    out = run(
+        "serve", str(src), "--vllm", with_v1(), "--dir", str(tmp_path / "d"), "--json", "--", "--max-model-len", "8192"
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
     assert data["argv"][:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]
     assert json.loads(data["argv"][4])["model"] == str(tmp_path / "d")
     assert data["argv"][5:] == ["--max-model-len", "8192"]
-    line = run("serve", str(src), "--dir", str(tmp_path / "d"))
+    line = run("serve", str(src), "--vllm", with_v1(), "--dir", str(tmp_path / "d"))
     assert line.stdout.startswith("VLLM_USE_V2_MODEL_RUNNER=1 vllm serve ")
 
 
@@ -69,11 +91,11 @@ def test_the_readme_example_is_served_with_config_only(tmp_path):
 
 
 def test_llm_kwargs_carry_the_environment_vllm_needs(tmp_path):
-    spec = specreg.load(write_draft(tmp_path / "src", fixture_config("dflash2")))
+    spec = specreg.load(write_draft(tmp_path / "src", fixture_config("dflash2")), vllm=with_v1())
     kwargs = spec.materialize(tmp_path / "d", weights="none").llm_kwargs()
     assert kwargs.env == {"VLLM_USE_V2_MODEL_RUNNER": "1"} and isinstance(kwargs, dict)
     assert json.loads(json.dumps(kwargs)) == dict(kwargs)  # a plain dict for json and vllm.LLM(**kwargs)
-    m = run("materialize", str(tmp_path / "src"), str(tmp_path / "m"), "--config-only", "--json")
+    m = run("materialize", str(tmp_path / "src"), str(tmp_path / "m"), "--config-only", "--json", "--vllm", with_v1())
     assert json.loads(m.stdout)["env"] == {"VLLM_USE_V2_MODEL_RUNNER": "1"}
 
 

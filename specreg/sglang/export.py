@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 VLLM_ONLY_ERRORS = frozenset(
     {
         "vllm-unsupported-algorithm",
+        "vllm-removed-algorithm",
         "vllm-startup-refusal",
         "trained-key-not-served",
         "vllm-unsupported-feature",
