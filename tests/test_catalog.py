@@ -90,6 +90,8 @@ def test_secondary_numbers_stay_marked():
         "RedHatAI/Qwen3-8B-speculator.peagle",
         "RedHatAI/gemma-4-31B-it-speculator.dflash",
         "RedHatAI/gemma-4-31B-it-speculator.eagle3",
+        "amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE",
+        "amazon/gpt-oss-120b-p-eagle",
         "deepseek-ai/dspark_qwen3_8b_block7",
         "deepseek-ai/dflash_qwen3_8b_block7",
         "deepseek-ai/eagle3_qwen3_8b_ttt7",
