@@ -100,6 +100,7 @@ def test_secondary_numbers_stay_marked():
         "nvidia/Kimi-K2.6-Eagle3",
         "thoughtworks/GLM-4.7-Flash-Eagle3",
         "z-lab/Qwen3-4B-DFlash-b16",
+        "z-lab/Qwen3.6-27B-DFlash",
     }
     assert all(b.kind == "published" for e in cat.values() for b in e.baselines)
     assert all(e.status == "unpinned" and e.revision is None for e in cat.values())
