@@ -411,7 +411,7 @@ def test_list_table_filters_and_json():
     assert r.returncode == 0
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["id", "algorithm", "verifier", "status", "baselines", "AL"]
-    assert len(lines) == 1 + 10 and all(" dspark " in line for line in lines[1:])
+    assert len(lines) == 1 + 11 and all(" dspark " in line for line in lines[1:])
     r = run("catalog", "list", "--verifier", "Qwen/Qwen3-8B", "--json")
     doc = json.loads(r.stdout)
     assert {e["verifier"]["id"] for e in doc} == {"Qwen/Qwen3-8B"}
