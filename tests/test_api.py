@@ -68,11 +68,12 @@ def test_check_report_is_what_check_json_prints(draft):
     assert "attention-backend" in {f.code for f in report.findings}
 
 
-def entry(entry_id: str, *, al: float | None = None, rate: float | None = None) -> str:
+def entry(entry_id: str, *, al: float | None = None, rate: float | None = None, k: int = 3) -> str:
     text = MINIMAL.replace("org/draft", entry_id).replace("Qwen/Qwen3-8B", "Qwen/Qwen3-32B")
     if al is None and rate is None:
         return text
     text += '\n[[baselines]]\nkind = "published"\nsource = "https://example.org/card"\n\n[baselines.harness]\ndataset = "mt-bench"\n'
+    text += f"k = {k}\n"
     if al is not None:
         text += f"\n[baselines.metrics.acceptance_length]\nvalue = {al}\n"
     if rate is not None:
@@ -80,24 +81,40 @@ def entry(entry_id: str, *, al: float | None = None, rate: float | None = None) 
     return text
 
 
-def test_catalog_list_for_a_verifier_is_best_published_acceptance_first(tmp_path):
+def test_catalog_list_for_a_verifier_ranks_figures_only_within_their_metric_k_dataset_and_engine(tmp_path):
     root = registry_with(
         tmp_path,
         {
             "org/a.toml": entry("org/a"),
             "org/b.toml": entry("org/b", al=2.1),
             "org/c.toml": entry("org/c", rate=0.4),
-            "org/d.toml": entry("org/d", al=3.4),
+            "org/d.toml": entry("org/d", al=3.4, k=7),
             "org/e.toml": entry("org/e", al=2.8, rate=0.3),
         },
     )
-    listing = specreg.catalog_list(verifier="Qwen/Qwen3-32B", registry=root)
-    assert [e.id for e in listing.entries] == ["org/d", "org/e", "org/b", "org/c", "org/a"]
+    listing = specreg.catalog_list(verifier="qwen/QWEN3-32b", registry=root)
+    # the entries in catalog order; d's 3.4 at k = 7 is not ranked above b's and e's at k = 3
+    assert [e.id for e in listing.entries] == ["org/a", "org/b", "org/c", "org/d", "org/e"]
+    assert [(f.entry_id, f.metric, f.k, f.value) for f in listing.figures] == [
+        ("org/e", "acceptance_length", 3, 2.8),
+        ("org/b", "acceptance_length", 3, 2.1),
+        ("org/d", "acceptance_length", 7, 3.4),
+        ("org/c", "draft_acceptance_rate", 3, 0.4),
+        ("org/e", "draft_acceptance_rate", 3, 0.3),
+    ]
     assert listing.total == 5
-    r = run("catalog", "list", "--verifier", "Qwen/Qwen3-32B", "--registry", str(root))
-    assert [line.split()[0] for line in r.stdout.splitlines()[1:]] == ["org/d", "org/e", "org/b", "org/c", "org/a"]
-    # without a verifier, the catalog's own order
-    assert [e.id for e in specreg.catalog_list(registry=root).entries] == ["org/a", "org/b", "org/c", "org/d", "org/e"]
+    assert listing.to_dict()["figures"][0] == {
+        "entry_id": "org/e",
+        "baseline": 0,
+        "metric": "acceptance_length",
+        "value": 2.8,
+        "k": 3,
+        "dataset": "mt-bench",
+        "engine": None,
+    }
+    # without a verifier, the catalog's own order and no figures
+    plain = specreg.catalog_list(registry=root)
+    assert [e.id for e in plain.entries] == ["org/a", "org/b", "org/c", "org/d", "org/e"] and plain.figures == ()
 
 
 def test_catalog_list_refuses_a_verifier_no_entry_has(tmp_path):

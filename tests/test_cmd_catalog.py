@@ -157,3 +157,67 @@ def test_catalog_show_names_the_deciding_harness_settings_a_source_leaves_out(tm
     assert "  unknown   num_prompts, temperature, max_tokens, vllm_version, gpu (the source does not say)" in r.stdout
     r = run("catalog", "show", "org/every", "--registry", str(reg))
     assert r.returncode == 0 and "unknown" not in r.stdout, r.stdout + r.stderr
+
+
+# -- ranking for a verifier ------------------------------------------------------------------------
+
+
+def _ranked_entry(entry_id: str, verifier: str, *figures: tuple[str, str, str]) -> str:
+    """An entry with one baseline per figure: (metric = value, harness lines)."""
+    text = MINIMAL.replace("{id}", entry_id).replace("org/v", verifier)
+    for metric, harness in figures:
+        name, _, value = metric.partition("=")
+        text += (
+            '\n[[baselines]]\nkind = "published"\nsource = "https://example.org/card"\n\n[baselines.harness]\n'
+            f"{harness}\n\n[baselines.metrics.{name}]\nvalue = {value}\n"
+        )
+    return text
+
+
+def test_catalog_list_for_a_verifier_ranks_only_figures_of_the_same_metric_k_dataset_and_engine(tmp_path):
+    files = {
+        "org/k3.toml": _ranked_entry(
+            "org/k3",
+            "Qwen/Qwen3-8B",
+            ("acceptance_length=2.26", 'dataset = "mt-bench"\nk = 3\nvllm_version = "0.33.0"'),
+            ("draft_acceptance_rate=0.42", 'dataset = "mt-bench"\nk = 3\nvllm_version = "0.33.0"'),
+        ),
+        "org/k7.toml": _ranked_entry(
+            "org/k7", "Qwen/Qwen3-8B", ("acceptance_length=3.9", 'dataset = "mt-bench"\nk = 7\nengine = "sglang"')
+        ),
+        "org/k3b.toml": _ranked_entry(
+            "org/k3b",
+            "qwen/qwen3-8b",
+            ("acceptance_length=2.4", 'dataset = "mt-bench"\nk = 3\nengine = "vLLM"'),
+            ("acceptance_length=2.9", 'dataset = "gsm8k"\nk = 3\nengine = "vllm"'),
+            ("acceptance_length=6.0", 'dataset = "gsm8k"'),
+        ),
+        "org/k15.toml": _ranked_entry(
+            "org/k15", "Qwen/Qwen3-8B", ("acceptance_length=4.5", 'dataset = "mt-bench"\nk = 15')
+        ),
+        "org/none.toml": _ranked_entry("org/none", "Qwen/Qwen3-8B"),
+        "org/other.toml": _ranked_entry(
+            "org/other", "Qwen/Qwen3-32B", ("acceptance_length=9.9", 'dataset = "mt-bench"\nk = 3')
+        ),
+    }
+    reg = tmp_path / "registry"
+    for name, text in files.items():
+        (reg / name).parent.mkdir(parents=True, exist_ok=True)
+        (reg / name).write_text(text)
+    out = run("catalog", "list", "--verifier", "QWEN/qwen3-8B", "--registry", str(reg))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (
+        "metric  k   dataset   engine  #  value  id        baseline\n"
+        "AL      3   gsm8k     vllm    1  2.9    org/k3b   1\n"
+        "AL      3   mt-bench  vLLM    1  2.4    org/k3b   0\n"
+        "AL      3   mt-bench  vllm    2  2.26   org/k3    0\n"
+        "AL      7   mt-bench  sglang  1  3.9    org/k7    0\n"
+        "AL      15  mt-bench  ?       1  4.5    org/k15   0\n"
+        "AL      ?   gsm8k     ?       -  6      org/k3b   2\n"
+        "accept  3   mt-bench  vllm    1  0.42   org/k3    1\n"
+        "-       -   -         -       -  -      org/none  -\n"
+    )
+    assert out.stderr == (
+        "5 of 6 entries; figures ranked only within the same metric, k, dataset and engine (#1 starts a group); "
+        "? is what the source does not say, and a figure without its k or dataset is not ranked (#-)\n"
+    )

@@ -15,25 +15,95 @@ from specreg.errors import SpecregError
 Registry = str | os.PathLike[str] | None
 
 
+#: the metrics a listing ranks, in the order their groups are shown
+RANKED = ("acceptance_length", "draft_acceptance_rate")
+
+
+@attrs.frozen
+class Figure:
+    """One published or measured number of one baseline, with what it is comparable on: figures are
+    ranked only against figures of the same metric, k, dataset and engine (an acceptance length at
+    k = 7 is not better than one at k = 3)."""
+
+    entry_id: str
+    baseline: int
+    metric: str
+    value: float
+    k: int | None
+    #: the harness's dataset, with its subset after a colon ("RedHatAI/speculator_benchmarks:HumanEval")
+    dataset: str | None
+    engine: str | None
+
+    @property
+    def group(self) -> tuple[str, int | None, str | None, str | None]:
+        """What makes two figures comparable (dataset and engine names case-blind)."""
+        return (self.metric, self.k, _fold(self.dataset), _fold(self.engine))
+
+    @property
+    def ranked(self) -> bool:
+        """Whether the figure is ranked at all: one whose k or dataset the source does not give is
+        comparable with none (an unknown engine is shown, and is a group of its own)."""
+        return self.k is not None and self.dataset is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def _fold(name: str | None) -> str | None:
+    return None if name is None else name.casefold()
+
+
+def engine_of(harness: Any) -> str | None:
+    """The engine a figure was measured with: the harness's `engine`, else vLLM where it names a vLLM
+    version; None where the source does not say."""
+    if harness.engine is not None:
+        return harness.engine
+    return "vllm" if harness.vllm_version is not None else None
+
+
+def figures(entry: Entry) -> list[Figure]:
+    """The entry's single-valued figures of the ranked metrics (a range or a floor is a gate, not a
+    figure to rank), in baseline order."""
+    out = []
+    for i, b in enumerate(entry.baselines):
+        for metric in RANKED:
+            m = getattr(b.metrics, metric)
+            if m is not None and m.value is not None:
+                h = b.harness
+                dataset = h.dataset if h.dataset is None or h.subset is None else f"{h.dataset}:{h.subset}"
+                out.append(Figure(entry.id, i, metric, m.value, h.k, dataset, engine_of(h)))
+    return out
+
+
+def rank(found: list[Figure]) -> list[Figure]:
+    """Per metric, the ranked figures grouped by k, dataset and engine (groups in that order, an
+    unknown engine after the known ones), best first within each group (ties in catalog order); then
+    that metric's figures that are not ranked, in catalog order."""
+
+    def key(f: Figure) -> tuple:
+        metric, k, dataset, engine = f.group
+        if not f.ranked:
+            return (RANKED.index(metric), 1)
+        return (RANKED.index(metric), 0, k, dataset, engine is None, engine or "", -f.value)
+
+    return sorted(found, key=key)
+
+
 @attrs.frozen
 class Listing:
-    """The entries a filter chose, in the order shown, out of how many the catalog holds."""
+    """The entries a filter chose, in catalog order, out of how many the catalog holds; with a
+    verifier, their figures ranked within groups of the same metric, k, dataset and engine."""
 
     entries: tuple[Entry, ...] = attrs.field(converter=tuple)
     total: int
+    figures: tuple[Figure, ...] = attrs.field(default=(), converter=tuple)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"entries": [e.to_dict() for e in self.entries], "total": self.total}
-
-
-def best_acceptance(entry: Entry) -> tuple[float, float] | None:
-    """The entry's best published acceptance: (the highest acceptance length, the highest draft
-    acceptance rate), each -1 where no baseline gives one; None where none gives either."""
-    lengths = [m.value for b in entry.baselines if (m := b.metrics.acceptance_length) and m.value is not None]
-    rates = [m.value for b in entry.baselines if (m := b.metrics.draft_acceptance_rate) and m.value is not None]
-    if not lengths and not rates:
-        return None
-    return max(lengths, default=-1.0), max(rates, default=-1.0)
+        return {
+            "entries": [e.to_dict() for e in self.entries],
+            "total": self.total,
+            "figures": [f.to_dict() for f in self.figures],
+        }
 
 
 def catalog_list(
@@ -46,23 +116,29 @@ def catalog_list(
 ) -> Listing:
     """The entries matching every filter given (pattern: shell-style on the id, case-insensitively).
     An algorithm, tag or verifier no entry has is a typo, not an empty answer: a SpecregError naming
-    what exists. With `verifier` ("which drafts exist for my model"), the entries come best published
-    acceptance first: the highest acceptance length, then the highest draft acceptance rate; entries
-    with no published figure last (otherwise in catalog order)."""
+    what exists. The verifier matches case-blind (Hub ids are). With `verifier` ("which drafts exist
+    for my model"), `figures` ranks the entries' figures best first within each group of the same
+    metric, k, dataset and engine: figures measured otherwise are not compared."""
     cat = catalog(registry)
+    verifiers = {e.verifier.id for e in cat.values()}
     for name, value, known in (
         ("--algorithm", algorithm, {e.algorithm for e in cat.values()}),
         ("--tag", tag, {t for e in cat.values() for t in e.tags}),
-        ("--verifier", verifier, {e.verifier.id for e in cat.values()}),
+        ("--verifier", verifier, verifiers),
     ):
-        if value is not None and value not in known:
+        if value is not None and value not in known and not (name == "--verifier" and _folded(value, known)):
             close = difflib.get_close_matches(value, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SpecregError(f"{name} {value!r}: no catalog entry has it (known: {', '.join(sorted(known))}){hint}")
-    chosen = cat.filter(algorithm=algorithm, verifier=verifier, tag=tag, pattern=pattern)
-    if verifier is not None:
-        chosen = sorted(chosen, key=lambda e: (best_acceptance(e) is None, [-x for x in best_acceptance(e) or ()]))
-    return Listing(entries=chosen, total=len(cat))
+    chosen = cat.filter(algorithm=algorithm, tag=tag, pattern=pattern)
+    if verifier is None:
+        return Listing(entries=chosen, total=len(cat))
+    chosen = [e for e in chosen if e.verifier.id.casefold() == verifier.casefold()]
+    return Listing(entries=chosen, total=len(cat), figures=rank([f for e in chosen for f in figures(e)]))
+
+
+def _folded(value: str, known: set[str]) -> bool:
+    return value.casefold() in {k.casefold() for k in known}
 
 
 def catalog_entry(entry_id: str, *, registry: Registry = None) -> Entry:

@@ -28,7 +28,9 @@ def add_catalog(sub: Any) -> None:
     )
     ls.add_argument("--algorithm", help="only this algorithm (e.g. dflash)")
     ls.add_argument(
-        "--verifier", help="only drafts for this verifier (e.g. Qwen/Qwen3-8B), best published acceptance first"
+        "--verifier",
+        help="only drafts for this verifier (e.g. Qwen/Qwen3-8B, any case), their figures best first "
+        "within each group of the same metric, k, dataset and engine",
     )
     ls.add_argument("--tag", help="only entries with this tag")
     ls.add_argument("--json", action="store_true", help="a JSON list of entries with their baselines")
@@ -82,13 +84,45 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([e.to_dict() for e in listing.entries], indent=2, ensure_ascii=False))
         return EXIT_OK
+    if args.verifier is not None:
+        _print_table(*_ranking(listing))
+        print(
+            f"{len(listing.entries)} of {listing.total} entries; figures ranked only within the same metric, k, "
+            "dataset and engine (#1 starts a group); ? is what the source does not say, and a figure without "
+            "its k or dataset is not ranked (#-)",
+            file=sys.stderr,
+        )
+        return EXIT_OK
     rows = [(e.id, e.algorithm, e.verifier.id, e.status, str(len(e.baselines)), _al(e)) for e in listing.entries]
-    head = ("id", "algorithm", "verifier", "status", "baselines", "AL")
+    _print_table(("id", "algorithm", "verifier", "status", "baselines", "AL"), rows)
+    print(f"{len(listing.entries)} of {listing.total} entries", file=sys.stderr)
+    return EXIT_OK
+
+
+#: a ranked metric's short name in the table (as `catalog show` names it)
+_METRIC_NAMES = {"acceptance_length": "AL", "draft_acceptance_rate": "accept"}
+
+
+def _ranking(listing) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """One row per figure, a group's rank restarting at 1; then the entries without a figure."""
+    rows, place, previous = [], 0, None
+    for f in listing.figures:
+        place = place + 1 if f.group == previous else 1
+        previous = f.group
+        shown = ["?" if v is None else str(v) for v in (f.k, f.dataset, f.engine)]
+        rows.append(
+            (_METRIC_NAMES[f.metric], *shown, str(place) if f.ranked else "-", f"{f.value:g}")
+            + (f.entry_id, str(f.baseline))
+        )
+    ranked = {f.entry_id for f in listing.figures}
+    rows += [("-", "-", "-", "-", "-", "-", e.id, "-") for e in listing.entries if e.id not in ranked]
+    return ("metric", "k", "dataset", "engine", "#", "value", "id", "baseline"), rows
+
+
+def _print_table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         print(printable("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()))
-    print(f"{len(listing.entries)} of {listing.total} entries", file=sys.stderr)
-    return EXIT_OK
 
 
 def _fmt_metric(m) -> str:

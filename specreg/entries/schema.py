@@ -66,6 +66,9 @@ class Harness:
     concurrency: Optional[str] = None
     seed: Optional[int] = None
     vllm_version: Optional[str] = None
+    #: what measured the figure, as the source says: "vllm", "sglang", "trtllm", the trainer's own
+    #: held-out validation ("validation"), ...; a figure is ranked only against figures of its engine
+    engine: Optional[str] = None
     gpu: Optional[str] = None
     tensor_parallel_size: Optional[int] = None
     runs: Optional[int] = None
