@@ -12,7 +12,17 @@ import pytest
 from interrupt import as_from_a_terminal
 from openai_server import OpenAIServer
 from specreg import entries
-from verify_helpers import ENTRY, REPO_ROOT, invalid_catalog, run, verify_args, write_rows
+from verify_helpers import (
+    ENTRY,
+    HEADLINE,
+    REPO_ROOT,
+    headline_server,
+    invalid_catalog,
+    mt_rows,
+    run,
+    verify_args,
+    write_rows,
+)
 
 
 def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup):
@@ -685,3 +695,55 @@ def test_a_k_sweep_needs_the_in_process_engine(mt_setup):
     assert r.returncode == 2 and "a server's draft length is fixed" in r.stderr
     r = run("verify", "org/draft", "--k", "3,3")
     assert r.returncode == 2 and "given twice" in r.stderr
+
+
+# -- the headline entry: a draft-acceptance-rate baseline only -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scale, code, verdict, rate",
+    [(1.0, 0, "pass", 0.2882), (1 / 3, 1, "regressed", 0.0962)],  # 962 of 10,000 draft tokens a third of the way
+)
+def test_the_headline_entry_is_judged_by_its_draft_acceptance_rate(tmp_path, scale, code, verdict, rate):
+    """RedHatAI/gemma-4-31B-it-speculator.dflash records only a draft acceptance rate (28.82%, k=8, MT-Bench):
+    it ended `unmatched` (exit 4) with advice that gave the same again."""
+    rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
+    out = tmp_path / "out"
+    with headline_server(scale) as server:
+        r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows), "--out", str(out))
+    assert r.returncode == code, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == verdict and result["harness"]["dataset"] == "mt-bench" and result["harness"]["k"] == 8
+    (check,) = result["judgement"]["checks"]
+    assert check["metric"] == "draft_acceptance_rate" and check["measured"] == pytest.approx(rate)
+    assert check["baseline"] == 0.2882 and check["tolerance_from"] == "default" and check["direction"] == "two-sided"
+    # AL = 1 + k x rate from the same deltas, said beside the rate
+    assert check["statistic"] == f"pooled accepted / draft tokens; at k=8, AL 1 + 8 x rate = {1 + 8 * rate:.3f}"
+    assert result["statistics"]["acceptance_length"] == pytest.approx(1 + 8 * rate)
+    assert f"draft acceptance rate {rate:.4g}: {verdict} (baseline 0.2882, two-sided ±0.05x (specreg's default)" in (
+        r.stdout
+    )
+
+
+def test_the_headline_entry_with_another_datasets_rows_is_an_error_not_a_switch(tmp_path):
+    """With no harness flags it once ran gsm8k (verify's default) on the MT-Bench rows."""
+    rows = write_rows(tmp_path / "gsm8k.jsonl", n=80)
+    with headline_server() as server:
+        r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows))
+        sent = [p for p, _ in server.requests]
+    assert r.returncode == 2 and sent == [], r.stdout + r.stderr
+    assert f"{rows}: row 1 has no 'turns'" in r.stdout + r.stderr and "these are not mt-bench rows" in r.stdout + r.stderr
+
+
+def test_an_entry_with_no_baseline_verify_can_reproduce_is_not_run_on_the_default_dataset(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY.replace('dataset = "gsm8k"', 'dataset = "vllm-test-prompts"'))
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg))
+        assert server.requests == []
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "org/draft: no primary baseline on a dataset verify can load (the baselines use vllm-test-prompts" in (
+        r.stderr
+    ) and "give --dataset to measure it anyway" in r.stderr

@@ -344,6 +344,8 @@ def _verify(args: argparse.Namespace) -> int:
         if origin.get("overridden"):
             line += f", overridden here: {', '.join(origin['overridden'])}"
         print(line)
+    for check in judgement.get("checks") or []:
+        print(f"  {check['text']}")
     if judgement.get("reason") and result["verdict"] not in ("error", "timeout", "invalid", "interrupted"):
         print(f"  {judgement['reason']}")
     for d in judgement.get("differences", []):

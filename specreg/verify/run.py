@@ -399,7 +399,11 @@ def _verify(
             "kind": baseline.kind,
             "source": baseline.source,
             "secondary": baseline.secondary,
-            "acceptance_length": attrs.asdict(baseline.metrics.acceptance_length),
+            # each metric the baseline records (None where it records none: a rate-only baseline has no AL)
+            **{
+                name: attrs.asdict(getattr(baseline.metrics, name)) if getattr(baseline.metrics, name) else None
+                for name in ("acceptance_length", "draft_acceptance_rate")
+            },
             "per_position": list(baseline.metrics.per_position.values) if baseline.metrics.per_position else None,
         },
     )
@@ -514,7 +518,8 @@ def _judgement_dict(judgement: Any) -> dict[str, Any]:
         "differences": [d.text() for d in judgement.differences],
         "not_recorded_by_baseline": list(judgement.unrecorded),
         "others": [{"baseline_index": i, "verdict": v} for i, v in judgement.others],
-        "checks": [attrs.asdict(c) for c in judgement.checks],
+        # each check with its line (measured, verdict, statistic and gate), as the command prints it
+        "checks": [{**attrs.asdict(c), "text": c.text()} for c in judgement.checks],
     }
 
 
