@@ -124,9 +124,9 @@ class Check:
         if self.baseline_text.startswith(">="):
             gate = "floor"
         elif self.direction == "two-sided":
-            gate = f"two-sided ±{self.tolerance:g}x"
+            gate = f"two-sided ±{self.tolerance * 100:g}%"
         else:
-            gate = f"floor at (1 - {self.tolerance:g}) x"
+            gate = f"floor at {100 - self.tolerance * 100:g}%"
         noise = f", 95% ±{self.detectable_change:.4g}" if self.detectable_change is not None else ""
         source = " (specreg's default)" if self.tolerance_from == "default" else ""
         return (
@@ -437,3 +437,27 @@ def _bounds(c: Check) -> str:
     if high is None:
         return f"floor {low:.3f}"
     return f"band {low:.3f}-{high:.3f}"
+
+
+def decided(stats: Statistics, run: Harness, entry: Entry, judgement: Judgement, critical: Any) -> bool:
+    """Whether a look's `judgement` is the run's verdict whatever the remaining prompts say
+    (specreg.verify.sequential): each check's interval, its measured value ± critical(df) x its
+    standard error, holds none of its bounds, or one check's lies wholly below its floor or band
+    (regressed, whatever the others say). The other baselines of the same harness count too."""
+    from specreg.verify.sequential import decided as clear
+
+    if judgement.baseline is None or judgement.verdict in ("unmatched", "refused", "no-baseline"):
+        return False
+    checks = list(judgement.checks)
+    for i, _ in judgement.others:
+        checks += _judge_one(stats, run, entry.baselines[i])[1]
+    states = []
+    for c in checks:
+        if c.verdict == "missing" or c.metric not in stats.standard_errors:
+            states.append((c, False))
+            continue
+        se, n = stats.standard_errors[c.metric]
+        states.append((c, clear(c.measured, se, critical(n - 1), c.boundaries())))
+    if any(ok and c.verdict == "regressed" for c, ok in states):
+        return True
+    return bool(states) and all(ok for _, ok in states)
