@@ -735,6 +735,46 @@ def test_the_headline_entry_is_judged_by_its_draft_acceptance_rate(tmp_path, sca
     assert f"draft acceptance rate {rate:.4g}: {verdict} (baseline 0.2882, two-sided ±5% (specreg's default)" in (
         r.stdout
     )
+    # the loopback server's counters never vary: decided at the first look, after 3 chunks of 8
+    assert (result["prompts_used"], result["prompts_planned"]) == (24, 80) and result["sequential"]["stopped_early"]
+    assert "prompts: 24 of 80 (the verdict was decided: the rest was not run)" in r.stdout
+
+
+@pytest.mark.parametrize("seed, used", [(0, 24), (1, 32)])
+def test_a_regressed_run_whose_prompts_differ_stops_early_saying_how_many_it_used(tmp_path, seed, used):
+    """Each request's rates a third of the headline's times its own factor (sd 0.3, seeded): the
+    sequential test decides at a look; the looks before it are recorded undecided."""
+    rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
+    out = tmp_path / "out"
+    with headline_server(1 / 3, spread=0.3, seed=seed) as server:
+        r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows), "--out", str(out))
+        sent = [p for p, _ in server.requests if p == "/v1/chat/completions"]
+    assert r.returncode == 1, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == "regressed" and result["prompts_used"] == len(sent) == used
+    looks = result["sequential"]["looks"]
+    assert [look["prompts"] for look in looks] == list(range(24, used + 1, 8))
+    assert [look["decided"] for look in looks] == [False] * (len(looks) - 1) + [True]
+    assert f"prompts: {used} of 80" in r.stdout
+
+
+def test_no_early_stop_runs_every_planned_prompt(tmp_path):
+    rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
+    out = tmp_path / "out"
+    with headline_server(1 / 3) as server:
+        r = run(
+            "verify",
+            HEADLINE,
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--out",
+            str(out),
+            "--no-early-stop",
+        )
+    result = json.loads((out / "result.json").read_text())
+    assert r.returncode == 1 and (result["prompts_used"], result["sequential"]) == (80, None)
 
 
 def test_the_headline_entry_with_another_datasets_rows_is_an_error_not_a_switch(tmp_path):
@@ -744,7 +784,9 @@ def test_the_headline_entry_with_another_datasets_rows_is_an_error_not_a_switch(
         r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows))
         sent = [p for p, _ in server.requests]
     assert r.returncode == 2 and sent == [], r.stdout + r.stderr
-    assert f"{rows}: row 1 has no 'turns'" in r.stdout + r.stderr and "these are not mt-bench rows" in r.stdout + r.stderr
+    assert (
+        f"{rows}: row 1 has no 'turns'" in r.stdout + r.stderr and "these are not mt-bench rows" in r.stdout + r.stderr
+    )
 
 
 def test_an_entry_with_no_baseline_verify_can_reproduce_is_not_run_on_the_default_dataset(tmp_path):
@@ -756,6 +798,7 @@ def test_an_entry_with_no_baseline_verify_can_reproduce_is_not_run_on_the_defaul
         r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg))
         assert server.requests == []
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "org/draft: no primary baseline on a dataset verify can load (the baselines use vllm-test-prompts" in (
-        r.stderr
-    ) and "give --dataset to measure it anyway" in r.stderr
+    assert (
+        "org/draft: no primary baseline on a dataset verify can load (the baselines use vllm-test-prompts" in (r.stderr)
+        and "give --dataset to measure it anyway" in r.stderr
+    )

@@ -300,7 +300,16 @@ def _check(name: str, measured: float, metric: Metric, temperature: float | None
         verdict = "pass"
     reference = metric.value if metric.value is not None else metric.low if metric.low is not None else metric.floor
     return Check(
-        name, measured, reference, shown, direction, tolerance, (low, high), verdict, source, improved_above=improved_above
+        name,
+        measured,
+        reference,
+        shown,
+        direction,
+        tolerance,
+        (low, high),
+        verdict,
+        source,
+        improved_above=improved_above,
     )
 
 

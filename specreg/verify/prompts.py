@@ -33,7 +33,9 @@ DATASETS = {
     "gsm8k": DatasetSpec(
         "openai/gsm8k", "main", "test", "740312add88f781978c0658806c59bc2815b9866", prompt_field="question"
     ),
-    "mt-bench": DatasetSpec("philschmid/mt-bench", None, "train", None, category_field="category", prompt_field="turns"),
+    "mt-bench": DatasetSpec(
+        "philschmid/mt-bench", None, "train", None, category_field="category", prompt_field="turns"
+    ),
     # the MT-Bench prompts vLLM's DFlash reference test reads (tests/v1/e2e/spec_decode/acceptance_rates/utils.py)
     "mt-bench-h4": DatasetSpec(
         "HuggingFaceH4/mt_bench_prompts", None, "train", None, category_field="category", prompt_field="prompt"
