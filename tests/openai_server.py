@@ -174,8 +174,11 @@ class OpenAIServer:
         with self.lock:
             e = self.engines[engine]
             d = self.drafts_per_request
-            factor = max(0.0, self.rng.gauss(1.0, self.spread)) if self.spread else 1.0
-            accepted_at = [round(d * min(1.0, r * factor)) for r in self.rates]
+            if self.spread:
+                factor = max(0.0, self.rng.gauss(1.0, self.spread))
+                accepted_at = [round(d * min(1.0, r * factor)) for r in self.rates]
+            else:  # the rates as given, impossible ones too (a test of refused counters sets them)
+                accepted_at = [round(d * r) for r in self.rates]
             e["drafts"] += d
             e["draft_tokens"] += d * self.k
             e["accepted"] += sum(accepted_at)

@@ -712,6 +712,10 @@ def test_a_k_sweep_needs_the_in_process_engine(mt_setup):
 # -- the headline entry: a draft-acceptance-rate baseline only -------------------------------------------
 
 
+def verify_headline(server, rows, out, *extra):
+    return run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows), "--out", str(out), *extra)
+
+
 @pytest.mark.parametrize(
     "scale, code, verdict, rate",
     [(1.0, 0, "pass", 0.2882), (1 / 3, 1, "regressed", 0.0962)],  # 962 of 10,000 draft tokens a third of the way
@@ -722,7 +726,7 @@ def test_the_headline_entry_is_judged_by_its_draft_acceptance_rate(tmp_path, sca
     rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
     out = tmp_path / "out"
     with headline_server(scale) as server:
-        r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows), "--out", str(out))
+        r = verify_headline(server, rows, out)
     assert r.returncode == code, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["verdict"] == verdict and result["harness"]["dataset"] == "mt-bench" and result["harness"]["k"] == 8
@@ -747,7 +751,7 @@ def test_a_regressed_run_whose_prompts_differ_stops_early_saying_how_many_it_use
     rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
     out = tmp_path / "out"
     with headline_server(1 / 3, spread=0.3, seed=seed) as server:
-        r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows), "--out", str(out))
+        r = verify_headline(server, rows, out)
         sent = [p for p, _ in server.requests if p == "/v1/chat/completions"]
     assert r.returncode == 1, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
@@ -762,15 +766,10 @@ def test_no_early_stop_runs_every_planned_prompt(tmp_path):
     rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
     out = tmp_path / "out"
     with headline_server(1 / 3) as server:
-        r = run(
-            "verify",
-            HEADLINE,
-            "--server",
-            server.url,
-            "--dataset-file",
-            str(rows),
-            "--out",
-            str(out),
+        r = verify_headline(
+            server,
+            rows,
+            out,
             "--no-early-stop",
         )
     result = json.loads((out / "result.json").read_text())

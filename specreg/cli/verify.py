@@ -297,6 +297,8 @@ def _verify(args: argparse.Namespace) -> int:
             passthrough += ["--shots-file", args.shots_file]
         if args.gpu:
             passthrough += ["--gpu", args.gpu]
+        if not args.early_stop:
+            passthrough.append("--no-early-stop")
         passthrough += ["--timeout", f"{args.timeout:g}"]  # the entry's own deadline: it records its result
         try:
             nightly.parse_shard(args.shard)
