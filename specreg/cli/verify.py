@@ -299,6 +299,8 @@ def _verify(args: argparse.Namespace) -> int:
             passthrough += ["--gpu", args.gpu]
         if not args.early_stop:
             passthrough.append("--no-early-stop")
+        if args.chunks != 10:
+            passthrough.append(f"--chunks={args.chunks}")
         passthrough += ["--timeout", f"{args.timeout:g}"]  # the entry's own deadline: it records its result
         try:
             nightly.parse_shard(args.shard)

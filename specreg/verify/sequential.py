@@ -1,7 +1,7 @@
 """Early stopping: a group-sequential test on the counter deltas, look by look.
 
-A run is planned for N prompts in K chunks, as before. After each chunk from the third on (a
-look), every gated metric's estimate so far and its standard error over the chunks so far (a
+A run is planned for N prompts in K chunks, as before. After the chunk that completes each tenth
+of them, from the third chunk on (a look), every gated metric's estimate so far and its standard error over the chunks so far (a
 t-statistic with chunks - 1 degrees of freedom, `stats.Statistics.standard_errors`) give an
 interval `estimate ± c_j × se`. The entry's verdict is decided at that look when every check's
 interval lies inside one verdict region (no bound of it inside the interval), or one check's
@@ -28,7 +28,7 @@ from functools import lru_cache
 ALPHA_EARLY = 0.002
 #: the first look is after this many chunks: a standard error needs chunks - 1 >= 2 degrees of freedom
 FIRST_LOOK = 3
-#: looks per run in prompt-at-a-time mode (each prompt is its own chunk there): one per tenth
+#: a look per tenth of the planned prompts (after the chunk that completes it), whatever the chunks
 LOOKS = 10
 #: below this a look's share of the error is too small to resolve: it never stops the run
 _TINY = 1e-12
@@ -94,14 +94,12 @@ def decided(estimate: float, se: float, c: float, bounds: tuple[float, ...]) -> 
 
 
 def look_points(planned: int, chunks: int, one_at_a_time: bool) -> list[int]:
-    """The prompt counts after which a look is made (the last, all of them, is not a look: the run
-    ends there anyway)."""
+    """The prompt counts after which a look is made: the end of the first chunk past each tenth of
+    the planned prompts (at most LOOKS - 1 looks, however many chunks), from the FIRST_LOOK-th chunk
+    on; never at the end (the run ends there anyway). `one_at_a_time`: a chunk per prompt."""
     from specreg.verify.engines import chunks as split
 
-    if one_at_a_time:
-        step = max(1, math.ceil(planned / LOOKS))
-        points = list(range(step, planned, step))
-        return [p for p in points if p >= FIRST_LOOK]
-    sizes = [len(part) for part in split(range(planned), chunks)]
-    done = [sum(sizes[: i + 1]) for i in range(len(sizes))]
-    return done[FIRST_LOOK - 1 : -1]
+    sizes = [1] * planned if one_at_a_time else [len(part) for part in split(range(planned), chunks)]
+    ends = [sum(sizes[: i + 1]) for i in range(len(sizes))][FIRST_LOOK - 1 : -1]
+    points = {next((e for e in ends if e * LOOKS >= j * planned), None) for j in range(1, LOOKS)}
+    return sorted(p for p in points if p is not None)
