@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sys
 import platform
 import shutil
@@ -477,18 +478,19 @@ def stop_rule(
         k = _k_from_counters(stats)
         run_h = attrs.evolve(harness, k=k) if k is not None else harness
         judgement = judge(stats, run_h, entry, strict=opts.strict_harness, baseline=baseline)
-        worst = {"critical": 0.0}
+        used: list[float] = []
 
         def critical(df: int) -> float:
-            c = sequential.critical(done, planned, previous, df)
-            worst["critical"] = max(worst["critical"], c)
-            return c
+            used.append(sequential.critical(done, planned, previous, df))
+            return used[-1]
 
         verdict_decided = decided_verdict(stats, run_h, entry, judgement, critical)
         looks.append(
             {
                 "prompts": done,
-                "critical": worst["critical"],
+                # the largest finite critical value of the checks (None: none could stop the run, e.g. a
+                # metric with too few chunks)
+                "critical": max((c for c in used if c < math.inf), default=None),
                 "verdict_so_far": judgement.verdict,
                 "decided": verdict_decided,
             }
