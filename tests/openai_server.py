@@ -4,7 +4,9 @@ vLLM's spec-decode counters in Prometheus text (two engines' label sets, summed 
 
 Every completion request adds `drafts_per_request` drafts with `k` tokens each, accepted at
 position i by a `rates[i]` fraction of drafts, so the expected acceptance length is exactly
-1 + sum(rates).
+1 + sum(rates). With `spread` > 0 prompts differ as real ones do: each request's rates are
+`rates` times its own factor, drawn from a normal of mean 1 and that standard deviation by a
+generator seeded with `seed` (one request at a time, the counts are the same every run).
 
 On its own, `python tests/openai_server.py [--port N] [--model ID] [--rates 0.8,0.6,0.4] [--fail-status 400
 --fail-message TEXT]` prints its URL on one line and serves until interrupted (`--help` lists every option).
@@ -28,8 +30,14 @@ class OpenAIServer:
         version="0.33.0",
         speculative=True,
         port=0,
+        spread=0.0,
+        seed=0,
     ):
+        import random
+
         self.rates = list(rates)
+        self.spread = spread
+        self.rng = random.Random(seed)
         self.k = len(self.rates)
         self.drafts_per_request = drafts_per_request
         self.model = model
@@ -166,7 +174,11 @@ class OpenAIServer:
         with self.lock:
             e = self.engines[engine]
             d = self.drafts_per_request
-            accepted_at = [round(d * r) for r in self.rates]
+            if self.spread:
+                factor = max(0.0, self.rng.gauss(1.0, self.spread))
+                accepted_at = [round(d * min(1.0, r * factor)) for r in self.rates]
+            else:  # the rates as given, impossible ones too (a test of refused counters sets them)
+                accepted_at = [round(d * r) for r in self.rates]
             e["drafts"] += d
             e["draft_tokens"] += d * self.k
             e["accepted"] += sum(accepted_at)
@@ -233,6 +245,8 @@ def main(argv=None) -> None:
         "--rates", default="0.8,0.6,0.4", help="acceptance rate per draft position, comma-separated (k is their number)"
     )
     parser.add_argument("--drafts-per-request", type=int, default=100)
+    parser.add_argument("--spread", type=float, default=0.0, help="each request's rates vary by this factor (sd)")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --spread's draws")
     parser.add_argument(
         "--no-speculative",
         dest="speculative",
@@ -250,6 +264,8 @@ def main(argv=None) -> None:
         drafts_per_request=args.drafts_per_request,
         speculative=args.speculative,
         port=args.port,
+        spread=args.spread,
+        seed=args.seed,
     )
     server.fail_status, server.fail_message, server.delay = args.fail_status, args.fail_message, args.delay
     print(server.url, flush=True)

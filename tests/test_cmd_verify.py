@@ -12,16 +12,29 @@ import pytest
 from interrupt import as_from_a_terminal
 from openai_server import OpenAIServer
 from specreg import entries
-from verify_helpers import ENTRY, REPO_ROOT, invalid_catalog, run, verify_args, write_rows
+from verify_helpers import (
+    ENTRY,
+    HEADLINE,
+    REPO_ROOT,
+    headline_server,
+    invalid_catalog,
+    mt_rows,
+    run,
+    verify_args,
+    write_rows,
+)
 
 
 def test_server_run_produces_every_output_with_the_exact_acceptance_length(setup):
     reg, rows, out = setup
     with OpenAIServer(rates=(0.8, 0.6, 0.4)) as server:
-        r = run(*verify_args(server, reg, rows, out))
+        # every planned prompt (the fixed-count test): the loopback server's counters never vary, so the
+        # sequential test would decide at its first look
+        r = run(*verify_args(server, reg, rows, out, "--no-early-stop"))
         chat_requests = [b for p, b in server.requests if p == "/v1/chat/completions"]
     assert r.returncode == 0, r.stderr
     result = json.loads((out / "result.json").read_text())
+    assert (result["prompts_used"], result["prompts_planned"], result["sequential"]) == (20, 20, None)
     s = result["statistics"]
     assert s["acceptance_length"] == 2.8  # 1 + 0.8 + 0.6 + 0.4, from the counter deltas
     assert s["per_position"] == [0.8, 0.6, 0.4]
@@ -110,6 +123,7 @@ def test_vllm_ci_harness_is_sent_as_the_baseline_states_it(setup, tmp_path):
                 "Assistant:",
                 "--stop",
                 "<|separator|>",
+                "--no-early-stop",  # every prompt, in the dataset's order
             )
         )
         assert r.returncode in (0, 1), r.stderr
@@ -363,7 +377,10 @@ def test_verify_entry_with_no_harness_flag_reproduces_its_primary_baseline(mt_se
     assert r.returncode == code, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["verdict"] == verdict and result["harness"]["dataset"] == "mt-bench"  # not gsm8k, not the file's name
-    assert result["harness"]["num_prompts"] == 20 and len(bodies) == 20  # the baseline's 20, not verify's 80
+    # the baseline's 20 planned, not verify's 80; the loopback server's counters never vary, so the verdict is
+    # decided at the first look, after 3 chunks of 2 (updated for issue 46: it ran all 20)
+    assert result["harness"]["num_prompts"] == result["prompts_planned"] == 20
+    assert len(bodies) == result["prompts_used"] == 6 and result["sequential"]["stopped_early"]
     assert result["harness_from"] == {"baseline_index": 0, "overridden": [], "given": []}
     assert "harness: baseline 0's" in r.stdout
 
@@ -592,6 +609,7 @@ def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
                 str(reg),
                 "--out",
                 str(out),
+                "--no-early-stop",  # interrupted mid-run: the sequential test would end it at 6 prompts
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -624,6 +642,7 @@ def test_ctrl_c_writes_the_chunks_measured_so_far_marked_interrupted(mt_setup):
             "--out",
             str(out),
             "--resume",
+            "--no-early-stop",
         )
         sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
     assert r.returncode == 0, r.stdout + r.stderr
@@ -658,8 +677,11 @@ def test_throughput_and_the_speedup_against_a_server_without_the_draft(mt_setup)
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((out / "result.json").read_text())
     s, t = result["statistics"], result["throughput"]
-    assert s["output_tokens"] == 20 * (100 + 180) and s["output_tokens_per_s"] > 0 and s["ms_per_output_token"] > 0
-    assert len(plain_requests) == 20 and t["output_tokens_per_s_without_draft"] > 0
+    # the verdict is decided after 6 of the 20 prompts (the loopback server's counters never vary), and the
+    # server without the draft is sent those 6, no more (updated for issue 46: 20 each)
+    assert result["prompts_used"] == 6
+    assert s["output_tokens"] == 6 * (100 + 180) and s["output_tokens_per_s"] > 0 and s["ms_per_output_token"] > 0
+    assert len(plain_requests) == 6 and t["output_tokens_per_s_without_draft"] > 0
     # 280 tokens per request with the draft, 100 without, at the same pace: 2.8x, as AL says
     assert t["speedup"] == pytest.approx(2.8, rel=0.25)
     assert "engine, GPU, batch" in t["note"]
@@ -685,3 +707,97 @@ def test_a_k_sweep_needs_the_in_process_engine(mt_setup):
     assert r.returncode == 2 and "a server's draft length is fixed" in r.stderr
     r = run("verify", "org/draft", "--k", "3,3")
     assert r.returncode == 2 and "given twice" in r.stderr
+
+
+# -- the headline entry: a draft-acceptance-rate baseline only -------------------------------------------
+
+
+def verify_headline(server, rows, out, *extra):
+    return run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows), "--out", str(out), *extra)
+
+
+@pytest.mark.parametrize(
+    "scale, code, verdict, rate",
+    [(1.0, 0, "pass", 0.2882), (1 / 3, 1, "regressed", 0.0962)],  # 962 of 10,000 draft tokens a third of the way
+)
+def test_the_headline_entry_is_judged_by_its_draft_acceptance_rate(tmp_path, scale, code, verdict, rate):
+    """RedHatAI/gemma-4-31B-it-speculator.dflash records only a draft acceptance rate (28.82%, k=8, MT-Bench):
+    it ended `unmatched` (exit 4) with advice that gave the same again."""
+    rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
+    out = tmp_path / "out"
+    with headline_server(scale) as server:
+        r = verify_headline(server, rows, out)
+    assert r.returncode == code, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == verdict and result["harness"]["dataset"] == "mt-bench" and result["harness"]["k"] == 8
+    (check,) = result["judgement"]["checks"]
+    assert check["metric"] == "draft_acceptance_rate" and check["measured"] == pytest.approx(rate)
+    assert check["baseline"] == 0.2882 and check["tolerance_from"] == "default" and check["direction"] == "two-sided"
+    # AL = 1 + k x rate from the same deltas, said beside the rate
+    assert check["statistic"] == f"pooled accepted / draft tokens; at k=8, AL 1 + 8 x rate = {1 + 8 * rate:.3f}"
+    assert result["statistics"]["acceptance_length"] == pytest.approx(1 + 8 * rate)
+    assert f"draft acceptance rate {rate:.4g}: {verdict} (baseline 0.2882, two-sided ±5% (specreg's default)" in (
+        r.stdout
+    )
+    # the loopback server's counters never vary: decided at the first look, after 3 chunks of 8
+    assert (result["prompts_used"], result["prompts_planned"]) == (24, 80) and result["sequential"]["stopped_early"]
+    assert "prompts: 24 of 80 (the verdict was decided: the rest was not run)" in r.stdout
+
+
+@pytest.mark.parametrize("seed, used", [(0, 24), (1, 32)])
+def test_a_regressed_run_whose_prompts_differ_stops_early_saying_how_many_it_used(tmp_path, seed, used):
+    """Each request's rates a third of the headline's times its own factor (sd 0.3, seeded): the
+    sequential test decides at a look; the looks before it are recorded undecided."""
+    rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
+    out = tmp_path / "out"
+    with headline_server(1 / 3, spread=0.3, seed=seed) as server:
+        r = verify_headline(server, rows, out)
+        sent = [p for p, _ in server.requests if p == "/v1/chat/completions"]
+    assert r.returncode == 1, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["verdict"] == "regressed" and result["prompts_used"] == len(sent) == used
+    looks = result["sequential"]["looks"]
+    assert [look["prompts"] for look in looks] == list(range(24, used + 1, 8))
+    assert [look["decided"] for look in looks] == [False] * (len(looks) - 1) + [True]
+    assert f"prompts: {used} of 80" in r.stdout
+
+
+def test_no_early_stop_runs_every_planned_prompt(tmp_path):
+    rows = mt_rows(tmp_path / "mt-bench.jsonl", n=80)
+    out = tmp_path / "out"
+    with headline_server(1 / 3) as server:
+        r = verify_headline(
+            server,
+            rows,
+            out,
+            "--no-early-stop",
+        )
+    result = json.loads((out / "result.json").read_text())
+    assert r.returncode == 1 and (result["prompts_used"], result["sequential"]) == (80, None)
+
+
+def test_the_headline_entry_with_another_datasets_rows_is_an_error_not_a_switch(tmp_path):
+    """With no harness flags it once ran gsm8k (verify's default) on the MT-Bench rows."""
+    rows = write_rows(tmp_path / "gsm8k.jsonl", n=80)
+    with headline_server() as server:
+        r = run("verify", HEADLINE, "--server", server.url, "--dataset-file", str(rows))
+        sent = [p for p, _ in server.requests]
+    assert r.returncode == 2 and sent == [], r.stdout + r.stderr
+    assert (
+        f"{rows}: row 1 has no 'turns'" in r.stdout + r.stderr and "these are not mt-bench rows" in r.stdout + r.stderr
+    )
+
+
+def test_an_entry_with_no_baseline_verify_can_reproduce_is_not_run_on_the_default_dataset(tmp_path):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "draft.toml").write_text(ENTRY.replace('dataset = "gsm8k"', 'dataset = "vllm-test-prompts"'))
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    with OpenAIServer() as server:
+        r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg))
+        assert server.requests == []
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert (
+        "org/draft: no primary baseline on a dataset verify can load (the baselines use vllm-test-prompts" in (r.stderr)
+        and "give --dataset to measure it anyway" in r.stderr
+    )

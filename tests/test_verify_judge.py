@@ -310,3 +310,64 @@ def test_acceptance_rates_floors_are_cis_at_one_percent(key):
             got = judge(s, b.harness, entry)
             assert got.baseline is b, (key, got.baseline_index)
             assert (got.verdict not in ("regressed", "out-of-band")) == (f > 1), (key, metric, f, got.verdict)
+
+
+# -- every metric the catalog records ---------------------------------------------------------------------
+
+
+def rate_only_entry(metrics: str) -> entries.Entry:
+    text = (
+        'id = "org/draft"\nalgorithm = "eagle3"\nstatus = "unpinned"\n[verifier]\nid = "org/verifier"\n'
+        '[[baselines]]\nkind = "published"\nsource = "a test"\n[baselines.harness]\ndataset = "mt-bench"\n'
+        f"temperature = 0.0\nk = 4\n{metrics}"
+    )
+    entry, problems = entries.parse_entry(text, file="registry/org/draft.toml")
+    assert not problems, problems
+    return entry
+
+
+MT_RUN = Harness(dataset="mt-bench", temperature=0.0, k=4)
+
+
+def test_a_baseline_with_only_a_draft_acceptance_rate_is_matched_and_judged_by_it():
+    e = rate_only_entry('[baselines.metrics.draft_acceptance_rate]\nvalue = 0.5\ndirection = "higher"\ntolerance = 0.1')
+    steady = compute([SpecCounters(100, 400, 190, (80, 60, 40, 10))] * 4)  # rate 0.475, AL 2.9 = 1 + 4 x 0.475
+    j = judge(steady, MT_RUN, e)
+    assert j.verdict == "pass" and [c.metric for c in j.checks] == ["draft_acceptance_rate"]
+    assert j.checks[0].text() == (
+        "draft acceptance rate 0.475: pass (baseline 0.5, floor at 90%: floor 0.450; pooled accepted / draft "
+        "tokens; at k=4, AL 1 + 4 x rate = 2.900, 95% ±0)"
+    )
+    low = compute([SpecCounters(100, 400, 120, (60, 40, 20, 0))] * 4)
+    assert judge(low, MT_RUN, e).verdict == "regressed"
+
+
+def test_a_baseline_with_only_per_position_rates_is_judged_by_them():
+    e = rate_only_entry('[baselines.metrics.per_position]\nvalues = [0.8, 0.6]\ndirection = "higher"\ntolerance = 0.1')
+    j = judge(compute([SpecCounters(100, 400, 130, (70, 60, 0, 0))] * 3), MT_RUN, e)
+    assert j.verdict == "regressed" and [(c.metric, c.verdict) for c in j.checks] == [
+        ("per_position[0]", "regressed"),
+        ("per_position[1]", "pass"),
+    ]
+    assert j.checks[0].statistic == "pooled per_pos[0] / drafts"
+
+
+def test_accuracy_alone_is_no_baseline_verify_can_judge():
+    e = rate_only_entry("[baselines.metrics.accuracy]\nvalue = 0.9")
+    j = judge(stats_with_al(2.0), MT_RUN, e)
+    assert j.verdict == "unmatched" and "none verify can reproduce" in j.reason
+    assert "baseline 0: mt-bench, k=4 (published; no metric verify measures)" in j.reason
+
+
+def test_a_verdict_is_decided_when_every_interval_holds_no_bound():
+    from specreg.verify.judge import decided
+
+    e = rate_only_entry(
+        '[baselines.metrics.draft_acceptance_rate]\nvalue = 0.5\ndirection = "two-sided"\ntolerance = 0.05'
+    )
+    steady = compute([SpecCounters(100, 400, a, ()) for a in (199, 200, 201)])  # 0.5 ± 0.0025
+    j = judge(steady, MT_RUN, e)
+    assert decided(steady, MT_RUN, e, j, lambda df: 5.0)  # 0.5 ± 5 x 0.0014 inside 0.475-0.525
+    assert not decided(steady, MT_RUN, e, j, lambda df: 20.0)  # ± 0.029 holds both band ends
+    far = compute([SpecCounters(100, 400, a, ()) for a in (40, 80, 120)])  # 0.2 ± 0.06: below the band
+    assert decided(far, MT_RUN, e, judge(far, MT_RUN, e), lambda df: 2.0)

@@ -55,9 +55,16 @@ def test_few_shot_examples_from_another_split_and_templates(tmp_path):
 
 
 def test_dataset_category_and_bad_input(tmp_path):
-    rows = write_rows(tmp_path / "mt.jsonl", category="writing")
+    # MT-Bench rows (their prompt in "turns"), half of them in the writing category
+    rows = tmp_path / "mt.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps({"turns": [f"Write about {i}."], "category": "writing" if i % 2 else "other"}) + "\n"
+            for i in range(30)
+        )
+    )
     p = load_prompts("mt-bench:writing", dataset_file=str(rows), num_prompts=None)
-    assert p.subset == "writing" and len(p.items) == 15
+    assert p.subset == "writing" and len(p.items) == 15 and p.items[0][0]["content"] == "Write about 1."
     from specreg.errors import SpecregError
 
     with pytest.raises(SpecregError, match="no such file"):
@@ -86,3 +93,24 @@ def test_verify_refuses_a_template_with_a_format_spec_before_allocating(tmp_path
         "{question:>1500000000}",
     )
     assert r.returncode == 2 and "not a plain field" in r.stderr and "MemoryError" not in r.stderr, r.stderr
+
+
+def test_a_rows_file_of_another_dataset_is_refused_naming_the_file_row_and_field(tmp_path):
+    """MT-Bench rows given as gsm8k's (and gsm8k's as MT-Bench's) were read from whatever text field
+    they had: the run measured one dataset under the other's name."""
+    from specreg.errors import SpecregError
+
+    mt = tmp_path / "mt.jsonl"
+    mt.write_text(json.dumps({"turns": ["Write a poem."], "category": "writing"}) + "\n")
+    with pytest.raises(SpecregError) as err:
+        load_prompts("gsm8k", dataset_file=str(mt))
+    assert str(err.value) == (
+        f"{mt}: row 1 has no 'question' (every gsm8k row, openai/gsm8k, has its prompt there; this row's "
+        "fields: category, turns): these are not gsm8k rows; give the file with the dataset it holds "
+        f"(--dataset NAME, or --dataset {mt} for rows of its own)"
+    )
+    gsm = write_rows(tmp_path / "gsm8k.jsonl", n=3)
+    with pytest.raises(SpecregError, match="row 1 has no 'turns'.*these are not mt-bench rows"):
+        load_prompts("mt-bench", dataset_file=str(gsm))
+    # a file that is its own dataset has no fields to fit
+    assert load_prompts(str(mt)).items == ([{"role": "user", "content": "Write a poem."}],)

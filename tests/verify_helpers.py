@@ -153,3 +153,17 @@ def two_baseline_report(tmp_path):
     r = run("report", str(tmp_path / "results"), "--out", str(site), "--registry", str(reg))
     assert r.returncode == 0, r.stderr
     return reg, site
+
+
+#: the headline entry: one baseline, a draft acceptance rate of 28.82% at k=8 on MT-Bench (80 prompts)
+HEADLINE = "RedHatAI/gemma-4-31B-it-speculator.dflash"
+#: per-position rates at k=8 whose accepted tokens are exactly 28.82% of the draft tokens with 1,250
+#: drafts per request (750 + 560 + 440 + 350 + 290 + 230 + 162 + 100 = 2,882 of 10,000)
+HEADLINE_RATES = (0.6, 0.448, 0.352, 0.28, 0.232, 0.184, 0.1296, 0.08)
+
+
+def headline_server(scale: float = 1.0, **kw) -> OpenAIServer:
+    """The loopback server serving the headline's verifier at `scale` x its published rate."""
+    return OpenAIServer(
+        rates=tuple(r * scale for r in HEADLINE_RATES), drafts_per_request=1250, model="google/gemma-4-31B-it", **kw
+    )

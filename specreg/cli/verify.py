@@ -144,6 +144,13 @@ def add_verify(sub: Any) -> None:
         help="seconds a run may take (with --all: per entry; past it the result is timeout; default 3600)",
     )
     o = ver.add_argument_group("judging and outputs")
+    o.add_argument(
+        "--no-early-stop",
+        dest="early_stop",
+        action="store_false",
+        help="run every planned prompt (the fixed-count test) instead of stopping once the verdict is "
+        "decided (the sequential test, docs/verify.md)",
+    )
     o.add_argument("--out", metavar="DIR", help="write result.json, summary.md, junit.xml, per_position.png here")
     o.add_argument("--history", metavar="DB", help="the SQLite history (default: OUT/../history.sqlite)")
     o.add_argument(
@@ -254,6 +261,7 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
         harness_from=origin,
         compare_baseline_engine=getattr(args, "compare_baseline_engine", None),
         resume=bool(getattr(args, "resume", False)),
+        early_stop=getattr(args, "early_stop", True),
         **values,
     )
 
@@ -289,6 +297,10 @@ def _verify(args: argparse.Namespace) -> int:
             passthrough += ["--shots-file", args.shots_file]
         if args.gpu:
             passthrough += ["--gpu", args.gpu]
+        if not args.early_stop:
+            passthrough.append("--no-early-stop")
+        if args.chunks != 10:
+            passthrough.append(f"--chunks={args.chunks}")
         passthrough += ["--timeout", f"{args.timeout:g}"]  # the entry's own deadline: it records its result
         try:
             nightly.parse_shard(args.shard)
@@ -344,6 +356,13 @@ def _verify(args: argparse.Namespace) -> int:
         if origin.get("overridden"):
             line += f", overridden here: {', '.join(origin['overridden'])}"
         print(line)
+    if result.get("prompts_planned") is not None:
+        line = f"  prompts: {result['prompts_used']} of {result['prompts_planned']}"
+        if (result.get("sequential") or {}).get("stopped_early"):
+            line += " (the verdict was decided: the rest was not run)"
+        print(line)
+    for check in judgement.get("checks") or []:
+        print(f"  {check['text']}")
     if judgement.get("reason") and result["verdict"] not in ("error", "timeout", "invalid", "interrupted"):
         print(f"  {judgement['reason']}")
     for d in judgement.get("differences", []):

@@ -48,9 +48,11 @@ ERROR_BODY_BYTES = 64 * 1024
 
 
 def chunks(items: Sequence[Any], n_chunks: int) -> list[Sequence[Any]]:
+    """The prompts in `n_chunks` interleaved chunks (chunk i: prompts i, i + n, i + 2n, ...): a dataset
+    ordered by category (MT-Bench: ten of each in turn) puts every category in every chunk, so the
+    chunks measured before an early stop are a sample of the whole, not of its first categories."""
     n_chunks = max(1, min(n_chunks, len(items)))
-    size = -(-len(items) // n_chunks)
-    return [items[i : i + size] for i in range(0, len(items), size)]
+    return [items[i::n_chunks] for i in range(n_chunks)]
 
 
 class Interrupted(Exception):
@@ -69,10 +71,13 @@ def measure(
     progress: Callable[[str], None],
     deadline: float | None = None,
     skip: int = 0,
+    stop: Callable[[list[SpecCounters], int], bool] | None = None,
 ) -> list[SpecCounters]:
     """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure.
     `deadline` (time.monotonic()) is checked before each chunk. `skip`: chunks measured by an
-    interrupted run that this one resumes (not run again; their deltas are the caller's)."""
+    interrupted run that this one resumes (not run again; their deltas are the caller's). `stop`
+    (the deltas so far, the prompts done) is asked after each chunk whether the verdict is decided:
+    then the rest is not run (verify's sequential test)."""
     from specreg.verify.counters import check_delta
 
     deltas, done = [], 0
@@ -96,6 +101,9 @@ def measure(
             raise BadAnswer(str(exc)) from None
         done += len(part)
         progress(f"{done}/{len(items)} prompts")
+        if stop is not None and done < len(items) and stop(deltas, done):
+            progress(f"decided after {done}/{len(items)} prompts: the rest is not run")
+            break
     return deltas
 
 
@@ -296,6 +304,7 @@ class ServerEngine:
         progress: Callable[[str], None],
         stop: Sequence[str] | None = None,
         skip: int = 0,
+        decided: Callable[[list[SpecCounters], int], bool] | None = None,
     ) -> list[SpecCounters]:
         self.check_idle()
         sampling = sampling_kwargs(temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop)
@@ -310,6 +319,7 @@ class ServerEngine:
                 progress,
                 deadline=self.deadline,
                 skip=skip,
+                stop=decided,
             )
 
 
@@ -364,6 +374,7 @@ class InProcessEngine:
         progress: Callable[[str], None],
         stop: Sequence[str] | None = None,
         skip: int = 0,
+        decided: Callable[[list[SpecCounters], int], bool] | None = None,
     ) -> list[SpecCounters]:
         from vllm import SamplingParams
 
@@ -379,7 +390,9 @@ class InProcessEngine:
             except Exception as exc:
                 raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
 
-        return measure(self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline, skip=skip)
+        return measure(
+            self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline, skip=skip, stop=decided
+        )
 
 
 def engine_kwargs(

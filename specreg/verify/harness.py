@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from specreg.entries import Baseline, Entry
+from specreg.verify.judge import judged
 from specreg.verify.prompts import DATASETS
 from specreg.verify.run import Options
 
@@ -64,12 +65,15 @@ FLAGS = {
 
 
 def runnable(baseline: Baseline) -> bool:
-    return baseline.harness.dataset in DATASETS and baseline.metrics.acceptance_length is not None
+    """On a dataset verify loads, with a metric it measures (judge.judged: AL, the draft acceptance
+    rate, per-position rates): the same test the judge's matching makes, so what one offers the
+    other accepts."""
+    return baseline.harness.dataset in DATASETS and bool(judged(baseline))
 
 
 def primary_baseline(entry: Entry) -> tuple[int, Baseline] | None:
     """The baseline a run of the entry reproduces when none is named: the first primary (not
-    `secondary`) one with an acceptance length on a dataset verify can load."""
+    `secondary`) one with a metric verify measures on a dataset verify can load."""
     for i, b in enumerate(entry.baselines):
         if not b.secondary and runnable(b):
             return i, b
@@ -82,11 +86,20 @@ def why_not_runnable(entry: Entry) -> str:
         return f"{entry.id} has no baseline"
     if not primary:
         return "only secondary baselines (reported beside a run, never a gate): nothing to reproduce"
-    datasets = sorted({str(b.harness.dataset) for b in primary})
-    return (
-        f"no primary baseline on a dataset verify can load (the baselines use {', '.join(datasets)}; "
-        f"verify knows {', '.join(sorted(DATASETS))})"
-    )
+    unknown = sorted({str(b.harness.dataset) for b in primary if b.harness.dataset not in DATASETS})
+    unmeasured = sorted({str(b.harness.dataset) for b in primary if b.harness.dataset in DATASETS})
+    why = []
+    if unknown:
+        why.append(
+            f"no primary baseline on a dataset verify can load (the baselines use {', '.join(unknown)}; "
+            f"verify knows {', '.join(sorted(DATASETS))})"
+        )
+    if unmeasured:
+        why.append(
+            f"the primary baselines on {', '.join(unmeasured)} record no metric verify measures (acceptance "
+            "length, draft acceptance rate, per-position rates)"
+        )
+    return "; ".join(why)
 
 
 def settings(baseline: Baseline) -> dict[str, Any]:
@@ -134,6 +147,12 @@ def resolve(
         chosen = baseline, entry.baselines[baseline]
     elif entry is not None:
         chosen = primary_baseline(entry)
+        if chosen is None and entry.baselines and "dataset" not in given:
+            # never verify's default dataset in a baseline's place: the run would be judged against nothing
+            raise ValueError(
+                f"{entry.id}: {why_not_runnable(entry)}; give --dataset to measure it anyway (it is then "
+                "compared with no baseline)"
+            )
     from_baseline = settings(chosen[1]) if chosen else {}
     merged = {**DEFAULTS, **from_baseline, **given}
     overridden = sorted(k for k, v in given.items() if k in from_baseline and from_baseline[k] != v)

@@ -4,6 +4,12 @@ a verdict with the entry's tolerances: `pass`, `regressed` (below a floor or a t
 `abs(AL - expected) / expected <= 0.05`; a change either way means the experiment changed) or
 `improved` (above a one-sided floor by more than its tolerance: fine).
 
+Every metric the catalog records that the counters measure is judged, each by its own statistic
+and tolerance (`STATISTICS`): the acceptance length, the draft acceptance rate and each listed
+per-position rate. For vLLM's counters AL = 1 + k x rate (accepted / drafts = k x accepted /
+draft tokens at a fixed k), so a baseline that records only a rate is judged from the same deltas.
+Accuracy needs graded answers: it is shown as not judged.
+
 A baseline sourced from vLLM's CI carries CI's own gate (direction and tolerance for AL and for the
 listed per-position rates, with the file and commit; tests/test_verify_judge.py replays CI's rule).
 Where a baseline states no gate, specreg's own defaults apply and the check says so
@@ -20,6 +26,12 @@ from specreg.verify.stats import Statistics
 from specreg.entries import Baseline, Entry, Harness, Metric
 
 DEFAULT_TWO_SIDED, DEFAULT_FLOOR = 0.05, 0.10
+#: the baseline metrics verify measures from the counters, and what each is computed as
+STATISTICS = {
+    "acceptance_length": "1 + accepted / drafts",
+    "draft_acceptance_rate": "accepted / draft tokens",
+    "per_position": "per_pos[i] / drafts",
+}
 #: harness fields compared (the prompt format is compared as a whole)
 COMPARED = (
     "dataset",
@@ -94,6 +106,33 @@ class Check:
     tolerance_from: str  # "entry" or "default"
     #: the measured value lies closer to a bound than the run can resolve (its 95% detectable change)
     within_noise: bool = False
+    #: how the measured value is computed from the counter deltas ("pooled: accepted / draft tokens")
+    statistic: str = ""
+    #: the 95% half-width of the measured value over the chunks (None with fewer than 2)
+    detectable_change: float | None = None
+
+    #: above this the verdict is improved (a value's or a range's floor; None for a bare floor)
+    improved_above: float | None = None
+
+    def boundaries(self) -> tuple[float, ...]:
+        """The values that separate this check's verdict regions (regressed | pass | improved or
+        out-of-band)."""
+        return tuple(sorted({b for b in (*self.bounds, self.improved_above) if b is not None}))
+
+    def text(self) -> str:
+        """The check in one line: measured, the verdict, and the statistic and gate that gave it."""
+        if self.baseline_text.startswith(">="):
+            gate = "floor"
+        elif self.direction == "two-sided":
+            gate = f"two-sided ±{self.tolerance * 100:g}%"
+        else:
+            gate = f"floor at {100 - self.tolerance * 100:g}%"
+        noise = f", 95% ±{self.detectable_change:.4g}" if self.detectable_change is not None else ""
+        source = " (specreg's default)" if self.tolerance_from == "default" else ""
+        return (
+            f"{label(self.metric)} {self.measured:.4g}: {self.verdict} (baseline {self.baseline_text}, "
+            f"{gate}{source}: {_bounds(self)}; {self.statistic}{noise})"
+        )
 
 
 @attrs.frozen
@@ -167,10 +206,22 @@ def candidates(entry: Entry, run: Harness) -> list[tuple[int, Baseline]]:
     return [
         (i, b)
         for i, b in enumerate(entry.baselines)
-        if b.harness.dataset == run.dataset
-        and (b.harness.subset or None) == (run.subset or None)
-        and b.metrics.acceptance_length is not None
+        if b.harness.dataset == run.dataset and (b.harness.subset or None) == (run.subset or None) and judged(b)
     ]
+
+
+def judged(baseline: Baseline) -> list[str]:
+    """The metrics of `baseline` verify judges (STATISTICS), in that order."""
+    m = baseline.metrics
+    out = []
+    for name in STATISTICS:
+        metric = getattr(m, name)
+        if name == "per_position":
+            if metric is not None and metric.values:
+                out.append(name)
+        elif metric is not None and any(v is not None for v in (metric.value, metric.low, metric.floor)):
+            out.append(name)
+    return out
 
 
 def pick_baseline(entry: Entry, run: Harness) -> tuple[int, Baseline] | None:
@@ -185,16 +236,37 @@ def pick_baseline(entry: Entry, run: Harness) -> tuple[int, Baseline] | None:
     )
 
 
-def describe(entry: Entry) -> str:
-    """The baselines of an entry, one phrase each, for a run that matched none."""
-    return "; ".join(
-        f"baseline {i}: {b.harness.dataset}"
+def describe(baseline: Baseline, index: int) -> str:
+    """One baseline in a phrase: its dataset, k, kind and the metrics verify judges in it."""
+    b = baseline
+    metrics = ", ".join(label(m) for m in judged(b)) or "no metric verify measures"
+    return (
+        f"baseline {index}: {b.harness.dataset}"
         + (f":{b.harness.subset}" if b.harness.subset else "")
         + (f", k={b.harness.k}" if b.harness.k is not None else "")
         + f" ({b.kind}"
         + (", secondary" if b.secondary else "")
-        + ")"
-        for i, b in enumerate(entry.baselines)
+        + f"; {metrics})"
+    )
+
+
+def unmatched_reason(entry: Entry, run: Harness) -> str:
+    """Why a run matched none of the entry's baselines, and only advice that works: the baselines
+    verify can reproduce (a dataset it loads, a metric it measures), each by `--baseline N` alone."""
+    from specreg.verify.prompts import DATASETS
+
+    where = f"dataset {run.dataset!r}" + (f" / {run.subset!r}" if run.subset else "")
+    usable = [(i, b) for i, b in enumerate(entry.baselines) if b.harness.dataset in DATASETS and judged(b)]
+    if usable:
+        advice = "; ".join(describe(b, i) for i, b in usable)
+        return (
+            f"{entry.id} has no baseline for {where} with a metric verify measures; it could be compared with "
+            f"{advice} (run it with --baseline N and no --dataset: the baseline's own dataset)"
+        )
+    others = "; ".join(describe(b, i) for i, b in enumerate(entry.baselines))
+    return (
+        f"{entry.id} has no baseline for {where} with a metric verify measures, and none verify can reproduce "
+        f"({others})"
     )
 
 
@@ -227,7 +299,18 @@ def _check(name: str, measured: float, metric: Metric, temperature: float | None
     else:
         verdict = "pass"
     reference = metric.value if metric.value is not None else metric.low if metric.low is not None else metric.floor
-    return Check(name, measured, reference, shown, direction, tolerance, (low, high), verdict, source)
+    return Check(
+        name,
+        measured,
+        reference,
+        shown,
+        direction,
+        tolerance,
+        (low, high),
+        verdict,
+        source,
+        improved_above=improved_above,
+    )
 
 
 def judge(
@@ -245,17 +328,7 @@ def judge(
     else:
         picked = pick_baseline(entry, run)
     if picked is None:
-        return Judgement(
-            None,
-            None,
-            (),
-            (),
-            "unmatched",
-            f"{entry.id} has no baseline for dataset {run.dataset!r}"
-            + (f" / {run.subset!r}" if run.subset else "")
-            + f"; it could be compared with {describe(entry)} (run it with no harness flags, or "
-            "--baseline N)",
-        )
+        return Judgement(None, None, (), (), "unmatched", unmatched_reason(entry, run))
     index, chosen = picked
     diffs = tuple(differences(run, chosen.harness))
     if strict and diffs:
@@ -284,6 +357,23 @@ def judge(
     return Judgement(index, chosen, diffs, checks, worst, reason, tuple(unrecorded(run, chosen.harness)), tuple(others))
 
 
+def _statistic(name: str, stats: Statistics) -> str:
+    """How a check's measured value comes from the deltas, as its verdict says it."""
+    if name == "acceptance_length" and stats.statistic == "mean-per-prompt":
+        return "mean per prompt of 1 + accepted / drafts"
+    formula = STATISTICS["per_position" if name.startswith("per_position") else name]
+    if name.startswith("per_position"):
+        formula = formula.replace("[i]", name[len("per_position") :])
+    return f"pooled {formula}"
+
+
+def _with_statistic(c: Check, stats: Statistics, k: int | None) -> Check:
+    statistic = _statistic(c.metric, stats)
+    if c.metric == "draft_acceptance_rate" and k:
+        statistic += f"; at k={k}, AL 1 + {k} x rate = {1 + k * c.measured:.3f}"
+    return attrs.evolve(c, statistic=statistic, detectable_change=stats.half_width(c.metric))
+
+
 def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str, tuple[Check, ...], str | None]:
     checks = []
     m = baseline.metrics
@@ -295,7 +385,7 @@ def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str
         if metric is not None:
             c = _check(name, measured, metric, temperature)
             if c:
-                checks.append(c)
+                checks.append(_with_statistic(c, stats, run.k))
     missing = []
     if m.per_position is not None:
         for i, ref in enumerate(m.per_position.values):
@@ -305,28 +395,35 @@ def _judge_one(stats: Statistics, run: Harness, baseline: Baseline) -> tuple[str
                 # acceptance rate"), and so does specreg
                 c = _check(f"per_position[{i}]", 0.0, metric, temperature)
                 if c:
-                    checks.append(attrs.evolve(c, verdict="missing"))
+                    checks.append(attrs.evolve(_with_statistic(c, stats, run.k), verdict="missing"))
                     missing.append(i)
                 continue
             c = _check(f"per_position[{i}]", stats.per_position[i], metric, temperature)
             if c:
-                checks.append(c)
-    head = next(c for c in checks if c.metric == "acceptance_length")
-    noise = stats.detectable_change
-    gap = min((abs(head.measured - b) for b in head.bounds if b is not None), default=None)
-    if noise is not None and gap is not None and gap < noise:
-        at = checks.index(head)
-        head = checks[at] = attrs.evolve(head, within_noise=True)
+                checks.append(_with_statistic(c, stats, run.k))
+    noisy = []
+    for at, c in enumerate(checks):
+        gap = min((abs(c.measured - b) for b in c.bounds if b is not None), default=None)
+        if c.verdict != "missing" and c.detectable_change is not None and gap is not None and gap < c.detectable_change:
+            checks[at] = attrs.evolve(c, within_noise=True)
+            noisy.append((checks[at], gap))
+    # the headline check: acceptance length where the baseline records it, else the first it records
+    head = checks[0]
     verdicts = {c.verdict for c in checks}
     verdict = next((v for v in ("regressed", "out-of-band") if v in verdicts), head.verdict)
     reason = None
     failed = [c for c in checks if c.verdict in ("regressed", "out-of-band", "missing")]
     if failed:
         reason = "failed: " + ", ".join(f"{label(c.metric)} {c.measured:.3f} ({_bounds(c)})" for c in failed)
-    if head.within_noise:
+    if noisy:
         reason = ((reason + "; ") if reason else "") + (
-            f"within noise: the acceptance length is {gap:.3f} from its bound and this run can only resolve "
-            f"changes of ±{noise:.3f} (95%); more prompts narrow it"
+            "within noise: "
+            + "; ".join(
+                f"the {label(c.metric)} is {gap:.3g} from its bound and this run can only resolve changes of "
+                f"±{c.detectable_change:.3g} (95%)"
+                for c, gap in noisy
+            )
+            + "; more prompts narrow it"
         )
     if missing:
         verdict = "regressed"
@@ -349,3 +446,27 @@ def _bounds(c: Check) -> str:
     if high is None:
         return f"floor {low:.3f}"
     return f"band {low:.3f}-{high:.3f}"
+
+
+def decided(stats: Statistics, run: Harness, entry: Entry, judgement: Judgement, critical: Any) -> bool:
+    """Whether a look's `judgement` is the run's verdict whatever the remaining prompts say
+    (specreg.verify.sequential): each check's interval, its measured value ± critical(df) x its
+    standard error, holds none of its bounds, or one check's lies wholly below its floor or band
+    (regressed, whatever the others say). The other baselines of the same harness count too."""
+    from specreg.verify.sequential import decided as clear
+
+    if judgement.baseline is None or judgement.verdict in ("unmatched", "refused", "no-baseline"):
+        return False
+    checks = list(judgement.checks)
+    for i, _ in judgement.others:
+        checks += _judge_one(stats, run, entry.baselines[i])[1]
+    states = []
+    for c in checks:
+        if c.verdict == "missing" or c.metric not in stats.standard_errors:
+            states.append((c, False))
+            continue
+        se, n = stats.standard_errors[c.metric]
+        states.append((c, clear(c.measured, se, critical(n - 1), c.boundaries())))
+    if any(ok and c.verdict == "regressed" for c, ok in states):
+        return True
+    return bool(states) and all(ok for _, ok in states)

@@ -24,14 +24,25 @@ class DatasetSpec:
     #: a commit of the dataset repo; None where none is known yet (the run records "unpinned")
     revision: str | None
     category_field: str | None = None
+    #: the field every row of the dataset has its prompt in (a rows file without it holds another
+    #: dataset's rows); None where specreg does not know the dataset's fields
+    prompt_field: str | None = None
 
 
 DATASETS = {
-    "gsm8k": DatasetSpec("openai/gsm8k", "main", "test", "740312add88f781978c0658806c59bc2815b9866"),
-    "mt-bench": DatasetSpec("philschmid/mt-bench", None, "train", None, category_field="category"),
+    "gsm8k": DatasetSpec(
+        "openai/gsm8k", "main", "test", "740312add88f781978c0658806c59bc2815b9866", prompt_field="question"
+    ),
+    "mt-bench": DatasetSpec(
+        "philschmid/mt-bench", None, "train", None, category_field="category", prompt_field="turns"
+    ),
     # the MT-Bench prompts vLLM's DFlash reference test reads (tests/v1/e2e/spec_decode/acceptance_rates/utils.py)
-    "mt-bench-h4": DatasetSpec("HuggingFaceH4/mt_bench_prompts", None, "train", None, category_field="category"),
-    "humaneval": DatasetSpec("openai/openai_humaneval", None, "test", "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544"),
+    "mt-bench-h4": DatasetSpec(
+        "HuggingFaceH4/mt_bench_prompts", None, "train", None, category_field="category", prompt_field="prompt"
+    ),
+    "humaneval": DatasetSpec(
+        "openai/openai_humaneval", None, "test", "7dce6050a7d6d172f3cc5c32aa97f52fa1a2e544", prompt_field="prompt"
+    ),
     "speed-bench": DatasetSpec("nvidia/SPEED-Bench", "qualitative", "test", None, category_field="category"),
 }
 _TEXT_FIELDS = ("question", "prompt", "turns", "text", "instruction", "messages")
@@ -53,8 +64,8 @@ class Prompts:
     template: str | None = None
 
 
-def _text(row: dict[str, Any], where: str) -> str:
-    for key in _TEXT_FIELDS:
+def _text(row: dict[str, Any], where: str, field: str | None = None) -> str:
+    for key in (field,) if field else _TEXT_FIELDS:
         value = row.get(key)
         if isinstance(value, str) and value.strip():
             return value
@@ -95,6 +106,8 @@ def _rows(
         import hashlib
 
         source = f"{path} (sha256 {hashlib.sha256(path.read_bytes()).hexdigest()})"  # what ran, not the Hub's
+        if spec is not None and spec.prompt_field:
+            _check_fits(ds, name, spec, path)
         spec = None  # a local file is recorded by its content, never at the named dataset's revision
     else:
         from specreg.errors import HubError
@@ -125,6 +138,20 @@ def _rows(
     return rows, spec, source
 
 
+def _check_fits(ds: Any, name: str, spec: DatasetSpec, path: Path) -> None:
+    """A rows file given for a named dataset holds that dataset's rows: each has its prompt field (the
+    MT-Bench rows fed to gsm8k were once read from their `turns`, silently)."""
+    field = spec.prompt_field
+    for n, row in enumerate(ds, 1):
+        value = row.get(field)
+        if not (isinstance(value, str) and value.strip()) and not (isinstance(value, list) and value):
+            raise SpecregError(
+                f"{path}: row {n} has no {field!r} (every {name} row, {spec.hf_id}, has its prompt there; "
+                f"this row's fields: {', '.join(sorted(row)[:8]) or 'none'}): these are not {name} rows; give "
+                f"the file with the dataset it holds (--dataset NAME, or --dataset {path} for rows of its own)"
+            )
+
+
 class _quiet_hub:
     """huggingface_hub's own retry lines ("Retrying in 8s [Retry 4/5]") silenced while a library
     fetches through it: specreg reports a failure in its own one line."""
@@ -140,9 +167,9 @@ class _quiet_hub:
         self.logger.setLevel(self.level)
 
 
-def _apply(template: str | None, row: dict[str, Any], where: str) -> str:
+def _apply(template: str | None, row: dict[str, Any], where: str, field: str | None = None) -> str:
     if template is None:
-        return _text(row, where)
+        return _text(row, where, field)
     try:
         return template.format(**row)
     except (KeyError, IndexError, ValueError) as exc:
@@ -200,10 +227,12 @@ def load_prompts(
         rows = rows[:num_prompts]
     if not rows:
         raise SpecregError(f"{dataset}: no prompts left (after {few_shot} few-shot examples)")
-    context = "".join(f"Question: {_text(s, dataset)}\nAnswer: {_answer(s) or ''}\n\n" for s in shots)
+    known = DATASETS.get(name)
+    field = known.prompt_field if known else None
+    context = "".join(f"Question: {_text(s, dataset, field)}\nAnswer: {_answer(s) or ''}\n\n" for s in shots)
     items: list[Any] = []
     for row in rows:
-        question = _apply(template, row, dataset)
+        question = _apply(template, row, dataset, field)
         text = f"{context}Question: {question}\nAnswer:" if shots else question
         items.append([{"role": "user", "content": text}] if chat else text)
     return Prompts(

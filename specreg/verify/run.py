@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sys
 import platform
 import shutil
@@ -23,10 +24,12 @@ from specreg.verify.engines import (
     Interrupted,
     RunTimeout,
     ServerEngine,
+    chunks,
     engine_kwargs,
     gpu_info,
 )
-from specreg.verify.judge import judge
+from specreg.verify import sequential
+from specreg.verify.judge import decided as decided_verdict, judge
 from specreg.verify.prompts import load_prompts
 from specreg.verify.stats import compute
 from specreg.verify.urls import redact
@@ -92,6 +95,8 @@ class Options:
     compare_baseline_engine: str | None = None
     #: continue the interrupted run whose result is in --out (same harness): its measured chunks are kept
     resume: bool = False
+    #: stop as soon as the verdict is decided (specreg.verify.sequential); False: every planned prompt
+    early_stop: bool = True
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -309,9 +314,19 @@ def _verify(
                     "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items())
                 )
         earlier = _resumable(out, harness, notes) if opts.resume else []
+        items = prompts.items
+        if one_at_a_time and opts.early_stop:
+            # one prompt per chunk: in interleaved order, so that the prompts before a look span the dataset
+            items = tuple(x for part in chunks(items, sequential.LOOKS) for x in part)
+        looks: list[dict[str, Any]] = []
+        decided = (
+            stop_rule(opts, entry, harness, earlier, len(items), n_chunks, one_at_a_time, looks)
+            if opts.early_stop and entry is not None and entry.baselines
+            else None
+        )
         try:
             deltas = earlier + engine.run(
-                prompts.items,
+                items,
                 n_chunks=n_chunks,
                 concurrency=concurrency,
                 temperature=opts.temperature,
@@ -321,13 +336,38 @@ def _verify(
                 progress=progress,
                 stop=opts.stop,
                 skip=len(earlier),
+                decided=decided,
             )
         except Interrupted as exc:
             raise Interrupted(earlier + exc.deltas, exc.done, exc.total) from None
         stats = compute(deltas, opts.statistic)
+        parts = chunks(items, n_chunks)
+        used = tuple(x for part in parts[: len(deltas)] for x in part)
+        result["prompts_planned"], result["prompts_used"] = len(items), len(used)
+        result["sequential"] = (
+            {
+                "test": "group-sequential, Pocock-type alpha spending (Lan-DeMets) over the early looks; "
+                "the last look is the fixed-count test",
+                "alpha_early": sequential.ALPHA_EARLY,
+                "looks": looks,
+                "stopped_early": len(used) < len(items),
+            }
+            if decided is not None
+            else None
+        )
         if opts.compare_baseline_engine:
+            # the same prompts the drafting engine ran (all of them, or those before the early stop)
             result["throughput"] = _compare_without_draft(
-                engine, opts, prompts, kwargs, options, stats, deadline, n_chunks, concurrency, progress
+                engine,
+                opts,
+                attrs.evolve(prompts, items=used),
+                kwargs,
+                options,
+                stats,
+                deadline,
+                len(used) if one_at_a_time else len(deltas),
+                concurrency,
+                progress,
             )
         measured_k = _k_from_counters(stats)
         if measured_k is not None and measured_k != harness.k:
@@ -399,13 +439,65 @@ def _verify(
             "kind": baseline.kind,
             "source": baseline.source,
             "secondary": baseline.secondary,
-            "acceptance_length": attrs.asdict(baseline.metrics.acceptance_length),
+            # each metric the baseline records (None where it records none: a rate-only baseline has no AL)
+            **{
+                name: attrs.asdict(getattr(baseline.metrics, name)) if getattr(baseline.metrics, name) else None
+                for name in ("acceptance_length", "draft_acceptance_rate")
+            },
             "per_position": list(baseline.metrics.per_position.values) if baseline.metrics.per_position else None,
         },
     )
     if opts.update_baseline:
         result["baseline_update"] = update_baseline(entry, judgement, harness, stats, environment, opts.registry)
     return _finish(result, out, history)
+
+
+def stop_rule(
+    opts: Options,
+    entry: Any,
+    harness: Harness,
+    earlier: list[Any],
+    planned: int,
+    n_chunks: int,
+    one_at_a_time: bool,
+    looks: list[dict[str, Any]],
+) -> Callable[[list[Any], int], bool]:
+    """The sequential test's question after each chunk, as `engines.measure` asks it: is the verdict
+    decided (specreg.verify.sequential)? Each look is recorded in `looks`."""
+    points = sequential.look_points(planned, n_chunks, one_at_a_time)
+    baseline = (opts.harness_from or {}).get("baseline_index")
+
+    def decided(deltas: list[Any], done: int) -> bool:
+        if done not in points:
+            return False
+        previous = ([0] + points)[points.index(done)]
+        try:
+            stats = compute(earlier + deltas, opts.statistic)
+        except ValueError:  # nothing drafted yet
+            return False
+        k = _k_from_counters(stats)
+        run_h = attrs.evolve(harness, k=k) if k is not None else harness
+        judgement = judge(stats, run_h, entry, strict=opts.strict_harness, baseline=baseline)
+        used: list[float] = []
+
+        def critical(df: int) -> float:
+            used.append(sequential.critical(done, planned, previous, df))
+            return used[-1]
+
+        verdict_decided = decided_verdict(stats, run_h, entry, judgement, critical)
+        looks.append(
+            {
+                "prompts": done,
+                # the largest finite critical value of the checks (None: none could stop the run, e.g. a
+                # metric with too few chunks)
+                "critical": max((c for c in used if c < math.inf), default=None),
+                "verdict_so_far": judgement.verdict,
+                "decided": verdict_decided,
+            }
+        )
+        return verdict_decided
+
+    return decided
 
 
 def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any]:
@@ -514,7 +606,8 @@ def _judgement_dict(judgement: Any) -> dict[str, Any]:
         "differences": [d.text() for d in judgement.differences],
         "not_recorded_by_baseline": list(judgement.unrecorded),
         "others": [{"baseline_index": i, "verdict": v} for i, v in judgement.others],
-        "checks": [attrs.asdict(c) for c in judgement.checks],
+        # each check with its line (measured, verdict, statistic and gate), as the command prints it
+        "checks": [{**attrs.asdict(c), "text": c.text()} for c in judgement.checks],
     }
 
 

@@ -8,7 +8,9 @@ batched CI tests read the engine's counters once); "mean-per-prompt" is the mean
 own AL, run one prompt at a time (vLLM's DFlash reference test, `run_acceptance_length_eval`; a
 prompt without drafts counts as 1, as its `compute_acceptance_len` returns). The interval is a
 95% t-interval over the chunks' (or prompts') own ALs; its half-width is the smallest change of AL
-the run can tell from noise at 95% confidence (`detectable_change`).
+the run can tell from noise at 95% confidence (`detectable_change`). Every other metric has its
+own standard error the same way, over the chunks' own values (`standard_errors`): the draft
+acceptance rate accepted / draft tokens, each position's per_pos[i] / drafts.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, Sequence
 import attr  # attr.asdict(retain_collection_types=False): tuples as lists, as JSON reads them back
 import attrs
 
-from specreg.verify.counters import COUNTS, SpecCounters
+from specreg.verify.counters import SpecCounters
 
 #: two-sided 95% Student t quantiles t(0.975, df) for df = 1..30; above 30 the normal 1.96
 _T975 = (
@@ -72,6 +74,16 @@ class Statistics:
     draft_acceptance_rate: float
     #: 95% interval of the acceptance length over chunks; None with fewer than 2 usable chunks
     al_interval: tuple[float, float] | None
+    #: metric -> (standard error over the chunks' own values, their number): "acceptance_length",
+    #: "draft_acceptance_rate", "per_position[i]"; a metric with fewer than 2 usable chunks is left out
+    standard_errors: dict[str, tuple[float, int]] = attrs.field(factory=dict, kw_only=True, eq=False)
+
+    def half_width(self, metric: str) -> float | None:
+        """The 95% t-interval's half-width of `metric` (its detectable change), or None."""
+        if metric not in self.standard_errors:
+            return None
+        se, n = self.standard_errors[metric]
+        return t975(n - 1) * se
 
     @property
     def output_tokens_per_s(self) -> float | None:
@@ -96,7 +108,10 @@ class Statistics:
         """The fields (the counters without the run's output tokens and seconds, which follow with the
         derived figures)."""
         return {
-            **attr.asdict(self, filter=COUNTS, retain_collection_types=False),
+            **attr.asdict(
+                self, filter=attrs.filters.exclude(*COUNTS_EXCLUDED, "standard_errors"), retain_collection_types=False
+            ),
+            "standard_errors": {k: v[0] for k, v in self.standard_errors.items()},
             "detectable_change": self.detectable_change,
             "output_tokens": self.counters.generated,
             "seconds": self.counters.seconds,
@@ -107,6 +122,33 @@ class Statistics:
 
 def acceptance_length(c: SpecCounters) -> float:
     return 1.0 + c.accepted / c.drafts
+
+
+#: the chunk fields `to_dict` leaves out of the counters (they follow with the derived figures)
+COUNTS_EXCLUDED = ("generated", "seconds")
+
+
+def _standard_error(values: Sequence[float]) -> tuple[float, int] | None:
+    return (statistics.stdev(values) / math.sqrt(len(values)), len(values)) if len(values) >= 2 else None
+
+
+def chunk_values(chunks: Sequence[SpecCounters], statistic: str = "pooled") -> dict[str, list[float]]:
+    """Each metric's value per chunk (per prompt with "mean-per-prompt"), the chunks that cannot
+    have one (no drafts) left out; with "mean-per-prompt" a prompt without drafts has AL 1."""
+    if statistic == "mean-per-prompt":
+        al = [acceptance_length(c) if c.drafts > 0 else 1.0 for c in chunks]
+    else:
+        al = [acceptance_length(c) for c in chunks if c.drafts > 0]
+    out = {
+        "acceptance_length": al,
+        "draft_acceptance_rate": [c.accepted / c.draft_tokens for c in chunks if c.draft_tokens > 0],
+    }
+    positions = max((len(c.per_pos) for c in chunks), default=0)
+    for i in range(positions):
+        out[f"per_position[{i}]"] = [
+            (c.per_pos[i] if i < len(c.per_pos) else 0) / c.drafts for c in chunks if c.drafts > 0
+        ]
+    return out
 
 
 def total(chunks: Sequence[SpecCounters]) -> SpecCounters:
@@ -123,10 +165,9 @@ def compute(chunks: Sequence[SpecCounters], statistic: str = "pooled") -> Statis
     total_ = total(chunks)
     if total_.drafts <= 0:
         raise ValueError("no drafts were counted: speculative decoding did not run")
-    if statistic == "mean-per-prompt":
-        per_chunk = [acceptance_length(c) if c.drafts > 0 else 1.0 for c in chunks]
-    else:
-        per_chunk = [acceptance_length(c) for c in chunks if c.drafts > 0]
+    values = chunk_values(chunks, statistic)
+    per_chunk = values["acceptance_length"]
+    errors = {name: se for name, v in values.items() if (se := _standard_error(v)) is not None}
     interval = None
     if len(per_chunk) >= 2:
         mean = statistics.fmean(per_chunk)
@@ -140,4 +181,5 @@ def compute(chunks: Sequence[SpecCounters], statistic: str = "pooled") -> Statis
         draft_acceptance_rate=total_.accepted / total_.draft_tokens if total_.draft_tokens else 0.0,
         al_interval=interval,
         statistic=statistic,
+        standard_errors=errors,
     )
