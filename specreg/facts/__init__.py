@@ -95,6 +95,11 @@ def release_rules(release: str) -> dict[str, Any]:
     return _read(f"{release}/rules.json")["rules"]
 
 
+def refused(release: str) -> dict[str, str]:
+    """algorithm -> a known release's own refusal of it (its rules.json "refused"; empty: none), a copy."""
+    return dict(_read(f"{release}/rules.json").get("refused", {}))
+
+
 def refusal(version: str | Version, algorithm: str) -> str | None:
     """What vLLM `version`'s speculators path raises for `algorithm`, in its own words, where its release
     registers the algorithm and refuses it (the release's rules.json "refused"; past the newest known
@@ -105,8 +110,7 @@ def refusal(version: str | Version, algorithm: str) -> str | None:
         if v < newest():
             return None
         release = known()[-1]
-    refused = _read(f"{release}/rules.json").get("refused", {})
-    return refused.get(algorithm)
+    return refused(release).get(algorithm)
 
 
 def not_extracted(record: Any) -> str | None:
