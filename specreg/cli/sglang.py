@@ -29,7 +29,13 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
     for flag, name in (("gpu", "--gpu"), ("spec_flags", "--spec-flags"), ("vllm", "--vllm")):
         if getattr(args, flag, None):
             raise SpecregError(f"{name} is about vLLM; with --engine sglang leave it out")
-    return sglang_plan(args.source, revision=args.revision, verifier=args.verifier, check_weights=check_weights)
+    return sglang_plan(
+        args.source,
+        revision=args.revision,
+        verifier=args.verifier,
+        check_weights=check_weights,
+        force_verifier=getattr(args, "force_verifier", False),
+    )
 
 
 def _report(plan, source: str) -> None:
