@@ -171,3 +171,103 @@ def test_serve_escapes_terminal_controls_a_config_holds(tmp_path):
     assert out.returncode == 1, out.stderr  # an unknown model_type: not servable
     assert "\x1b" not in out.stderr + out.stdout and "\x9b" not in out.stderr + out.stdout
     assert "`qwen3\\x1b[31mRED\\x9b`" in out.stderr
+
+
+# -- the verifier it runs with (issue 45) ------------------------------------------------------------------
+
+#: what `specreg check` finds for the DFlash fixture (Qwen3-8B: hidden 4096, aux ids up to 34) beside a
+#: 12-layer, 5376-wide verifier
+MISMATCH = ["verifier-layer-out-of-range", "verifier-hidden-size-mismatch"]
+
+
+def wide_verifier(tmp_path):
+    folder = tmp_path / "wide-verifier"
+    folder.mkdir()
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3ForCausalLM"],
+                "model_type": "qwen3",
+                "hidden_size": 5376,
+                "num_hidden_layers": 12,
+                "vocab_size": 151936,
+            }
+        )
+    )
+    return folder
+
+
+def error_codes(stderr: str) -> list[str]:
+    return [line.split(":")[1].strip() for line in stderr.splitlines() if line.startswith("# error: ")]
+
+
+def test_check_finds_the_mismatch_the_serve_tests_below_refuse(tmp_path, draft):
+    r = run("check", str(draft), "--verifier", str(wide_verifier(tmp_path)), "--no-weights", "--json")
+    assert r.returncode == 1
+    assert [f["code"] for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"] == MISMATCH
+
+
+@pytest.mark.parametrize("extra", [["--config-only"], []])
+def test_serve_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft, extra):
+    out = tmp_path / "d"
+    r = run("serve", str(draft), "--verifier", str(wide_verifier(tmp_path)), "--dir", str(out), *extra)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert error_codes(r.stderr) == MISMATCH
+    assert "does not match the verifier" in r.stderr and "--force-verifier" in r.stderr
+    assert not out.exists() and not (tmp_path / "specreg-cache" / "drafts").exists()
+
+
+def test_materialize_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft):
+    out = tmp_path / "m"
+    r = run("materialize", str(draft), str(out), "--copy", "--verifier", str(wide_verifier(tmp_path)))
+    assert r.returncode == 1 and r.stdout == "" and error_codes(r.stderr) == MISMATCH
+    assert not out.exists()
+
+
+def test_force_verifier_serves_it_beside_that_verifier_with_the_errors_as_warnings(tmp_path, draft):
+    verifier = wide_verifier(tmp_path)
+    r = run("serve", str(draft), "--verifier", str(verifier), "--config-only", "--force-verifier")
+    assert r.returncode == 0, r.stderr
+    assert shlex.split(r.stdout)[:3] == ["vllm", "serve", str(verifier)]
+    warned = [line for line in r.stderr.splitlines() if line.startswith("# warning: verifier-")]
+    assert len(warned) == 2 and all(line.endswith("(served anyway: --force-verifier)") for line in warned)
+    m = run("materialize", str(draft), str(tmp_path / "m"), "--config-only", "--verifier", str(verifier), "--force-verifier")
+    assert m.returncode == 0 and (tmp_path / "m" / "config.json").exists(), m.stderr
+
+
+def test_serve_for_sglang_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft):
+    out = tmp_path / "d"
+    r = run("serve", str(draft), "--engine", "sglang", "--verifier", str(wide_verifier(tmp_path)), "--dir", str(out))
+    assert r.returncode == 1 and r.stdout == "" and not out.exists(), r.stderr
+    assert all(code in r.stderr for code in MISMATCH)
+
+
+def test_a_given_verifier_that_is_the_one_the_draft_names_is_not_read(hub, tmp_path, draft):
+    r = run("serve", str(draft), "--verifier", "Qwen/Qwen3-8B", "--config-only")
+    assert r.returncode == 0, r.stderr
+    assert hub.count() == 0
+
+
+def gemma_draft() -> dict:
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["hidden_size"] = 5376
+    cfg["aux_hidden_state_layer_ids"] = [2, 20, 40, 58]
+    cfg["speculators_config"]["verifier"] = {"architectures": ["Gemma4ForCausalLM"], "name_or_path": "google/gemma-4-31B-it"}
+    return cfg
+
+
+def test_serve_refuses_a_hub_verifier_the_hub_draft_does_not_match(hub, tmp_path):
+    """The catalog's entry serves this draft with -tp 2 beside Gemma 4: beside Qwen3-8B it was printed with it."""
+    draft = "RedHatAI/gemma-4-31B-it-speculator.dflash"
+    hub.add(draft, {"config.json": json.dumps(gemma_draft()).encode()})
+    qwen = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36, "vocab_size": 151936}
+    hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps(qwen).encode()})
+    r = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only")
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert error_codes(r.stderr) == MISMATCH
+    forced = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only", "--force-verifier")
+    assert forced.returncode == 0, forced.stderr
+    assert "--tensor-parallel-size" not in shlex.split(forced.stdout)
+    assert "the catalog's serving hints are for google/gemma-4-31B-it; beside Qwen/Qwen3-8B none is added" in forced.stderr
+    own = run("serve", draft, "--config-only")
+    assert shlex.split(own.stdout)[-2:] == ["--tensor-parallel-size", "2"], own.stderr
