@@ -2,6 +2,7 @@
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -271,3 +272,121 @@ def test_serve_refuses_a_hub_verifier_the_hub_draft_does_not_match(hub, tmp_path
     assert "the catalog's serving hints are for google/gemma-4-31B-it; beside Qwen/Qwen3-8B none is added" in forced.stderr
     own = run("serve", draft, "--config-only")
     assert shlex.split(own.stdout)[-2:] == ["--tensor-parallel-size", "2"], own.stderr
+
+
+# -- a draft is its source and its weights (issue 45) --------------------------------------------------------
+
+
+def two_epochs(tmp_path, config: dict | None = None):
+    """run/epoch1/draft and run/epoch2/draft: the same config.json, different weights."""
+    from safetensors.numpy import save_file
+
+    from weights import tensors
+
+    out = []
+    for n in (1, 2):
+        folder = tmp_path / "run" / f"epoch{n}" / "draft"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps(config or fixture_config("dflash")))
+        arrays = tensors(fc__weight=(4, 12))
+        arrays["fc.weight"][:] = n
+        save_file(arrays, str(folder / "model.safetensors"))
+        out.append(folder)
+    return out
+
+
+def served_dir(stdout: str) -> str:
+    argv = shlex.split(stdout)
+    return json.loads(argv[argv.index("--speculative-config") + 1])["model"]
+
+
+def native_draft(tmp_path, n: int):
+    from conftest import DATA
+
+    folder = tmp_path / "run" / f"epoch{n}" / "draft"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_bytes((DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json").read_bytes())
+    (folder / "model.safetensors").write_bytes(b"epoch %d" % n)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["speculators", "native"])
+def test_two_checkpoints_with_the_same_config_are_served_from_two_folders(tmp_path, kind):
+    if kind == "native":
+        from hostile_helpers import local_verifier
+
+        epochs, extra = [native_draft(tmp_path, 1), native_draft(tmp_path, 2)], ["--verifier", str(local_verifier(tmp_path))]
+    else:
+        epochs, extra = two_epochs(tmp_path), []
+    first = run("serve", str(epochs[0]), *extra)
+    second = run("serve", str(epochs[1]), *extra)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    one, two = Path(served_dir(first.stdout)), Path(served_dir(second.stdout))
+    assert one != two
+    assert (one / "model.safetensors").resolve() == (epochs[0] / "model.safetensors").resolve()
+    assert (two / "model.safetensors").resolve() == (epochs[1] / "model.safetensors").resolve()
+    again = run("serve", str(epochs[0]), *extra)
+    assert served_dir(again.stdout) == str(one)  # the same draft, rerun: the same folder
+
+
+def test_new_weights_in_the_same_folder_are_another_draft(tmp_path):
+    from safetensors.numpy import save_file
+
+    from weights import tensors
+
+    (draft,) = two_epochs(tmp_path)[:1]
+    before = served_dir(run("serve", str(draft)).stdout)
+    save_file(tensors(fc__weight=(4, 12), lm_head__weight=(8, 4)), str(draft / "model.safetensors"))
+    after = served_dir(run("serve", str(draft)).stdout)
+    assert before != after
+
+
+def test_two_checkpoints_for_sglang_are_served_from_two_folders(tmp_path):
+    epochs = two_epochs(tmp_path)
+    dirs = []
+    for folder in epochs:
+        r = run("serve", str(folder), "--engine", "sglang")
+        assert r.returncode == 0, r.stderr
+        argv = shlex.split(r.stdout)
+        dirs.append(Path(argv[argv.index("--speculative-draft-model-path") + 1]))
+    assert dirs[0] != dirs[1]
+    assert [(d / "model.safetensors").resolve() for d in dirs] == [(e / "model.safetensors").resolve() for e in epochs]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_serve_dir_never_replaces_copied_weights_of_another_checkpoint(tmp_path, engine):
+    import shutil
+
+    epoch1, epoch2 = two_epochs(tmp_path)
+    keep = tmp_path / "keep"
+    m = run("materialize", str(epoch1), str(keep), "--copy", "--engine", engine)
+    assert m.returncode == 0, m.stderr
+    copied = (keep / "model.safetensors").read_bytes()
+    shutil.rmtree(epoch1)
+    r = run("serve", str(epoch2), "--dir", str(keep), "--engine", engine)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert "with its weights copied" in r.stderr and "--force" in r.stderr
+    assert not (keep / "model.safetensors").is_symlink() and (keep / "model.safetensors").read_bytes() == copied
+    forced = run("serve", str(epoch2), "--dir", str(keep), "--engine", engine, "--force")
+    assert forced.returncode == 0 and (keep / "model.safetensors").is_symlink(), forced.stderr
+
+
+def test_serve_dir_never_replaces_copied_weights_with_links_to_them(tmp_path):
+    (draft,) = two_epochs(tmp_path)[:1]
+    keep = tmp_path / "keep"
+    assert run("materialize", str(draft), str(keep), "--copy").returncode == 0
+    r = run("serve", str(draft), "--dir", str(keep))
+    assert r.returncode == 2 and "with its weights copied" in r.stderr
+    assert not (keep / "model.safetensors").is_symlink()
+    linked = tmp_path / "linked"
+    assert run("materialize", str(draft), str(linked)).returncode == 0
+    assert run("serve", str(draft), "--dir", str(linked)).returncode == 0  # links of the same draft: refreshed
+
+
+def test_same_draft_is_the_source_and_its_weights_not_the_config(tmp_path):
+    from specreg.vllm.manifest import same_draft
+
+    epoch1, epoch2 = two_epochs(tmp_path)
+    spec1, spec2 = specreg.load(epoch1), specreg.load(epoch2)
+    spec1.materialize(tmp_path / "d", weights="link")
+    assert same_draft(tmp_path / "d", spec1) and not same_draft(tmp_path / "d", spec2)

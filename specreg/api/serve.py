@@ -230,8 +230,9 @@ def serve_plan(
         target = Path(directory).expanduser() if directory else default_directory(spec)
         if write:
             # specreg's own cache directory is replaced freely; a given directory too when it holds this same draft
-            again = not directory or force or same_draft(target, spec)
-            done = spec.materialize(target, weights="none" if config_only else "link", force=again, progress=say)
+            weights = "none" if config_only else "link"
+            again = not directory or force or same_draft(target, spec, weights)
+            done = spec.materialize(target, weights=weights, force=again, progress=say)
             target, written = done.directory, True
         else:
             target = target.absolute()

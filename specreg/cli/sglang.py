@@ -66,10 +66,11 @@ def serve(args: argparse.Namespace) -> int:
     _report(plan, args.source)
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
-    force = not args.dir or args.force or same_draft(directory, plan)
+    weights = "none" if args.config_only else "link"
+    force = not args.dir or args.force or same_draft(directory, plan, weights)
     done = plan.materialize(
         directory,
-        weights="none" if args.config_only else "link",
+        weights=weights,
         force=force,
         progress=None if args.quiet else progress_line,
     )
