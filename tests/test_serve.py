@@ -232,7 +232,9 @@ def test_force_verifier_serves_it_beside_that_verifier_with_the_errors_as_warnin
     assert shlex.split(r.stdout)[:3] == ["vllm", "serve", str(verifier)]
     warned = [line for line in r.stderr.splitlines() if line.startswith("# warning: verifier-")]
     assert len(warned) == 2 and all(line.endswith("(served anyway: --force-verifier)") for line in warned)
-    m = run("materialize", str(draft), str(tmp_path / "m"), "--config-only", "--verifier", str(verifier), "--force-verifier")
+    m = run(
+        "materialize", str(draft), str(tmp_path / "m"), "--config-only", "--verifier", str(verifier), "--force-verifier"
+    )
     assert m.returncode == 0 and (tmp_path / "m" / "config.json").exists(), m.stderr
 
 
@@ -253,7 +255,10 @@ def gemma_draft() -> dict:
     cfg = fixture_config("dflash")
     cfg["transformer_layer_config"]["hidden_size"] = 5376
     cfg["aux_hidden_state_layer_ids"] = [2, 20, 40, 58]
-    cfg["speculators_config"]["verifier"] = {"architectures": ["Gemma4ForCausalLM"], "name_or_path": "google/gemma-4-31B-it"}
+    cfg["speculators_config"]["verifier"] = {
+        "architectures": ["Gemma4ForCausalLM"],
+        "name_or_path": "google/gemma-4-31B-it",
+    }
     return cfg
 
 
@@ -261,7 +266,13 @@ def test_serve_refuses_a_hub_verifier_the_hub_draft_does_not_match(hub, tmp_path
     """The catalog's entry serves this draft with -tp 2 beside Gemma 4: beside Qwen3-8B it was printed with it."""
     draft = "RedHatAI/gemma-4-31B-it-speculator.dflash"
     hub.add(draft, {"config.json": json.dumps(gemma_draft()).encode()})
-    qwen = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36, "vocab_size": 151936}
+    qwen = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "hidden_size": 4096,
+        "num_hidden_layers": 36,
+        "vocab_size": 151936,
+    }
     hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps(qwen).encode()})
     r = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only")
     assert r.returncode == 1 and r.stdout == "", r.stderr
@@ -269,7 +280,9 @@ def test_serve_refuses_a_hub_verifier_the_hub_draft_does_not_match(hub, tmp_path
     forced = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only", "--force-verifier")
     assert forced.returncode == 0, forced.stderr
     assert "--tensor-parallel-size" not in shlex.split(forced.stdout)
-    assert "the catalog's serving hints are for google/gemma-4-31B-it; beside Qwen/Qwen3-8B none is added" in forced.stderr
+    assert (
+        "the catalog's serving hints are for google/gemma-4-31B-it; beside Qwen/Qwen3-8B none is added" in forced.stderr
+    )
     own = run("serve", draft, "--config-only")
     assert shlex.split(own.stdout)[-2:] == ["--tensor-parallel-size", "2"], own.stderr
 
@@ -315,7 +328,10 @@ def test_two_checkpoints_with_the_same_config_are_served_from_two_folders(tmp_pa
     if kind == "native":
         from hostile_helpers import local_verifier
 
-        epochs, extra = [native_draft(tmp_path, 1), native_draft(tmp_path, 2)], ["--verifier", str(local_verifier(tmp_path))]
+        epochs, extra = (
+            [native_draft(tmp_path, 1), native_draft(tmp_path, 2)],
+            ["--verifier", str(local_verifier(tmp_path))],
+        )
     else:
         epochs, extra = two_epochs(tmp_path), []
     first = run("serve", str(epochs[0]), *extra)

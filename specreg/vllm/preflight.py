@@ -218,7 +218,9 @@ def accept_verifier(spec: "Speculator") -> "Speculator":
 
     def accepted(f: Finding) -> Finding:
         note = " (served anyway: --force-verifier)"
-        return attrs.evolve(f, severity="warning", message=f.message + note) if f in added and f.severity == "error" else f
+        return (
+            attrs.evolve(f, severity="warning", message=f.message + note) if f in added and f.severity == "error" else f
+        )
 
     return attrs.evolve(
         spec,

@@ -146,7 +146,7 @@ def cached_weights(repo_id: str, revision: str | None) -> tuple[dict[str, Tensor
     if any(p is None for p in paths.values()):
         return None
     tensors: dict[str, Tensor] = {}
-    for name, path in paths.items():
+    for path in paths.values():
         found, _n = _local_header(path)  # type: ignore[arg-type]
         tensors.update(found)
     return tensors, tuple(sorted(paths))
