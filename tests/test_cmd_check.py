@@ -8,7 +8,7 @@ import os
 import pytest
 
 from conftest import fixture_config
-from hostile_helpers import BIG_CONFIG, DATA_NATIVE, local_verifier, run
+from hostile_helpers import BIG_CONFIG, DATA_NATIVE, QWEN3_8B, local_verifier, run
 from weights import write_draft
 
 # -- every config fetch is capped ------------------------------------------------------------------------
@@ -50,15 +50,6 @@ def test_a_verifier_config_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
 
 
 # -- offline means cached (issue 45) ------------------------------------------------------------------------
-
-
-QWEN3_8B = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "hidden_size": 4096,
-    "num_hidden_layers": 36,
-    "vocab_size": 151936,
-}
 
 
 def closed_port_url() -> str:

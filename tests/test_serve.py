@@ -182,20 +182,9 @@ MISMATCH = ["verifier-layer-out-of-range", "verifier-hidden-size-mismatch"]
 
 
 def wide_verifier(tmp_path):
-    folder = tmp_path / "wide-verifier"
-    folder.mkdir()
-    (folder / "config.json").write_text(
-        json.dumps(
-            {
-                "architectures": ["Qwen3ForCausalLM"],
-                "model_type": "qwen3",
-                "hidden_size": 5376,
-                "num_hidden_layers": 12,
-                "vocab_size": 151936,
-            }
-        )
-    )
-    return folder
+    from hostile_helpers import local_verifier
+
+    return local_verifier(tmp_path, "wide-verifier", hidden_size=5376, num_hidden_layers=12)
 
 
 def error_codes(stderr: str) -> list[str]:
@@ -266,14 +255,9 @@ def test_serve_refuses_a_hub_verifier_the_hub_draft_does_not_match(hub, tmp_path
     """The catalog's entry serves this draft with -tp 2 beside Gemma 4: beside Qwen3-8B it was printed with it."""
     draft = "RedHatAI/gemma-4-31B-it-speculator.dflash"
     hub.add(draft, {"config.json": json.dumps(gemma_draft()).encode()})
-    qwen = {
-        "architectures": ["Qwen3ForCausalLM"],
-        "model_type": "qwen3",
-        "hidden_size": 4096,
-        "num_hidden_layers": 36,
-        "vocab_size": 151936,
-    }
-    hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps(qwen).encode()})
+    from hostile_helpers import QWEN3_8B
+
+    hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps(QWEN3_8B).encode()})
     r = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only")
     assert r.returncode == 1 and r.stdout == "", r.stderr
     assert error_codes(r.stderr) == MISMATCH
