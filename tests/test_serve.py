@@ -390,3 +390,12 @@ def test_same_draft_is_the_source_and_its_weights_not_the_config(tmp_path):
     spec1, spec2 = specreg.load(epoch1), specreg.load(epoch2)
     spec1.materialize(tmp_path / "d", weights="link")
     assert same_draft(tmp_path / "d", spec1) and not same_draft(tmp_path / "d", spec2)
+
+
+def test_a_given_verifier_the_hub_cannot_give_is_served_unchecked_with_a_warning(draft):
+    from test_cmd_check import closed_port_url
+
+    r = run("serve", str(draft), "--verifier", "org/other", "--config-only", env={"HF_ENDPOINT": closed_port_url()})
+    assert r.returncode == 0 and shlex.split(r.stdout)[:3] == ["vllm", "serve", "org/other"], r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "verifier-unread" in x]
+    assert line.startswith("# warning: verifier-unread: the draft was not checked against org/other: could not fetch")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
-from specreg.errors import ConfigError, Problem, SpecregError, show_value
+from specreg.errors import ConfigError, OfflineError, Problem, SpecregError, show_value
 from specreg.normalization.speculator import Finding, thaw
 from specreg.vllm.attention import AttentionError, gpu_label
 from specreg.vllm.gpu_plan import GpuReport, gpu_check
@@ -23,7 +23,14 @@ from specreg.vllm.deployment import (
     quant_name_findings,
     quantization_gpu_findings,
 )
-from specreg.vllm.verifier_check import VerifierFacts, kv_cache_check, positive_int, verifier_facts, verifier_findings
+from specreg.vllm.verifier_check import (
+    LOCAL_VERIFIER_FIX,
+    VerifierFacts,
+    kv_cache_check,
+    positive_int,
+    verifier_facts,
+    verifier_findings,
+)
 from specreg.vllm.weight_headers import WeightsSummary, hub_weights, local_weights, summarize, weights_findings
 
 if TYPE_CHECKING:
@@ -200,13 +207,19 @@ def against_verifier(spec: "Speculator", verifier: str | None) -> "Speculator":
     """`spec` checked against the verifier it will be served beside (the verifier pre-flight, no
     weights), where that is one the user gave and not the one the draft names: a pairing other than the
     trained one is where a layer or width mismatch comes from. Unchanged when there is nothing to check
-    or it was checked against that verifier already."""
+    or it was checked against that verifier already; a verifier whose config the Hub cannot give (and
+    no cache holds) is a `verifier-unread` warning: the draft is served, unchecked, as before."""
     if not verifier or verifier == trained_verifier(spec):
         return spec
     checked = spec.checks.verifier if spec.checks is not None else None
-    if checked is not None and checked.id == verifier:
+    if checked is not None and checked.id == verifier or any(f.code == "verifier-unread" for f in spec.findings):
         return spec
-    return preflight(spec, verifier=verifier, check_verifier=True, check_weights=False)
+    try:
+        return preflight(spec, verifier=verifier, check_verifier=True, check_weights=False)
+    except OfflineError as exc:
+        why = exc.message.removesuffix(f"; {LOCAL_VERIFIER_FIX}")
+        unread = Finding.of("verifier-unread", f"the draft was not checked against {verifier}: {why}")
+        return attrs.evolve(spec, findings=(*spec.findings, unread))
 
 
 def accept_verifier(spec: "Speculator") -> "Speculator":

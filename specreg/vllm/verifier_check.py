@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
 
 
+#: what to do when the verifier's config cannot be fetched
+LOCAL_VERIFIER_FIX = "name a local copy of the verifier (--verifier LOCAL_DIR, a directory holding its config.json)"
+
+
 @attrs.frozen
 class VerifierFacts:
     id: str
@@ -87,11 +91,7 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         try:
             fetched = hub.fetch_config(verifier, None, source=verifier)
         except OfflineError as exc:
-            raise OfflineError(
-                f"{exc.message}; name a local copy of the verifier (--verifier LOCAL_DIR, a directory holding "
-                "its config.json)",
-                source=exc.source,
-            ) from None
+            raise OfflineError(f"{exc.message}; {LOCAL_VERIFIER_FIX}", source=exc.source) from None
         config, _ = read_config(fetched.path, source=f"{verifier}/{hub.CONFIG_NAME}")
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     body = text or config
