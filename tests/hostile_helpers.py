@@ -16,20 +16,21 @@ def run(*args, env=None):
 MINIMAL = 'id = "{id}"\nalgorithm = "eagle3"\nstatus = "unpinned"\n\n[verifier]\nid = "org/v"\n'
 
 
-def local_verifier(tmp_path):
-    folder = tmp_path / "verifier"
+#: the fields of Qwen/Qwen3-8B's config.json the verifier checks read
+QWEN3_8B = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "vocab_size": 151936,
+}
+
+
+def local_verifier(tmp_path, name: str = "verifier", **changes):
+    """A verifier directory holding QWEN3_8B's config.json with `changes`."""
+    folder = tmp_path / name
     folder.mkdir()
-    (folder / "config.json").write_text(
-        json.dumps(
-            {
-                "architectures": ["Qwen3ForCausalLM"],
-                "model_type": "qwen3",
-                "hidden_size": 4096,
-                "num_hidden_layers": 36,
-                "vocab_size": 151936,
-            }
-        )
-    )
+    (folder / "config.json").write_text(json.dumps({**QWEN3_8B, **changes}))
     return folder
 
 

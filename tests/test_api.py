@@ -523,3 +523,35 @@ def test_every_fetch_follows_one_hub_policy_against_an_unreachable_endpoint(tmp_
         assert done.returncode == 2, (argv, done.stderr)
         assert len(lines) == 1 and lines[0].startswith("error: "), (argv, done.stderr)
         assert "(tried 3 times)" in lines[0] and "Retrying in" not in done.stderr + done.stdout, (argv, done.stderr)
+
+
+# -- the verifier it runs with (issue 45) ------------------------------------------------------------------
+
+
+def test_load_with_a_verifier_reports_what_check_finds_for_that_pair(tmp_path, draft):
+    from test_serve import MISMATCH, wide_verifier
+
+    verifier = str(wide_verifier(tmp_path))
+    loaded = specreg.load(draft, verifier=verifier)
+    checked = specreg.check(draft, verifier=verifier, weights=False)
+    assert loaded.findings == checked.findings and [f.code for f in loaded.errors] == MISMATCH
+    assert loaded.checks.verifier.id == verifier and not loaded.servable
+    assert specreg.load(draft, verifier=verifier, check_verifier=False).errors == ()
+
+
+def test_serve_plan_and_materialize_refuse_a_verifier_the_draft_does_not_match(tmp_path, draft):
+    from test_serve import MISMATCH, wide_verifier
+
+    verifier = str(wide_verifier(tmp_path))
+    with pytest.raises(specreg.NotServable) as err:
+        specreg.serve_plan(str(draft), verifier=verifier, config_only=True, directory=tmp_path / "d")
+    assert [f.code for f in err.value.findings] == MISMATCH and not (tmp_path / "d").exists()
+    unchecked = specreg.load(draft)  # a Speculator loaded without it is checked there too
+    with pytest.raises(specreg.NotServable):
+        specreg.materialize(unchecked, tmp_path / "m", verifier=verifier, weights="none")
+    assert not (tmp_path / "m").exists()
+    plan = specreg.serve_plan(str(draft), verifier=verifier, config_only=True, force_verifier=True)
+    assert plan.verifier == verifier and plan.argv[2] == verifier
+    assert [f.severity for f in plan.findings if f.code in MISMATCH] == ["warning", "warning"]
+    done = specreg.materialize(unchecked, tmp_path / "m", verifier=verifier, weights="none", force_verifier=True)
+    assert done.verifier == verifier

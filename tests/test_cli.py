@@ -179,9 +179,11 @@ def test_serve_needs_a_verifier_when_the_config_has_a_local_one(draft):
         f"error: {draft}: $.speculators_config.verifier.name_or_path: the config names no usable verifier; "
         "pass --verifier ORG/NAME"
     )
-    r = run("serve", str(draft), "--verifier", "Qwen/Qwen3-8B")
+    # not the verifier the config names, so it is read first: offline and uncached here, a warning
+    r = run_specreg("serve", str(draft), "--verifier", "Qwen/Qwen3-8B", env={"HF_HUB_OFFLINE": "1"})
     assert r.returncode == 0
     assert r.stdout.startswith("vllm serve Qwen/Qwen3-8B ")
+    assert "# warning: verifier-unread: the draft was not checked against Qwen/Qwen3-8B: " in r.stderr
 
 
 def test_a_revision_with_a_local_path_is_bad_input(draft):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from conftest import fixture_config
-from hostile_helpers import BIG_CONFIG, DATA_NATIVE, local_verifier, run
+from hostile_helpers import BIG_CONFIG, DATA_NATIVE, QWEN3_8B, local_verifier, run
 from weights import write_draft
 
 # -- every config fetch is capped ------------------------------------------------------------------------
@@ -47,3 +47,63 @@ def test_a_verifier_config_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
     os.mkfifo(verifier / "config.json")
     r = run("check", str(src), "--verifier", str(verifier), "--no-weights")
     assert r.returncode == 2 and "a FIFO, not a regular file" in r.stderr, r.stderr
+
+
+# -- offline means cached (issue 45) ------------------------------------------------------------------------
+
+
+def closed_port_url() -> str:
+    """A loopback URL nothing listens on: the Hub unreachable."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def hub_draft(hub, tmp_path) -> bytes:
+    """org/draft (the DFlash fixture and its weights) and its verifier on the loopback Hub."""
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    weights = (src / "model.safetensors").read_bytes()
+    hub.add("org/draft", {"config.json": (src / "config.json").read_bytes(), "model.safetensors": weights})
+    hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps(QWEN3_8B).encode()})
+    return weights
+
+
+def weights_line(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if line.lstrip().startswith("weights "))
+
+
+@pytest.mark.parametrize("gone", ["unreachable", "offline"])
+def test_check_reads_cached_weights_when_the_hub_is_gone(hub, tmp_path, gone):
+    hub_draft(hub, tmp_path)
+    online = run("check", "org/draft")  # the fixture's tiny weights do not fit its config: 3 errors
+    assert online.returncode == 1 and "weights-fc-shape" in online.stdout, online.stderr
+    fetched = run("materialize", "org/draft", str(tmp_path / "m"), "-q")  # the weights into the HF cache
+    assert fetched.returncode == 0, fetched.stderr
+    env = {"HF_ENDPOINT": closed_port_url()} if gone == "unreachable" else {"HF_HUB_OFFLINE": "1"}
+    r = run("check", "org/draft", env=env)
+    assert r.returncode == 1 and "internal error" not in r.stderr, r.stderr
+    assert weights_line(r.stdout).split(";")[0] == weights_line(online.stdout).split(";")[0]
+    assert r.stdout.replace(weights_line(r.stdout), "") == online.stdout.replace(weights_line(online.stdout), "")
+
+
+@pytest.mark.parametrize("gone", ["unreachable", "offline"])
+def test_check_without_cached_weights_and_no_hub_is_one_line_with_the_fix(hub, tmp_path, gone):
+    hub_draft(hub, tmp_path)
+    assert run("check", "org/draft", "--no-weights").returncode == 0  # the configs are cached, the weights are not
+    env = {"HF_ENDPOINT": closed_port_url()} if gone == "unreachable" else {"HF_HUB_OFFLINE": "1"}
+    r = run("check", "org/draft", env=env)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("error: ")]
+    assert "safetensors headers of org/draft" in line and "--no-weights" in line and "internal error" not in line
+    assert run("check", "org/draft", "--no-weights", env=env).returncode == 0
+
+
+def test_a_verifier_the_hub_cannot_give_is_one_line_naming_a_local_one(hub, tmp_path):
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    r = run("check", str(src), "--no-weights", env={"HF_ENDPOINT": closed_port_url()})
+    assert r.returncode == 2 and "internal error" not in r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("error: Qwen/Qwen3-8B: ") and "--verifier LOCAL_DIR" in line

@@ -42,3 +42,20 @@ def test_a_config_with_a_byte_order_mark_is_named_and_written_without_it(tmp_pat
     assert "config-byte-order-mark" in r.stdout
     done = spec.materialize(tmp_path / "out", weights="none")
     json.loads((done.directory / "config.json").read_text(encoding="utf-8"))  # transformers can read it
+
+
+# -- the verifier it runs with (issue 45) ------------------------------------------------------------------
+
+
+def test_show_with_a_verifier_reports_what_check_finds_for_that_pair(tmp_path):
+    from test_serve import MISMATCH, wide_verifier
+
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    verifier = str(wide_verifier(tmp_path))
+    shown = run("show", str(src), "--verifier", verifier, "--json")
+    checked = run("check", str(src), "--verifier", verifier, "--no-weights", "--json")
+    assert shown.returncode == checked.returncode == 1, shown.stderr
+    assert json.loads(shown.stdout)["findings"] == json.loads(checked.stdout)["findings"]
+    assert [f["code"] for f in json.loads(shown.stdout)["findings"] if f["severity"] == "error"] == MISMATCH
+    text = run("show", str(src), "--verifier", verifier)
+    assert text.returncode == 1 and all(f"error   {code}" in text.stdout for code in MISMATCH)

@@ -247,7 +247,8 @@ def test_the_catalog_supplies_the_verifier_of_a_native_hub_draft(hub):
 # -- convert --------------------------------------------------------------------------------------
 
 
-def test_convert_links_weights_and_round_trips(tmp_path):
+def test_convert_links_weights_and_round_trips(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # load(verifier=) reads the verifier: a warning here, no request
     src = write_draft(tmp_path / "src", native_config("zlab_dflash_nested_schema.json"))
     out = specreg.convert(src, tmp_path / "out", verifier=VERIFIER)
     assert out.files == ("config.json", "model.safetensors", "specreg.json")

@@ -2,6 +2,7 @@
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,230 @@ def test_serve_escapes_terminal_controls_a_config_holds(tmp_path):
     assert out.returncode == 1, out.stderr  # an unknown model_type: not servable
     assert "\x1b" not in out.stderr + out.stdout and "\x9b" not in out.stderr + out.stdout
     assert "`qwen3\\x1b[31mRED\\x9b`" in out.stderr
+
+
+# -- the verifier it runs with (issue 45) ------------------------------------------------------------------
+
+#: what `specreg check` finds for the DFlash fixture (Qwen3-8B: hidden 4096, aux ids up to 34) beside a
+#: 12-layer, 5376-wide verifier
+MISMATCH = ["verifier-layer-out-of-range", "verifier-hidden-size-mismatch"]
+
+
+def wide_verifier(tmp_path):
+    from hostile_helpers import local_verifier
+
+    return local_verifier(tmp_path, "wide-verifier", hidden_size=5376, num_hidden_layers=12)
+
+
+def error_codes(stderr: str) -> list[str]:
+    return [line.split(":")[1].strip() for line in stderr.splitlines() if line.startswith("# error: ")]
+
+
+def test_check_finds_the_mismatch_the_serve_tests_below_refuse(tmp_path, draft):
+    r = run("check", str(draft), "--verifier", str(wide_verifier(tmp_path)), "--no-weights", "--json")
+    assert r.returncode == 1
+    assert [f["code"] for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"] == MISMATCH
+
+
+@pytest.mark.parametrize("extra", [["--config-only"], []])
+def test_serve_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft, extra):
+    out = tmp_path / "d"
+    r = run("serve", str(draft), "--verifier", str(wide_verifier(tmp_path)), "--dir", str(out), *extra)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert error_codes(r.stderr) == MISMATCH
+    assert "does not match the verifier" in r.stderr and "--force-verifier" in r.stderr
+    assert not out.exists() and not (tmp_path / "specreg-cache" / "drafts").exists()
+
+
+def test_materialize_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft):
+    out = tmp_path / "m"
+    r = run("materialize", str(draft), str(out), "--copy", "--verifier", str(wide_verifier(tmp_path)))
+    assert r.returncode == 1 and r.stdout == "" and error_codes(r.stderr) == MISMATCH
+    assert not out.exists()
+
+
+def test_force_verifier_serves_it_beside_that_verifier_with_the_errors_as_warnings(tmp_path, draft):
+    verifier = wide_verifier(tmp_path)
+    r = run("serve", str(draft), "--verifier", str(verifier), "--config-only", "--force-verifier")
+    assert r.returncode == 0, r.stderr
+    assert shlex.split(r.stdout)[:3] == ["vllm", "serve", str(verifier)]
+    warned = [line for line in r.stderr.splitlines() if line.startswith("# warning: verifier-")]
+    assert len(warned) == 2 and all(line.endswith("(served anyway: --force-verifier)") for line in warned)
+    m = run(
+        "materialize", str(draft), str(tmp_path / "m"), "--config-only", "--verifier", str(verifier), "--force-verifier"
+    )
+    assert m.returncode == 0 and (tmp_path / "m" / "config.json").exists(), m.stderr
+
+
+def test_serve_for_sglang_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft):
+    out = tmp_path / "d"
+    r = run("serve", str(draft), "--engine", "sglang", "--verifier", str(wide_verifier(tmp_path)), "--dir", str(out))
+    assert r.returncode == 1 and r.stdout == "" and not out.exists(), r.stderr
+    assert all(code in r.stderr for code in MISMATCH)
+
+
+def test_a_given_verifier_that_is_the_one_the_draft_names_is_not_read(hub, tmp_path, draft):
+    r = run("serve", str(draft), "--verifier", "Qwen/Qwen3-8B", "--config-only")
+    assert r.returncode == 0, r.stderr
+    assert hub.count() == 0
+
+
+def gemma_draft() -> dict:
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["hidden_size"] = 5376
+    cfg["aux_hidden_state_layer_ids"] = [2, 20, 40, 58]
+    cfg["speculators_config"]["verifier"] = {
+        "architectures": ["Gemma4ForCausalLM"],
+        "name_or_path": "google/gemma-4-31B-it",
+    }
+    return cfg
+
+
+def test_serve_refuses_a_hub_verifier_the_hub_draft_does_not_match(hub, tmp_path):
+    """The catalog's entry serves this draft with -tp 2 beside Gemma 4: beside Qwen3-8B it was printed with it."""
+    draft = "RedHatAI/gemma-4-31B-it-speculator.dflash"
+    hub.add(draft, {"config.json": json.dumps(gemma_draft()).encode()})
+    from hostile_helpers import QWEN3_8B
+
+    hub.add("Qwen/Qwen3-8B", {"config.json": json.dumps(QWEN3_8B).encode()})
+    r = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only")
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert error_codes(r.stderr) == MISMATCH
+    forced = run("serve", draft, "--verifier", "Qwen/Qwen3-8B", "--config-only", "--force-verifier")
+    assert forced.returncode == 0, forced.stderr
+    assert "--tensor-parallel-size" not in shlex.split(forced.stdout)
+    assert (
+        "the catalog's serving hints are for google/gemma-4-31B-it; beside Qwen/Qwen3-8B none is added" in forced.stderr
+    )
+    own = run("serve", draft, "--config-only")
+    assert shlex.split(own.stdout)[-2:] == ["--tensor-parallel-size", "2"], own.stderr
+
+
+# -- a draft is its source and its weights (issue 45) --------------------------------------------------------
+
+
+def two_epochs(tmp_path, config: dict | None = None):
+    """run/epoch1/draft and run/epoch2/draft: the same config.json, different weights."""
+    from safetensors.numpy import save_file
+
+    from weights import tensors
+
+    out = []
+    for n in (1, 2):
+        folder = tmp_path / "run" / f"epoch{n}" / "draft"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps(config or fixture_config("dflash")))
+        arrays = tensors(fc__weight=(4, 12))
+        arrays["fc.weight"][:] = n
+        save_file(arrays, str(folder / "model.safetensors"))
+        out.append(folder)
+    return out
+
+
+def served_dir(stdout: str) -> str:
+    argv = shlex.split(stdout)
+    return json.loads(argv[argv.index("--speculative-config") + 1])["model"]
+
+
+def native_draft(tmp_path, n: int):
+    from conftest import DATA
+
+    folder = tmp_path / "run" / f"epoch{n}" / "draft"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_bytes((DATA / "native" / "zlab_dflash_qwen3_8b_fixture.json").read_bytes())
+    (folder / "model.safetensors").write_bytes(b"epoch %d" % n)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["speculators", "native"])
+def test_two_checkpoints_with_the_same_config_are_served_from_two_folders(tmp_path, kind):
+    if kind == "native":
+        from hostile_helpers import local_verifier
+
+        epochs, extra = (
+            [native_draft(tmp_path, 1), native_draft(tmp_path, 2)],
+            ["--verifier", str(local_verifier(tmp_path))],
+        )
+    else:
+        epochs, extra = two_epochs(tmp_path), []
+    first = run("serve", str(epochs[0]), *extra)
+    second = run("serve", str(epochs[1]), *extra)
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    one, two = Path(served_dir(first.stdout)), Path(served_dir(second.stdout))
+    assert one != two
+    assert (one / "model.safetensors").resolve() == (epochs[0] / "model.safetensors").resolve()
+    assert (two / "model.safetensors").resolve() == (epochs[1] / "model.safetensors").resolve()
+    again = run("serve", str(epochs[0]), *extra)
+    assert served_dir(again.stdout) == str(one)  # the same draft, rerun: the same folder
+
+
+def test_new_weights_in_the_same_folder_are_another_draft(tmp_path):
+    from safetensors.numpy import save_file
+
+    from weights import tensors
+
+    (draft,) = two_epochs(tmp_path)[:1]
+    before = served_dir(run("serve", str(draft)).stdout)
+    save_file(tensors(fc__weight=(4, 12), lm_head__weight=(8, 4)), str(draft / "model.safetensors"))
+    after = served_dir(run("serve", str(draft)).stdout)
+    assert before != after
+
+
+def test_two_checkpoints_for_sglang_are_served_from_two_folders(tmp_path):
+    epochs = two_epochs(tmp_path)
+    dirs = []
+    for folder in epochs:
+        r = run("serve", str(folder), "--engine", "sglang")
+        assert r.returncode == 0, r.stderr
+        argv = shlex.split(r.stdout)
+        dirs.append(Path(argv[argv.index("--speculative-draft-model-path") + 1]))
+    assert dirs[0] != dirs[1]
+    assert [(d / "model.safetensors").resolve() for d in dirs] == [(e / "model.safetensors").resolve() for e in epochs]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_serve_dir_never_replaces_copied_weights_of_another_checkpoint(tmp_path, engine):
+    import shutil
+
+    epoch1, epoch2 = two_epochs(tmp_path)
+    keep = tmp_path / "keep"
+    m = run("materialize", str(epoch1), str(keep), "--copy", "--engine", engine)
+    assert m.returncode == 0, m.stderr
+    copied = (keep / "model.safetensors").read_bytes()
+    shutil.rmtree(epoch1)
+    r = run("serve", str(epoch2), "--dir", str(keep), "--engine", engine)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert "with its weights copied" in r.stderr and "--force" in r.stderr
+    assert not (keep / "model.safetensors").is_symlink() and (keep / "model.safetensors").read_bytes() == copied
+    forced = run("serve", str(epoch2), "--dir", str(keep), "--engine", engine, "--force")
+    assert forced.returncode == 0 and (keep / "model.safetensors").is_symlink(), forced.stderr
+
+
+def test_serve_dir_never_replaces_copied_weights_with_links_to_them(tmp_path):
+    (draft,) = two_epochs(tmp_path)[:1]
+    keep = tmp_path / "keep"
+    assert run("materialize", str(draft), str(keep), "--copy").returncode == 0
+    r = run("serve", str(draft), "--dir", str(keep))
+    assert r.returncode == 2 and "with its weights copied" in r.stderr
+    assert not (keep / "model.safetensors").is_symlink()
+    linked = tmp_path / "linked"
+    assert run("materialize", str(draft), str(linked)).returncode == 0
+    assert run("serve", str(draft), "--dir", str(linked)).returncode == 0  # links of the same draft: refreshed
+
+
+def test_same_draft_is_the_source_and_its_weights_not_the_config(tmp_path):
+    from specreg.vllm.manifest import same_draft
+
+    epoch1, epoch2 = two_epochs(tmp_path)
+    spec1, spec2 = specreg.load(epoch1), specreg.load(epoch2)
+    spec1.materialize(tmp_path / "d", weights="link")
+    assert same_draft(tmp_path / "d", spec1) and not same_draft(tmp_path / "d", spec2)
+
+
+def test_a_given_verifier_the_hub_cannot_give_is_served_unchecked_with_a_warning(draft):
+    from test_cmd_check import closed_port_url
+
+    r = run("serve", str(draft), "--verifier", "org/other", "--config-only", env={"HF_ENDPOINT": closed_port_url()})
+    assert r.returncode == 0 and shlex.split(r.stdout)[:3] == ["vllm", "serve", "org/other"], r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "verifier-unread" in x]
+    assert line.startswith("# warning: verifier-unread: the draft was not checked against org/other: could not fetch")

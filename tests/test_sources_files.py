@@ -45,7 +45,7 @@ def readers():
     from specreg.entries.lookup import read_catalog
     from specreg.sources.files import read_source
     from specreg.verify.report import _results
-    from specreg.vllm.draft_weights import _local_weights
+    from specreg.vllm.draft_weights import local_weight_files
     from weights import safetensors_bytes, tensors
 
     config = json.dumps(fixture_config("dflash")).encode()
@@ -55,7 +55,7 @@ def readers():
         read_source(str(root / "config.json"))
 
     def weights_reader(root):
-        _local_weights(root)
+        local_weight_files(root)
 
     def catalog_reader(root):
         _, problems = read_catalog(root.parent)  # problems are collected, not raised

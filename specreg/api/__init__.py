@@ -31,7 +31,7 @@ def load(
     *,
     revision: str | None = None,
     vllm: str | Version | None = None,
-    check_verifier: bool = False,
+    check_verifier: bool | None = None,
     check_weights: bool = False,
     verifier: str | None = None,
 ) -> Speculator:
@@ -43,9 +43,12 @@ def load(
 
     check_verifier: read the verifier's config.json (`verifier`, else the one the config names) and
     check the draft against it; check_weights: read the draft's safetensors headers (never the
-    weights) and check them. Their findings join `findings`; `checks` holds what was read.
+    weights) and check them. Their findings join `findings`; `checks` holds what was read. By default
+    (None) a `verifier` other than the one the draft names is checked (as `specreg check` does it,
+    weights aside): the draft will run beside it; False checks nothing.
     """
     text = os.fspath(source)
+    given = verifier
     try:
         read = read_source(text, revision)
     except HubError as exc:
@@ -66,7 +69,11 @@ def load(
     if check_verifier or check_weights:
         from specreg.vllm.preflight import preflight
 
-        spec = preflight(spec, verifier=verifier, check_verifier=check_verifier, check_weights=check_weights)
+        spec = preflight(spec, verifier=verifier, check_verifier=bool(check_verifier), check_weights=check_weights)
+    elif check_verifier is None:
+        from specreg.vllm.preflight import against_verifier
+
+        spec = against_verifier(spec, given)
     return spec
 
 
@@ -85,7 +92,7 @@ def convert(
     from specreg.vllm.conversion import check_weight_mode, write_twin
 
     check_weight_mode(weights)
-    spec = load(source, revision=revision, verifier=verifier)
+    spec = load(source, revision=revision, verifier=verifier, check_verifier=False)
     return write_twin(
         spec, directory, source=str(source), verifier=verifier, weights=weights, force=force, progress=progress
     )

@@ -131,6 +131,16 @@ def serving_verifier(spec: Speculator, verifier: str | None = None) -> str:
     A local path recorded at training (a `verifier-local-path` finding) is used where it exists as a
     directory here; elsewhere it must be given. Raises NotServable for a draft the targeted vLLM does
     not serve as trained."""
+    mismatch = [f for f in (spec.checks.found if spec.checks is not None else ()) if f.severity == "error"]
+    if mismatch and spec.method is not None and set(spec.errors) == set(mismatch):
+        given = spec.checks.verifier.id
+        raise NotServable(
+            f"does not match the verifier {given} (see the errors above): it would not be served as trained "
+            f"beside it; name the verifier it was trained with, or pass --force-verifier to serve it beside "
+            f"{given} anyway",
+            findings=mismatch,
+            source=spec.origin.source if spec.origin else None,
+        )
     if not spec.servable:
         raise NotServable(
             f"not servable as trained by vLLM {spec.vllm_version} (see the errors above)",
@@ -150,13 +160,25 @@ def serving_verifier(spec: Speculator, verifier: str | None = None) -> str:
 
 
 def _load(
-    draft: Speculator | str | os.PathLike[str], revision: str | None, vllm: str | Version | None, verifier: str | None
+    draft: Speculator | str | os.PathLike[str],
+    revision: str | None,
+    vllm: str | Version | None,
+    verifier: str | None,
+    force_verifier: bool,
 ) -> Speculator:
-    if isinstance(draft, Speculator):
-        return draft
-    from specreg.api import load
+    """The draft, checked against a given verifier other than the one it names (its errors warnings
+    with force_verifier); one refused already is not checked further."""
+    from specreg.vllm.preflight import accept_verifier, against_verifier
 
-    return load(draft, revision=revision, vllm=vllm, verifier=verifier)
+    if isinstance(draft, Speculator):
+        spec = draft
+    else:
+        from specreg.api import load
+
+        spec = load(draft, revision=revision, vllm=vllm, verifier=verifier, check_verifier=False)
+    if spec.servable:
+        spec = against_verifier(spec, verifier)
+    return accept_verifier(spec) if force_verifier else spec
 
 
 def serve_plan(
@@ -172,6 +194,7 @@ def serve_plan(
     gpu: str | None = None,
     spec_flags: bool = False,
     write: bool = True,
+    force_verifier: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ServePlan:
     """The `vllm serve` line that serves a draft as trained (`specreg serve`).
@@ -183,7 +206,9 @@ def serve_plan(
     cache; weights linked, none with config_only; write=False computes the plan without writing).
     gpu: fit the draft's attention to that GPU (`serve --gpu`); spec_flags: --spec-model/
     --spec-method/--spec-tokens instead of --speculative-config. `progress` receives each note as it
-    is made (and the materialize steps). Raises NotServable, ConfigError, SpecregError."""
+    is made (and the materialize steps). A `verifier` other than the one the draft names is checked
+    first (as `specreg check` does): an error there raises NotServable, unless force_verifier (then
+    each is a warning in `findings`). Raises NotServable, ConfigError, SpecregError."""
     from specreg.vllm.manifest import default_directory, same_draft
 
     say = progress or (lambda _msg: None)
@@ -194,9 +219,9 @@ def serve_plan(
         say(text)
 
     given = vllm_settings(vllm_args)
-    spec = _load(draft, revision, vllm, verifier)
+    spec = _load(draft, revision, vllm, verifier, force_verifier)
     chosen = serving_verifier(spec, verifier)
-    flags = list(vllm_args) + _hint_flags(spec, given, note)
+    flags = list(vllm_args) + _hint_flags(spec, chosen, given, note)
     reason = spec.materialize_reason
     served_from, written = None, False
     if reason is None and not directory:
@@ -205,8 +230,9 @@ def serve_plan(
         target = Path(directory).expanduser() if directory else default_directory(spec)
         if write:
             # specreg's own cache directory is replaced freely; a given directory too when it holds this same draft
-            again = not directory or force or same_draft(target, spec)
-            done = spec.materialize(target, weights="none" if config_only else "link", force=again, progress=say)
+            weights = "none" if config_only else "link"
+            again = not directory or force or same_draft(target, spec, weights)
+            done = spec.materialize(target, weights=weights, force=again, progress=say)
             target, written = done.directory, True
         else:
             target = target.absolute()
@@ -230,15 +256,22 @@ def serve_plan(
     )
 
 
-def _hint_flags(spec: Speculator, given: Mapping[str, str | None], note: Callable[[str], None]) -> list[str]:
+def _hint_flags(
+    spec: Speculator, verifier: str, given: Mapping[str, str | None], note: Callable[[str], None]
+) -> list[str]:
     """The catalog's [serving] hints the flags do not give in any spelling (a differing value is the
-    user's, with a note)."""
+    user's, with a note). They are the entry's verifier's: beside another verifier none is added."""
     serving = getattr(spec.catalog, "serving", None) if spec.catalog is not None else None
+    hints = {f: h for f in HINTS if (h := getattr(serving, f, None)) is not None}
+    entry_verifier = getattr(getattr(spec.catalog, "verifier", None), "id", None)
+    if hints and entry_verifier is not None and verifier != entry_verifier:
+        note(
+            f"note: the catalog's serving hints are for {entry_verifier}; beside {verifier} none is added "
+            "(pass vLLM's flags after --)"
+        )
+        return []
     added: list[str] = []
-    for field in HINTS:
-        hint = getattr(serving, field, None) if serving is not None else None
-        if hint is None:
-            continue
+    for field, hint in hints.items():
         if field not in given:
             added += [spelling(field), str(hint)]
         elif given[field] != str(hint):
@@ -311,12 +344,13 @@ def materialize(
     verifier: str | None = None,
     weights: str = "link",
     force: bool = False,
+    force_verifier: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Materialization:
     """Write a vLLM-ready draft directory (`specreg materialize`): config.json as trained in the form
     vLLM loads as it is, the weights linked, copied or left out (weights="link" | "copy" | "none"),
-    and a signed specreg.json. The verifier is chosen as for `serve_plan`."""
-    spec = _load(draft, revision, vllm, verifier)
+    and a signed specreg.json. The verifier is chosen, and checked, as for `serve_plan`."""
+    spec = _load(draft, revision, vllm, verifier, force_verifier)
     chosen = serving_verifier(spec, verifier)
     done = spec.materialize(directory, weights=weights, force=force, progress=progress)
     kwargs = done.llm_kwargs(verifier=chosen)

@@ -119,10 +119,14 @@ def progress_line(message: str) -> None:
     print(f"# {message}", file=sys.stderr)
 
 
-def load_draft(args: argparse.Namespace):
+def load_draft(args: argparse.Namespace, *, check_verifier: bool | None = None):
+    """The draft the command names; by default checked against a --verifier other than the one it names
+    (specreg.load)."""
     from specreg.api import load
 
-    return load(args.source, revision=args.revision, vllm=args.vllm, verifier=args.verifier)
+    return load(
+        args.source, revision=args.revision, vllm=args.vllm, verifier=args.verifier, check_verifier=check_verifier
+    )
 
 
 def json_value(value: Any) -> str:

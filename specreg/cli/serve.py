@@ -63,13 +63,24 @@ def add_serve(sub: Any) -> None:
         "it start",
     )
     serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+    force_verifier_arg(serve)
     engine_arg(serve)
+
+
+def force_verifier_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force-verifier",
+        action="store_true",
+        help="serve the draft beside --verifier even where it does not match it (the errors `specreg check` "
+        "finds for that pair are printed as warnings): for someone who knows better than the configs",
+    )
 
 
 def add_materialize(sub: Any) -> None:
     mat = sub.add_parser("materialize", help="write a vLLM-ready draft directory (config.json as trained + weights)")
     directory_args(mat, "DIR")
     mat.add_argument("--json", action="store_true", help="print the keyword arguments for vllm.LLM as JSON")
+    force_verifier_arg(mat)
     engine_arg(mat)
 
 
@@ -90,6 +101,20 @@ def _report(spec) -> None:
             print_lines([f"# {f.severity}: {f.code}: {f.message}"], file=sys.stderr)
 
 
+def _checked(args: argparse.Namespace):
+    """The draft checked against a --verifier other than its own (its errors warnings with
+    --force-verifier), its findings reported."""
+    from specreg.vllm.preflight import accept_verifier, against_verifier
+
+    spec = load_draft(args, check_verifier=False)
+    if spec.servable:  # one refused already is not checked further
+        spec = against_verifier(spec, args.verifier)
+    if args.force_verifier:
+        spec = accept_verifier(spec)
+    _report(spec)
+    return spec
+
+
 def _refused(exc, source: str) -> Refused:
     """specreg.api.serve.NotServable as the CLI says it: one line (exit 1), after the GPU's error findings
     (the draft's own were reported with the others)."""
@@ -104,8 +129,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.engine == "sglang":
         return sglang.serve(args)
     vllm_settings(args.vllm_args)  # bad flags are refused before anything is read
-    spec = load_draft(args)
-    _report(spec)
+    spec = _checked(args)
     try:
         plan = serve_plan(
             spec,
@@ -116,6 +140,7 @@ def _serve(args: argparse.Namespace) -> int:
             config_only=args.config_only,
             gpu=args.gpu,
             spec_flags=args.spec_flags,
+            force_verifier=args.force_verifier,
             progress=progress_line,
         )
     except NotServable as exc:
@@ -133,12 +158,17 @@ def _materialize(args: argparse.Namespace) -> int:
 
     if args.engine == "sglang":
         return sglang.materialize(args)
-    spec = load_draft(args)
-    _report(spec)
+    spec = _checked(args)
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     try:
         done = materialize(
-            spec, args.dir, verifier=args.verifier, weights=weights, force=args.force, progress=progress_line
+            spec,
+            args.dir,
+            verifier=args.verifier,
+            weights=weights,
+            force=args.force,
+            force_verifier=args.force_verifier,
+            progress=progress_line,
         )
     except NotServable as exc:
         raise _refused(exc, args.source) from None

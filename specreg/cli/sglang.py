@@ -29,7 +29,13 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
     for flag, name in (("gpu", "--gpu"), ("spec_flags", "--spec-flags"), ("vllm", "--vllm")):
         if getattr(args, flag, None):
             raise SpecregError(f"{name} is about vLLM; with --engine sglang leave it out")
-    return sglang_plan(args.source, revision=args.revision, verifier=args.verifier, check_weights=check_weights)
+    return sglang_plan(
+        args.source,
+        revision=args.revision,
+        verifier=args.verifier,
+        check_weights=check_weights,
+        force_verifier=getattr(args, "force_verifier", False),
+    )
 
 
 def _report(plan, source: str) -> None:
@@ -60,10 +66,11 @@ def serve(args: argparse.Namespace) -> int:
     _report(plan, args.source)
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
-    force = not args.dir or args.force or same_draft(directory, plan)
+    weights = "none" if args.config_only else "link"
+    force = not args.dir or args.force or same_draft(directory, plan, weights)
     done = plan.materialize(
         directory,
-        weights="none" if args.config_only else "link",
+        weights=weights,
         force=force,
         progress=None if args.quiet else progress_line,
     )

@@ -158,7 +158,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.engine == "sglang":
         return sglang.check(args)
     report = check(
-        load_draft(args),
+        load_draft(args, check_verifier=False),
         verifier=args.verifier,
         weights=not args.no_weights,
         tensor_parallel_size=args.tensor_parallel_size,

@@ -256,6 +256,17 @@ CODES: dict[str, Code] = {
         ),
         # -- pre-flight: the draft against its verifier's config --------------------------------
         Code(
+            "verifier-unread",
+            "warning",
+            "the verifier given could not be read",
+            "A verifier was given that is not the one the draft names, so `serve`, `materialize`, `show` and "
+            "`specreg.load` check the draft against it, as `check` does; its config.json could not be read "
+            "(the Hub unreachable, or offline mode, and no copy in the Hugging Face cache), so the draft "
+            "was not checked against it. `check` refuses to go on without it.",
+            fix="name a local copy of the verifier (`--verifier LOCAL_DIR`, a directory holding its config.json), "
+            "or run `specreg check DRAFT --verifier VERIFIER` once the Hub answers",
+        ),
+        Code(
             "verifier-layer-out-of-range",
             "error",
             "aux layer ids beyond the verifier's layers",

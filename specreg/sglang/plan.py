@@ -15,18 +15,23 @@ def sglang_plan(
     revision: str | None = None,
     sglang: str | None = None,
     verifier: str | None = None,
-    check_verifier: bool = False,
+    check_verifier: bool | None = None,
     check_weights: bool = True,
+    force_verifier: bool = False,
 ) -> SGLangPlan:
     """The draft at `source` as SGLang `sglang` (the newest release specreg knows when None) serves it as
     trained: `.config` (config.json), `.argv(DIR)`, `.findings`, `.materialize(DIR)`, `.to_dict()`.
 
     check_weights: read the checkpoint's tensor names (safetensors headers only), so a DFlash/DSpark
     head SGLang would skip is refused; check_verifier: read the verifier's config, whose layer count
-    and class decide what SGLang guesses for an unmodified file."""
+    and class decide what SGLang guesses for an unmodified file; by default (None) a `verifier` other
+    than the one the draft names is checked (specreg.load): its errors refuse the plan, unless
+    force_verifier makes them warnings."""
     from specreg.vllm import preflight
 
     spec = load(source, revision=revision, verifier=verifier, check_verifier=check_verifier)
+    if force_verifier:
+        spec = preflight.accept_verifier(spec)
     names = None
     if check_weights and spec.origin is not None:
         if spec.origin.repo_id:

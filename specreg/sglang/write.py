@@ -5,7 +5,6 @@ left out) and a signed specreg.json, written as one write as the vLLM directory 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -14,6 +13,7 @@ import attrs
 from specreg.errors import SpecregError
 from specreg.sources.files import MANIFEST
 from specreg.vllm import materialize as vllm_dir
+from specreg.vllm.manifest import draft_identity, holds_this_draft, serve_folder
 
 if TYPE_CHECKING:
     from specreg.sglang.export import SGLangPlan
@@ -59,6 +59,7 @@ def materialize(
         "engine": "sglang",
         "sglang_version": plan.sglang_version,
         "source": spec.origin.to_dict() if spec.origin else None,
+        "identity": draft_identity(spec),
         "algorithm": plan.algorithm,
         "verifier": plan.verifier,
         "flags": list(plan.flags),
@@ -71,25 +72,16 @@ def materialize(
 
 
 def default_directory(plan: "SGLangPlan") -> Path:
-    """Where `specreg serve --engine sglang` writes a draft: one directory per source, content and SGLang release."""
-    origin = plan.speculator.origin
-    name = (origin.repo_id or Path(origin.path).parent.name or "draft") if origin else "draft"
-    digest = (origin.sha256 or "")[:16] if origin else ""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "--", name)
-    return vllm_dir.cache_root() / "drafts" / f"{safe}-{digest}-sglang{plan.sglang_version}"
+    """Where `specreg serve --engine sglang` writes a draft: one directory per source, weights and SGLang release."""
+    return serve_folder(plan.speculator, f"sglang{plan.sglang_version}")
 
 
-def same_draft(directory: str | os.PathLike[str], plan: "SGLangPlan") -> bool:
-    """Whether `directory` holds what specreg wrote for SGLang from this same source content and release."""
+def same_draft(directory: str | os.PathLike[str], plan: "SGLangPlan", weights: str = "link") -> bool:
+    """Whether `directory` holds what specreg wrote for SGLang from this same draft (source and weights)
+    and release, so that writing it again with `weights` loses nothing."""
     manifest = vllm_dir.trusted_manifest(Path(directory).expanduser()) or {}
-    source = manifest.get("source")
-    origin = plan.speculator.origin
     return (
-        isinstance(source, dict)
-        and origin is not None
-        and bool(origin.sha256)
-        and source.get("sha256") == origin.sha256
-        and manifest.get("engine") == "sglang"
+        manifest.get("engine") == "sglang"
         and manifest.get("sglang_version") == plan.sglang_version
-        and manifest.get("written_by") == "specreg"
+        and holds_this_draft(manifest, plan.speculator, weights)
     )

@@ -274,7 +274,7 @@ def _check_size(repo_id: str, filename: str, revision: str | None, max_bytes: in
             ) from None
         return  # 401/403/404 and the like: the download maps them to specreg's typed errors
     except Exception as exc:  # noqa: BLE001 - a connection failure: retried like a 5xx
-        failure = _connection_failure(exc, f"{filename} of {repo_id}{where}", source)
+        failure = connection_failure(exc, f"{filename} of {repo_id}{where}", source)
         if failure is not None:
             raise failure from None
         return
@@ -413,14 +413,14 @@ def fetch_file(
             cache_fallback=status in TRANSIENT,
         ) from None
     except Exception as exc:
-        failure = _connection_failure(exc, f"{filename} of {repo_id}{where}", source)
+        failure = connection_failure(exc, f"{filename} of {repo_id}{where}", source)
         if failure is None:
             raise
         raise failure from None
     return _inside_cache(Path(path), repo_id, filename, source)
 
 
-def _connection_failure(exc: BaseException, what: str, source: str) -> "errors.OfflineError | None":
+def connection_failure(exc: BaseException, what: str, source: str) -> "errors.OfflineError | None":
     """A transient OfflineError (a cached copy may stand in) for a connection failure (they come from the
     HTTP client, httpx, or the OS), or None when `exc` is something else."""
     if not isinstance(exc, OSError) and not type(exc).__module__.startswith(("httpx", "h11", "h2")):
@@ -459,7 +459,7 @@ def probe(what: str, *, source: str) -> None:
             failure = exc
         if attempt < retries:
             time.sleep(backoff * 2**attempt)
-    said = _connection_failure(failure, what, source) if failure is not None else None
+    said = connection_failure(failure, what, source) if failure is not None else None
     message = said.message if said is not None else f"could not fetch {what}: timed out"
     raise errors.OfflineError(
         f"{message} (tried {attempt + 1} time{'s' * (attempt > 0)})", source=source, transient=True

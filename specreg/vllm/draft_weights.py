@@ -81,7 +81,7 @@ def shards_of(index_path: Path, *, where: str) -> list[str]:
     return names
 
 
-def _local_weights(directory: Path) -> dict[str, Path]:
+def local_weight_files(directory: Path) -> dict[str, Path]:
     """Weight files beside a local config.json (name -> path): regular files, or links that stay
     inside the draft directory (anything else is refused by name, never read or linked)."""
     for candidate in WEIGHT_CANDIDATES:
@@ -181,7 +181,7 @@ def weight_sources(
     if origin.repo_id:
         sources = _hub_weights(spec, say)
     else:
-        sources = _local_weights(Path(origin.path).parent)
+        sources = local_weight_files(Path(origin.path).parent)
     if not sources and not required:
         return {}
     if not sources:

@@ -62,25 +62,69 @@ def _read_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, A
 cache_root = dirwrite.cache_root
 
 
-def default_directory(spec: "Speculator") -> Path:
-    """Where `specreg serve` materializes a draft: one directory per source, content and vLLM version."""
+def draft_identity(spec: "Speculator") -> dict[str, Any] | None:
+    """What makes a draft this draft: its config's sha256 and where it lives (a Hub repo at a commit,
+    whose files the commit fixes; or the resolved local directory) with its weight files, each by
+    name, size, inode and mtime (a new checkpoint written over the old one changes them; hashing
+    gigabytes on every `serve` would not pay). None for a draft normalized from a dict."""
+    origin = spec.origin
+    if origin is None or (origin.repo_id is None and origin.path is None):
+        return None
+    if origin.repo_id:
+        return {"repo_id": origin.repo_id, "commit": origin.commit or origin.revision, "config_sha256": origin.sha256}
+    from specreg.errors import SpecregError
+    from specreg.vllm.draft_weights import local_weight_files
+
+    folder = Path(origin.path).parent
+    stamps = []
+    try:
+        found = local_weight_files(folder)
+    except SpecregError:
+        found = {}  # refused by name when it is read; it identifies nothing
+    for name, path in sorted(found.items()):
+        st = os.stat(path)
+        stamps.append([name, st.st_size, st.st_ino, st.st_mtime_ns])
+    return {"path": os.path.realpath(folder), "config_sha256": origin.sha256, "weights": stamps}
+
+
+def identity_digest(spec: "Speculator") -> str:
+    """16 hex digits of the draft's identity (`draft_identity`): the serve cache folder's key."""
+    import hashlib
+
+    body = json.dumps(draft_identity(spec), sort_keys=True).encode()
+    return hashlib.sha256(body).hexdigest()[:16]
+
+
+def serve_folder(spec: "Speculator", engine: str) -> Path:
+    """Where `specreg serve` writes a draft for `engine` (e.g. "vllm0.33.0"): one folder per source and
+    weights (`draft_identity`) and engine release, named for the source to be found by eye."""
     origin = spec.origin
     name = (origin.repo_id or Path(origin.path).parent.name or "draft") if origin else "draft"
-    digest = (origin.sha256 or "")[:16] if origin else ""
     safe = re.sub(r"[^A-Za-z0-9._-]", "--", name)
-    return cache_root() / "drafts" / f"{safe}-{digest}-vllm{spec.vllm_version}"
+    return cache_root() / "drafts" / f"{safe}-{identity_digest(spec)}-{engine}"
 
 
-def same_draft(directory: str | os.PathLike[str], spec: "Speculator") -> bool:
-    """Whether `directory` holds what specreg materialized from this same source content for this
-    same vLLM version (re-running `serve --dir` then refreshes specreg's own files)."""
-    manifest = trusted_manifest(Path(directory).expanduser()) or {}
-    source = manifest.get("source")
+def default_directory(spec: "Speculator") -> Path:
+    """Where `specreg serve` materializes a draft: one directory per source, weights and vLLM version."""
+    return serve_folder(spec, f"vllm{spec.vllm_version}")
+
+
+def holds_this_draft(manifest: dict[str, Any], spec: "Speculator", weights: str) -> bool:
+    """Whether a trusted manifest is specreg's write of this same draft (`draft_identity`), which
+    writing it again with `weights` ("link" or "none") replaces nothing of the user's: copied weights
+    are never replaced by links without --force."""
+    identity = draft_identity(spec)
     return (
-        isinstance(source, dict)
-        and spec.origin is not None
-        and bool(spec.origin.sha256)
-        and source.get("sha256") == spec.origin.sha256
-        and manifest.get("vllm_version") == spec.vllm_version
-        and manifest.get("written_by") == "specreg"
+        manifest.get("written_by") == "specreg"
+        and identity is not None
+        and manifest.get("identity") == identity
+        and (manifest.get("weights") != "copy" or weights == "copy")
     )
+
+
+def same_draft(directory: str | os.PathLike[str], spec: "Speculator", weights: str = "link") -> bool:
+    """Whether `directory` holds what specreg materialized from this same draft (source and weights)
+    for this same vLLM version, so that writing it again with `weights` loses nothing (re-running
+    `serve --dir` then refreshes specreg's own files)."""
+    manifest = trusted_manifest(Path(directory).expanduser()) or {}
+    return manifest.get("vllm_version") == spec.vllm_version and holds_this_draft(manifest, spec, weights)

@@ -31,7 +31,7 @@ from specreg.errors import SpecregError
 from specreg.normalization import speculator as _speculator
 from specreg.sources.files import MANIFEST
 from specreg.vllm.draft_weights import PLAIN_NAME, check_weight_mode, weight_sources
-from specreg.vllm.manifest import SIGNATURE, signature, trusted_manifest
+from specreg.vllm.manifest import SIGNATURE, draft_identity, signature, trusted_manifest
 from specreg.vllm.vllm_config import HF_QUANT_CONFIG, hf_quant_config, plain_path_config
 
 if TYPE_CHECKING:
@@ -80,11 +80,21 @@ def _check_target(
     if entries and not force and not same:
         shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
         raise SpecregError(
-            f"{directory.path} is not empty ({shown}){unproven}; choose an empty directory or pass --force"
+            f"{directory.path} is not empty ({shown}){_held(doc)}{unproven}; choose an empty directory or pass --force"
         )
     if foreign:
         say(f"{directory.path}: left as it is{unproven}")
     return [n for n in files if isinstance(n, str) and PLAIN_NAME.match(n)]
+
+
+def _held(doc: dict[str, Any]) -> str:
+    """What a trusted manifest says the directory holds, for a refusal: whose draft, weights copied."""
+    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    name = source.get("source") if isinstance(source.get("source"), str) else None
+    if not name:
+        return ""
+    copied = ", with its weights copied (the only copy, if the source is gone)" if doc.get("weights") == "copy" else ""
+    return f": specreg's write of {name}{copied}, not of this draft as it is now"
 
 
 def _json_bytes(value: Any) -> bytes:
@@ -134,6 +144,8 @@ def materialize(
     manifest = {
         "written_by": "specreg",
         "source": spec.origin.to_dict() if spec.origin else None,
+        # the source and its weight files: what `serve --dir` holds to be this same draft again
+        "identity": draft_identity(spec),
         "algorithm": spec.algorithm,
         "vllm_version": spec.vllm_version,
         # what vLLM is given beside config.json: `specreg show DIR` reads the directory back with it

@@ -9,11 +9,11 @@ given a GPU, the attention backends vLLM picks there (gpu_plan.py). Nothing here
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
-from specreg.errors import ConfigError, Problem, SpecregError, show_value
+from specreg.errors import ConfigError, OfflineError, Problem, SpecregError, show_value
 from specreg.normalization.speculator import Finding, thaw
 from specreg.vllm.attention import AttentionError, gpu_label
 from specreg.vllm.gpu_plan import GpuReport, gpu_check
@@ -23,7 +23,14 @@ from specreg.vllm.deployment import (
     quant_name_findings,
     quantization_gpu_findings,
 )
-from specreg.vllm.verifier_check import VerifierFacts, kv_cache_check, positive_int, verifier_facts, verifier_findings
+from specreg.vllm.verifier_check import (
+    LOCAL_VERIFIER_FIX,
+    VerifierFacts,
+    kv_cache_check,
+    positive_int,
+    verifier_facts,
+    verifier_findings,
+)
 from specreg.vllm.weight_headers import WeightsSummary, hub_weights, local_weights, summarize, weights_findings
 
 if TYPE_CHECKING:
@@ -35,6 +42,8 @@ class Checks:
     verifier: VerifierFacts | None = None
     weights: WeightsSummary | None = None
     gpu: GpuReport | None = None
+    #: the findings these checks added to the draft's own
+    found: tuple[Finding, ...] = attrs.field(default=(), converter=tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -176,5 +185,58 @@ def preflight(
             verifier_method=facts.quantization if facts else None,
         )
     return attrs.evolve(
-        spec, findings=(*spec.findings, *found), checks=Checks(verifier=facts, weights=summary, gpu=report)
+        spec,
+        findings=(*spec.findings, *found),
+        checks=Checks(verifier=facts, weights=summary, gpu=report, found=found),
+    )
+
+
+def trained_verifier(spec: "Speculator") -> str | None:
+    """The verifier the draft names itself (its config's speculators_config.verifier.name_or_path, else
+    its catalog entry's), whatever verifier it is served beside."""
+    sc = spec.source_config.get("speculators_config")
+    named = sc.get("verifier") if isinstance(sc, Mapping) else None
+    name = named.get("name_or_path") if isinstance(named, Mapping) else None
+    if isinstance(name, str) and name:
+        return name
+    entry = getattr(spec.catalog, "verifier", None) if spec.catalog is not None else None
+    return getattr(entry, "id", None)
+
+
+def against_verifier(spec: "Speculator", verifier: str | None) -> "Speculator":
+    """`spec` checked against the verifier it will be served beside (the verifier pre-flight, no
+    weights), where that is one the user gave and not the one the draft names: a pairing other than the
+    trained one is where a layer or width mismatch comes from. Unchanged when there is nothing to check
+    or it was checked against that verifier already; a verifier whose config the Hub cannot give (and
+    no cache holds) is a `verifier-unread` warning: the draft is served, unchecked, as before."""
+    if not verifier or verifier == trained_verifier(spec):
+        return spec
+    checked = spec.checks.verifier if spec.checks is not None else None
+    if checked is not None and checked.id == verifier or any(f.code == "verifier-unread" for f in spec.findings):
+        return spec
+    try:
+        return preflight(spec, verifier=verifier, check_verifier=True, check_weights=False)
+    except OfflineError as exc:
+        why = exc.message.removesuffix(f"; {LOCAL_VERIFIER_FIX}")
+        unread = Finding.of("verifier-unread", f"the draft was not checked against {verifier}: {why}")
+        return attrs.evolve(spec, findings=(*spec.findings, unread))
+
+
+def accept_verifier(spec: "Speculator") -> "Speculator":
+    """`spec` with the errors its verifier check found made warnings: served beside that verifier on
+    the user's word (`--force-verifier`), each still said."""
+    added = spec.checks.found if spec.checks is not None else ()
+    if not any(f.severity == "error" for f in added):
+        return spec
+
+    def accepted(f: Finding) -> Finding:
+        note = " (served anyway: --force-verifier)"
+        return (
+            attrs.evolve(f, severity="warning", message=f.message + note) if f in added and f.severity == "error" else f
+        )
+
+    return attrs.evolve(
+        spec,
+        findings=tuple(accepted(f) for f in spec.findings),
+        checks=attrs.evolve(spec.checks, found=tuple(accepted(f) for f in added)),
     )

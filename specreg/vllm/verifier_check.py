@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
-from specreg.errors import ConfigError
+from specreg.errors import ConfigError, OfflineError
 from specreg.normalization.capabilities import (
     AUX_CAPTURE_ARCHITECTURES,
     AUX_CAPTURE_VERSION,
@@ -28,6 +28,10 @@ from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
+
+
+#: what to do when the verifier's config cannot be fetched
+LOCAL_VERIFIER_FIX = "name a local copy of the verifier (--verifier LOCAL_DIR, a directory holding its config.json)"
 
 
 @attrs.frozen
@@ -84,7 +88,10 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
         path = local / hub.CONFIG_NAME if local.is_dir() else local
         config, _ = read_config(path, source=str(path))
     else:
-        fetched = hub.fetch_config(verifier, None, source=verifier)
+        try:
+            fetched = hub.fetch_config(verifier, None, source=verifier)
+        except OfflineError as exc:
+            raise OfflineError(f"{exc.message}; {LOCAL_VERIFIER_FIX}", source=exc.source) from None
         config, _ = read_config(fetched.path, source=f"{verifier}/{hub.CONFIG_NAME}")
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     body = text or config

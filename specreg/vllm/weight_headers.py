@@ -124,11 +124,53 @@ def local_weights(directory: Path) -> tuple[dict[str, Tensor], tuple[str, ...], 
     return tensors, files, read
 
 
+#: what to do when the Hub cannot give the headers
+HUB_FIX = "check without them (--no-weights), or download the draft's weights (hf download REPO) and check again"
+
+
+def cached_weights(repo_id: str, revision: str | None) -> tuple[dict[str, Tensor], tuple[str, ...]] | None:
+    """Tensor headers of a Hub repo's safetensors read from huggingface_hub's cache at `revision`
+    (index and every shard, or model.safetensors), without any request; None when they are not all
+    there."""
+    from specreg.sources import hub
+    from specreg.vllm.draft_weights import SAFETENSORS_INDEX, shards_of
+
+    index = hub.cached(repo_id, SAFETENSORS_INDEX, revision)
+    if index is not None:
+        names = shards_of(index, where=f"{repo_id}/{SAFETENSORS_INDEX}")
+    elif hub.cached(repo_id, "model.safetensors", revision) is not None:
+        names = ["model.safetensors"]
+    else:
+        return None
+    paths = {name: hub.cached(repo_id, name, revision) for name in names}
+    if any(p is None for p in paths.values()):
+        return None
+    tensors: dict[str, Tensor] = {}
+    for path in paths.values():
+        found, _n = _local_header(path)  # type: ignore[arg-type]
+        tensors.update(found)
+    return tensors, tuple(sorted(paths))
+
+
 def hub_weights(repo_id: str, revision: str | None, *, source: str) -> tuple[dict[str, Tensor], tuple[str, ...]] | None:
-    """Tensor headers of a Hub repo's safetensors, by range requests (huggingface_hub)."""
+    """Tensor headers of a Hub repo's safetensors: from huggingface_hub's cache where the files are
+    there (offline too), else by range requests (huggingface_hub). A Hub that cannot answer is one
+    SpecregError with the fix."""
     import huggingface_hub
     from huggingface_hub import errors as hf
 
+    from specreg.sources import hub
+
+    cached = cached_weights(repo_id, revision)
+    if cached is not None:
+        return cached
+    where = f"safetensors headers of {repo_id}" + (f" at {revision}" if revision else "")
+    if hub.offline():
+        raise SpecregError(
+            f"the {where} are not in the Hugging Face cache and offline mode is on (HF_HUB_OFFLINE); "
+            + HUB_FIX.replace("REPO", repo_id),
+            source=source,
+        )
     api = huggingface_hub.HfApi(
         endpoint=os.environ.get("HF_ENDPOINT") or None, token=os.environ.get("HF_TOKEN") or None
     )
@@ -141,11 +183,15 @@ def hub_weights(repo_id: str, revision: str | None, *, source: str) -> tuple[dic
     except hf.HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
         raise SpecregError(
-            f"the Hub answered HTTP {status} reading safetensors headers of {repo_id}", source=source
+            f"the Hub answered HTTP {status} reading the {where}; " + HUB_FIX.replace("REPO", repo_id), source=source
         ) from None
-    except OSError as exc:
+    except Exception as exc:
+        failure = hub.connection_failure(exc, where, source)
+        if failure is None:
+            raise
         raise SpecregError(
-            f"could not read safetensors headers of {repo_id}: {type(exc).__name__}", source=source
+            f"{failure.message}, and they are not in the Hugging Face cache; " + HUB_FIX.replace("REPO", repo_id),
+            source=source,
         ) from None
     tensors = {}
     for file_meta in meta.files_metadata.values():
