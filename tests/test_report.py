@@ -207,3 +207,85 @@ def test_report_replaces_links_planted_in_the_site_and_skips_bad_results(setup, 
     index = (site / "index.html").read_text()
     assert "skipped org--broken/result.json" in index and "history history.sqlite not read" in index
     assert "warning: skipped org--broken/result.json" in r.stderr and "<td class='verdict'>pass</td>" in index
+
+
+def stored_run(model: str, day: int, **fields) -> dict:
+    """A run as a history row stores it: a pass on MT-Bench against baseline 0."""
+    run_ = {
+        "model": model,
+        "started": f"2026-01-{day:02d}T00:00:00+00:00",
+        "engine": "e",
+        "verdict": "pass",
+        "statistics": {"acceptance_length": 3.0, "draft_acceptance_rate": 0.5, "al_interval": [2.9, 3.1], "per_position": [0.9]},
+        "judgement": {
+            "reason": "within the band",
+            "baseline_index": 0,
+            "checks": [
+                {"metric": "acceptance_length", "verdict": "pass", "bounds": [2.7, None], "baseline": 3.0, "tolerance_from": "default"}
+            ],
+        },
+        "baseline": {"acceptance_length": {"value": 3.0}},
+        "harness": {"dataset": "mt-bench"},
+        "environment": {"vllm_version": "0.33.0", "gpu": "H100"},
+        "notes": [],
+    }
+    return {**run_, **fields}
+
+
+def history_results(tmp_path, runs: list[dict]) -> Path:
+    """A results directory holding only a history.sqlite of `runs` (and an empty registry)."""
+    import sqlite3
+
+    from specreg.verify.outputs import HISTORY_INSERT, HISTORY_SCHEMA
+
+    results = tmp_path / "results"
+    results.mkdir()
+    with sqlite3.connect(results / "history.sqlite") as conn:
+        conn.execute(HISTORY_SCHEMA)
+        for r in runs:
+            s = r["statistics"] or {}
+            row = (r["model"], r["harness"].get("dataset"), r["started"], r["verdict"], s.get("acceptance_length"))
+            env = r["environment"]
+            conn.execute(HISTORY_INSERT, (*row, 0.5, env.get("vllm_version"), env.get("gpu"), json.dumps(r)))
+    conn.close()
+    (tmp_path / "registry").mkdir()
+    return results
+
+
+@pytest.mark.parametrize(
+    ("model", "where"),
+    [
+        ("org/x", {"environment": {"vllm_version": "$\\frac{$", "gpu": "H100"}}),  # a server's /version, stored raw
+        ("org/x", {"harness": {"dataset": "$\\frac{$"}}),
+        ("org/$\\frac{$", {}),
+    ],
+    ids=["vllm-version", "dataset", "model"],
+)
+def test_text_that_matplotlib_would_read_as_mathematics_is_drawn_as_it_is(tmp_path, model, where):
+    runs = [stored_run(model, day, **where) for day in (1, 2)]
+    results = history_results(tmp_path, runs)
+    index = report.build(results, tmp_path / "site", registry=str(tmp_path / "registry"))
+    name = report.directory_name(runs[0]["model"])
+    assert index.exists()
+    assert (tmp_path / "site" / "models" / f"{name}-trend.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_check_without_tolerance_from_skips_that_run_with_a_warning(tmp_path):
+    check = {"metric": "acceptance_length", "verdict": "pass", "bounds": [2.7, None], "baseline": 3.0}
+    odd = stored_run("org/x", 2, judgement={"reason": "r", "checks": [check]})
+    results = history_results(tmp_path, [stored_run("org/x", 1)])
+    (results / "x").mkdir()
+    (results / "x" / "result.json").write_text(json.dumps(odd))
+    warnings: list[str] = []
+    index = report.build(results, tmp_path / "site", registry=str(tmp_path / "registry"), warnings=warnings)
+    assert warnings == ["skipped x/result.json: judgement.checks is not a list of checks"]
+    assert "data-model='org/x'" in index.read_text()
+
+
+def test_a_long_history_labels_at_most_a_dozen_dates_and_versions():
+    from specreg.verify.report import MAX_TREND_LABELS, _spread
+
+    assert MAX_TREND_LABELS == 12
+    assert _spread(list(range(5)), 12) == [0, 1, 2, 3, 4]
+    picked = _spread(list(range(10_000)), 12)
+    assert len(picked) == 12 and picked[0] == 0 and picked[-1] == 9_999
