@@ -216,12 +216,23 @@ def stored_run(model: str, day: int, **fields) -> dict:
         "started": f"2026-01-{day:02d}T00:00:00+00:00",
         "engine": "e",
         "verdict": "pass",
-        "statistics": {"acceptance_length": 3.0, "draft_acceptance_rate": 0.5, "al_interval": [2.9, 3.1], "per_position": [0.9]},
+        "statistics": {
+            "acceptance_length": 3.0,
+            "draft_acceptance_rate": 0.5,
+            "al_interval": [2.9, 3.1],
+            "per_position": [0.9],
+        },
         "judgement": {
             "reason": "within the band",
             "baseline_index": 0,
             "checks": [
-                {"metric": "acceptance_length", "verdict": "pass", "bounds": [2.7, None], "baseline": 3.0, "tolerance_from": "default"}
+                {
+                    "metric": "acceptance_length",
+                    "verdict": "pass",
+                    "bounds": [2.7, None],
+                    "baseline": 3.0,
+                    "tolerance_from": "default",
+                }
             ],
         },
         "baseline": {"acceptance_length": {"value": 3.0}},

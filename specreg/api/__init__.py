@@ -22,8 +22,13 @@ from specreg.vllm import materialize as _materialize  # noqa: F401 - registers S
 
 
 @functools.wraps(core.normalize)
-def normalize(*args: Any, **kwargs: Any) -> Speculator:
-    return core.normalize(*args, **kwargs)  # the stage itself; this module makes Speculator.materialize work
+def normalize(config: Any, *args: Any, **kwargs: Any) -> Speculator:
+    # the stage itself (this module makes Speculator.materialize work), for a config that holds only
+    # what a JSON file can: the file reader refuses NaN, infinity and other types, and so does this
+    from specreg.api import validation
+
+    validation.check_config(config, source=kwargs.get("source"))
+    return core.normalize(config, *args, **kwargs)
 
 
 def load(
@@ -45,7 +50,12 @@ def load(
     check the draft against it; check_weights: read the draft's safetensors headers (never the
     weights) and check them. Their findings join `findings`; `checks` holds what was read.
     """
-    text = os.fspath(source)
+    from specreg.api import validation
+
+    text = validation.source(source)
+    revision, verifier = validation.text("revision", revision), validation.text("verifier", verifier)
+    validation.version(vllm)
+    validation.flag("check_verifier", check_verifier), validation.flag("check_weights", check_weights)
     try:
         read = read_source(text, revision)
     except HubError as exc:
