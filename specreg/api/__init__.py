@@ -106,6 +106,7 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
     Only for a failure to reach the Hub (offline, a connection or the Hub failing): a refusal
     (no such repo, gated, no such revision) is the answer, not an outage."""
     from specreg.errors import FileNotFoundOnHubError, GatedRepoError, RepoNotFoundError, RevisionNotFoundError
+    from specreg.sources import hub
     from specreg.sources.files import split_source
 
     if isinstance(exc, (RepoNotFoundError, GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
@@ -135,8 +136,12 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         + (f", pinned at {entry.revision}" if entry.revision else "")
         + (f"; serving hints {hints}" if hints else "")
         + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "
-        f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or set HF_HUB_OFFLINE=1 "
-        "with it in the Hugging Face cache"
+        f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or "
+        + (
+            "put it in the Hugging Face cache (offline mode is on)"
+            if hub.offline()
+            else "set HF_HUB_OFFLINE=1 with it in the Hugging Face cache"
+        )
     )
     out = type(exc)(
         f"{exc.message}. {known}", source=exc.source, transient=exc.transient, cache_fallback=exc.cache_fallback
