@@ -12,6 +12,8 @@ from specreg.errors import ConfigError, Problem, SpecregError, show_value
 
 #: how deep a config may nest (the file reader's json module stops far sooner than Python's stack)
 MAX_DEPTH = 200
+#: the longest verifier or source a call takes (Linux's PATH_MAX; a Hub id is at most 96 characters)
+MAX_PATH = 4096
 #: the most problems one config reports (a million NaNs are one message, not a million)
 MAX_PROBLEMS = 20
 
@@ -38,7 +40,7 @@ def config_problems(config: Any) -> list[Problem]:
                 problems.append(Problem(path, "holds itself (a cycle): a JSON document is a tree"))
                 return
             if depth >= MAX_DEPTH:
-                problems.append(Problem(path, f"nested more than {MAX_DEPTH} levels deep"))
+                problems.append(Problem("$", f"the config is nested too deeply (more than {MAX_DEPTH} levels)"))
                 return
             open_.add(id(value))
             if isinstance(value, Mapping):
@@ -85,10 +87,13 @@ def integer(name: str, value: Any, field: str | None = None) -> int | None:
     return value
 
 
-def text(name: str, value: Any) -> str | None:
-    """`value` as None or a string (a bool or a number is refused, naming the argument)."""
+def text(name: str, value: Any, longest: int = MAX_PATH) -> str | None:
+    """`value` as None or a string of at most `longest` characters (a bool or a number is refused,
+    naming the argument)."""
     if value is not None and not isinstance(value, str):
         raise SpecregError(f"{name} must be a string, got {type(value).__name__} {show_value(value, 40)}")
+    if value is not None and len(value) > longest:
+        raise SpecregError(f"{name} {show_value(value, 40)} is {len(value):,} characters: at most {longest:,}")
     return value
 
 
