@@ -65,10 +65,35 @@ def config_problems(config: Any) -> list[Problem]:
     return problems
 
 
+def _plain(value: Any, depth: int) -> bool:
+    """Whether `value` is plainly JSON (dicts with str keys, lists, str, int, bool, None, finite
+    floats): the quick pass every normalize makes; config_problems then says what is wrong."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return value - value == 0.0  # NaN and infinity give NaN
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict:
+        for k, v in value.items():
+            t = type(v)
+            if type(k) is not str or not (t is str or t is int or t is bool or v is None or _plain(v, depth + 1)):
+                return False
+        return True
+    if kind is list:
+        for v in value:
+            t = type(v)
+            if not (t is str or t is int or t is bool or v is None or _plain(v, depth + 1)):
+                return False
+        return True
+    return False  # another mapping or sequence type, or not JSON: the full walk decides
+
+
 def check_config(config: Any, source: str | None = None) -> None:
     """Raise ConfigError naming every JSON path of `config` a JSON file could not hold."""
-    if not isinstance(config, Mapping):
-        return  # the normalizer says what the top level must be
+    if not isinstance(config, Mapping) or _plain(config, 0):
+        return  # (not a mapping: the normalizer says what the top level must be)
     problems = config_problems(config)
     if problems:
         raise ConfigError(problems, source=source)
