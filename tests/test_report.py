@@ -13,6 +13,7 @@ import pytest
 from openai_server import OpenAIServer
 from specreg.errors import SpecregError
 from specreg.verify import report
+from history_helpers import history_results, stored_run
 from verify_helpers import run, two_baseline_report, verify_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,60 +208,6 @@ def test_report_replaces_links_planted_in_the_site_and_skips_bad_results(setup, 
     index = (site / "index.html").read_text()
     assert "skipped org--broken/result.json" in index and "history history.sqlite not read" in index
     assert "warning: skipped org--broken/result.json" in r.stderr and "<td class='verdict'>pass</td>" in index
-
-
-def stored_run(model: str, day: int, **fields) -> dict:
-    """A run as a history row stores it: a pass on MT-Bench against baseline 0."""
-    run_ = {
-        "model": model,
-        "started": f"2026-01-{day:02d}T00:00:00+00:00",
-        "engine": "e",
-        "verdict": "pass",
-        "statistics": {
-            "acceptance_length": 3.0,
-            "draft_acceptance_rate": 0.5,
-            "al_interval": [2.9, 3.1],
-            "per_position": [0.9],
-        },
-        "judgement": {
-            "reason": "within the band",
-            "baseline_index": 0,
-            "checks": [
-                {
-                    "metric": "acceptance_length",
-                    "verdict": "pass",
-                    "bounds": [2.7, None],
-                    "baseline": 3.0,
-                    "tolerance_from": "default",
-                }
-            ],
-        },
-        "baseline": {"acceptance_length": {"value": 3.0}},
-        "harness": {"dataset": "mt-bench"},
-        "environment": {"vllm_version": "0.33.0", "gpu": "H100"},
-        "notes": [],
-    }
-    return {**run_, **fields}
-
-
-def history_results(tmp_path, runs: list[dict]) -> Path:
-    """A results directory holding only a history.sqlite of `runs` (and an empty registry)."""
-    import sqlite3
-
-    from specreg.verify.outputs import HISTORY_INSERT, HISTORY_SCHEMA
-
-    results = tmp_path / "results"
-    results.mkdir()
-    with sqlite3.connect(results / "history.sqlite") as conn:
-        conn.execute(HISTORY_SCHEMA)
-        for r in runs:
-            s = r["statistics"] or {}
-            row = (r["model"], r["harness"].get("dataset"), r["started"], r["verdict"], s.get("acceptance_length"))
-            env = r["environment"]
-            conn.execute(HISTORY_INSERT, (*row, 0.5, env.get("vllm_version"), env.get("gpu"), json.dumps(r)))
-    conn.close()
-    (tmp_path / "registry").mkdir()
-    return results
 
 
 @pytest.mark.parametrize(
