@@ -651,3 +651,25 @@ def test_release_rules_hands_out_a_copy_of_the_cached_facts():
     expected = dict(first)
     first.clear()
     assert facts.release_rules(release) == expected and expected
+
+
+NOT_A_SIZE = st.one_of(
+    st.integers(max_value=0),
+    st.integers(min_value=10**9 + 1),
+    st.booleans(),
+    st.floats(),
+    st.text(max_size=5),
+    st.none().map(lambda _: [2]),
+)
+
+
+@hypothesis.settings(
+    max_examples=40, deadline=None, suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture]
+)  # the draft is only read: one for every example
+@hypothesis.given(
+    argument=st.sampled_from(["tensor_parallel_size", "draft_tensor_parallel_size", "max_model_len"]), value=NOT_A_SIZE
+)
+def test_any_size_the_cli_would_refuse_is_a_specreg_error_naming_the_argument(draft, argument, value):
+    with pytest.raises(specreg.SpecregError) as caught:
+        specreg.check(str(draft), **{argument: value})
+    assert str(caught.value).startswith(f"{argument} must be an integer from 1 to 1000000000, got ")
