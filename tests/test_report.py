@@ -247,3 +247,16 @@ def test_a_long_history_labels_at_most_a_dozen_dates_and_versions():
     assert _spread(list(range(5)), 12) == [0, 1, 2, 3, 4]
     picked = _spread(list(range(10_000)), 12)
     assert len(picked) == 12 and picked[0] == 0 and picked[-1] == 9_999
+
+
+def test_a_trend_matplotlib_cannot_draw_is_a_warning_and_the_pages_are_still_written(tmp_path, monkeypatch):
+    def refuse(*_args):
+        raise ValueError("cannot draw this")
+
+    monkeypatch.setattr(report, "_draw_trend", refuse)
+    results = history_results(tmp_path, [stored_run("org/x", day) for day in (1, 2)])
+    warnings: list[str] = []
+    index = report.build(results, tmp_path / "site", registry=str(tmp_path / "registry"), warnings=warnings)
+    assert warnings == ["trend of org/x (mt-bench, baseline 0) not drawn: ValueError: cannot draw this"]
+    assert "data-model='org/x'" in index.read_text() and (tmp_path / "site" / "models" / "org--x.html").exists()
+    assert not (tmp_path / "site" / "models" / "org--x-trend.png").exists()

@@ -431,7 +431,7 @@ def build(
         newest = max((str(r.get("started") or "") for s in series.values() for r in s["runs"]), default="")
         before = _verdict_before(by_model.get(model, []), newest[:10]) if newest else None
         summary.append((model, verdict, before, latest.get(model)))
-        _model_page(site, model, verdict, latest.get(model), series)
+        _model_page(site, model, verdict, latest.get(model), series, warnings)
     summary.sort(key=lambda row: (_rank(row[1]), order.index(row[0])))
     rows = []
     for model, verdict, before, r in summary:
@@ -540,7 +540,12 @@ def _url(path: str) -> str:
 
 
 def _model_page(
-    site: Path, model: str, verdict: str, r: dict[str, Any] | None, series: dict[str, dict[str, Any]]
+    site: Path,
+    model: str,
+    verdict: str,
+    r: dict[str, Any] | None,
+    series: dict[str, dict[str, Any]],
+    warnings: list[str],
 ) -> None:
     name = directory_name(model)
     latest = None
@@ -594,8 +599,11 @@ def _model_page(
         trend = None
         if len(points) >= 2:  # one point is not a trend
             image = f"{name}-trend.png" if n == 0 else f"{name}-trend-{n + 1}.png"
-            _trend_png(site / "models" / image, f"{model}: {title}", points)
-            trend = _url(image)
+            try:
+                _trend_png(site / "models" / image, f"{model}: {title}", points)
+                trend = _url(image)
+            except (ValueError, OverflowError, RuntimeError) as exc:  # matplotlib refusing what a result holds
+                warnings.append(f"trend of {model} ({title}) not drawn: {type(exc).__name__}: {str(exc)[:200]}")
         shown.append(
             {
                 "title": title,
