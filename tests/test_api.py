@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import attrs
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 import specreg
 from conftest import DATA, fixture_config, run_specreg
@@ -555,3 +557,168 @@ def test_serve_plan_and_materialize_refuse_a_verifier_the_draft_does_not_match(t
     assert [f.severity for f in plan.findings if f.code in MISMATCH] == ["warning", "warning"]
     done = specreg.materialize(unchecked, tmp_path / "m", verifier=verifier, weights="none", force_verifier=True)
     assert done.verifier == verifier
+
+
+# What a program hands the API is checked as the CLI and the file reader check it (issue 47).
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (float("nan"), "nan is not a JSON number"),
+        (float("inf"), "inf is not a JSON number"),
+        (float("-inf"), "-inf is not a JSON number"),
+    ],
+)
+def test_normalize_refuses_a_number_a_config_file_cannot_hold(value, message):
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["rms_norm_eps"] = value
+    with pytest.raises(specreg.ConfigError) as caught:
+        specreg.normalize(cfg, vllm="0.33", source="mine")
+    assert caught.value.path == "$.transformer_layer_config.rms_norm_eps"
+    assert message in str(caught.value) and caught.value.source == "mine"
+
+
+def test_materialize_never_writes_nan_into_config_json(tmp_path):
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["rms_norm_eps"] = float("nan")
+    with pytest.raises(specreg.ConfigError, match="rms_norm_eps: nan is not a JSON number"):
+        specreg.normalize(cfg, vllm="0.33").materialize(tmp_path / "m", weights="none")
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_decimal_is_refused_where_it_is_not_when_to_json_runs():
+    from decimal import Decimal
+
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"]["rms_norm_eps"] = Decimal("1e-6")
+    with pytest.raises(specreg.ConfigError, match=r"rms_norm_eps: a Decimal \(.*\) is not a JSON value"):
+        specreg.normalize(cfg, vllm="0.33")
+
+
+def test_a_nested_cycle_is_a_config_error_naming_where_it_closes():
+    cfg = fixture_config("dflash")
+    loop: list = []
+    loop.append(loop)
+    cfg["transformer_layer_config"]["extra"] = [loop]
+    with pytest.raises(specreg.ConfigError) as caught:
+        specreg.normalize(cfg, vllm="0.33")
+    assert caught.value.path == "$.transformer_layer_config.extra[0][0]"
+    assert "holds itself (a cycle)" in str(caught.value)
+
+
+JSON_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text()
+)
+NOT_JSON = st.one_of(
+    st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+    st.decimals(allow_nan=False),
+    st.binary(),
+    st.sets(st.integers(), max_size=2),
+    st.complex_numbers(),
+)
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(junk=NOT_JSON, key=st.text(min_size=1, max_size=8), around=st.lists(JSON_LEAVES, max_size=3))
+def test_any_value_a_json_file_cannot_hold_is_a_config_error_naming_its_path(junk, key, around):
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"] = {**cfg["transformer_layer_config"], "zz_added": [*around, {key: junk}]}
+    with pytest.raises(specreg.ConfigError) as caught:
+        specreg.normalize(cfg, vllm="0.33")
+    assert caught.value.path.startswith(f"$.transformer_layer_config.zz_added[{len(around)}]")
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "message"),
+    [
+        ("tensor_parallel_size", 0, "tensor_parallel_size must be an integer from 1 to 1000000000, got 0"),
+        ("tensor_parallel_size", -1, "got -1"),
+        ("tensor_parallel_size", True, "got true"),
+        ("tensor_parallel_size", 2.5, "got 2.5"),
+        ("tensor_parallel_size", "2", 'got "2"'),
+        ("max_model_len", 0, "max_model_len must be an integer from 1 to 1000000000, got 0"),
+        ("max_model_len", 10**30, "got 1000000000000000000000000000000"),
+        ("draft_tensor_parallel_size", 0, "draft_tensor_parallel_size must be an integer from 1 to"),
+        ("gpu", True, "gpu must be a string, got bool true"),
+        ("gpu", "H9000", "gpu: "),
+        ("weights", "no", "weights must be True or False"),
+    ],
+)
+def test_check_refuses_what_the_cli_refuses(draft, argument, value, message):
+    with pytest.raises(specreg.SpecregError) as caught:
+        specreg.check(str(draft), **{argument: value})
+    assert message in str(caught.value)
+
+
+def test_the_cli_refuses_the_same_tensor_parallel_size(draft):
+    r = run("check", str(draft), "--tensor-parallel-size", "0")
+    assert r.returncode == 2 and "must be an integer from 1 to 1000000000, got 0" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "message"),
+    [
+        ("gpu", True, "gpu must be a string, got bool true"),
+        ("vllm_args", "--port 8000", 'vllm_args must be a list of flags, got the string "--port 8000"'),
+        ("vllm_args", ["--port", 8000], "vllm_args must be a list of strings; it holds int 8000"),
+        ("directory", "", "directory is empty"),
+        ("write", "no", "write must be True or False"),
+    ],
+)
+def test_serve_plan_refuses_a_malformed_argument_in_words(draft, argument, value, message):
+    with pytest.raises(specreg.SpecregError) as caught:
+        specreg.serve_plan(str(draft), **{argument: value})
+    assert message in str(caught.value)
+
+
+def test_materialize_into_an_empty_path_is_refused_not_the_current_directory(tmp_path, draft, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(specreg.SpecregError, match="directory is empty: name the directory to write"):
+        specreg.materialize(str(draft), "", weights="none")
+    assert list(tmp_path.iterdir()) == [tmp_path / "draft"]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (b"/path", "the source must be a str, got bytes b'/path': decode it first"),
+        (42, "the source must be a path or an org/name Hub id, got int 42"),
+    ],
+)
+def test_load_refuses_a_source_of_another_type_in_words(source, message):
+    with pytest.raises(specreg.SpecregError) as caught:
+        specreg.load(source)
+    assert str(caught.value) == message
+
+
+def test_release_rules_hands_out_a_copy_of_the_cached_facts():
+    from specreg import facts
+
+    release = facts.known()[-1]
+    first = facts.release_rules(release)
+    expected = dict(first)
+    first.clear()
+    assert facts.release_rules(release) == expected and expected
+
+
+NOT_A_SIZE = st.one_of(
+    st.integers(max_value=0),
+    st.integers(min_value=10**9 + 1),
+    st.booleans(),
+    st.floats(),
+    st.text(max_size=5),
+    st.none().map(lambda _: [2]),
+)
+
+
+@hypothesis.settings(
+    max_examples=40, deadline=None, suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture]
+)  # the draft is only read: one for every example
+@hypothesis.given(
+    argument=st.sampled_from(["tensor_parallel_size", "draft_tensor_parallel_size", "max_model_len"]), value=NOT_A_SIZE
+)
+def test_any_size_the_cli_would_refuse_is_a_specreg_error_naming_the_argument(draft, argument, value):
+    with pytest.raises(specreg.SpecregError) as caught:
+        specreg.check(str(draft), **{argument: value})
+    assert str(caught.value).startswith(f"{argument} must be an integer from 1 to 1000000000, got ")

@@ -386,3 +386,65 @@ def test_ctrl_c_is_one_line_and_exit_130(hub):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip() == "interrupted: specreg show stopped"
+
+
+# -- with --json, every failure prints one JSON document on stdout (issue 47) --------------------
+
+
+def _json_failure(r, status: int) -> dict:
+    assert r.returncode == status, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["exit_status"] == status and r.stderr.startswith(("error: ", "# "))
+    return doc
+
+
+def test_with_json_an_offline_failure_prints_a_json_document(tmp_path):
+    from conftest import run_in_process
+
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "cache"), "SPECREG_REGISTRY": str(tmp_path)}
+    doc = _json_failure(run_in_process("show", "org/not-cached", "--json", env=env), 2)
+    assert doc["kind"] == "OfflineError" and doc["source"] == "org/not-cached"
+    assert doc["error"].startswith("org/not-cached: ")
+
+
+def test_with_json_another_specreg_error_prints_a_json_document(draft):
+    from conftest import run_in_process
+
+    doc = _json_failure(run_in_process("serve", str(draft), "--json", "--", "--speculative-config", "{}"), 2)
+    assert doc["kind"] == "SpecregError" and "--speculative-config after --: specreg writes" in doc["error"]
+
+
+def test_with_json_a_draft_not_servable_prints_its_findings(tmp_path):
+    from conftest import run_in_process
+
+    shutil.copy(DATA / "speculators" / "mtp.json", tmp_path / "config.json")
+    doc = _json_failure(run_in_process("serve", str(tmp_path), "--json", "--config-only"), 1)
+    assert "not servable as trained" in doc["error"]
+    assert [f["code"] for f in doc["findings"]] == ["unservable-algorithm"]
+
+
+def test_with_json_a_usage_error_prints_a_json_document():
+    from conftest import run_in_process
+
+    doc = _json_failure(run_in_process("check", "x", "--json", "--tensor-parallel-size", "0"), 2)
+    assert "must be an integer from 1 to 1000000000, got 0" in doc["error"]
+
+
+def test_a_long_value_is_echoed_cut_to_its_start_and_length(draft):
+    from conftest import run_in_process
+
+    cfg = json.loads((draft / "config.json").read_text())
+    cfg["transformer_layer_config"]["head_dim"] = int("9" * 4000)
+    (draft / "config.json").write_text(json.dumps(cfg))
+    r = run_in_process("check", str(draft), "--no-weights", "--verifier", str(draft), "--gpu", "H100", "--json")
+    doc = _json_failure(r, 2)
+    assert "9" * 60 + "… (4,000 characters)" in doc["error"] and "9" * 61 not in r.stdout + r.stderr
+    assert max(map(len, r.stderr.splitlines())) < 400
+
+
+def test_a_verifier_longer_than_any_path_is_refused_in_one_short_line(draft):
+    from conftest import run_in_process
+
+    r = run_in_process("serve", str(draft), "--config-only", "--verifier", "org/" + "b" * 100_000)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr) < 400 and "100,004 characters" in r.stderr

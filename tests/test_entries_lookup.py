@@ -87,12 +87,77 @@ def test_check_reads_a_pinned_entry_offline_against_a_local_verifier(pinned, tmp
     assert [f["code"] for f in checked["findings"] if f["code"].startswith("hub-")] == ["hub-pinned-copy"]
 
 
-def test_a_snapshot_that_is_not_the_pinned_content_is_not_used(pinned, monkeypatch):
-    root, _commit = pinned()
-    (root / "org" / "draft.config.json").write_bytes(CONFIG.replace(b"dflash", b"eagle3"))
+def test_a_snapshot_that_is_not_the_pinned_content_is_refused_saying_so(pinned, monkeypatch):
+    root, commit = pinned()
+    other = CONFIG.replace(b"dflash", b"eagle3")
+    snapshot = root / "org" / "draft.config.json"
+    snapshot.write_bytes(other)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(specreg.OfflineError, match="is in specreg's catalog"):
+    with pytest.raises(specreg.OfflineError) as caught:
         specreg.load(REPO)
+    message = str(caught.value)
+    assert (
+        f"offline mode is on (HF_HUB_OFFLINE), and the catalog pins {REPO} at revision {commit}, but the snapshot "
+        f"beside the catalog entry ({snapshot}) holds a config.json with sha256 "
+        f"{hashlib.sha256(other).hexdigest()[:12]}..., not the pinned {SHA[:12]}...: a copy that no longer "
+        f"matches its pin is not used. Restore it, or re-pin where the Hub is reachable (`specreg catalog pin {REPO}`)"
+    ) in message
+    assert "set HF_HUB_OFFLINE" not in message  # it is on already
+
+
+def test_offline_without_any_copy_never_advises_the_offline_mode_already_on(hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECREG_REGISTRY", str(registry_with(tmp_path, {"org/draft.toml": MINIMAL})))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError) as caught:
+        specreg.load(REPO)
+    assert "set HF_HUB_OFFLINE=1" not in str(caught.value)
+    assert "put it in the Hugging Face cache (offline mode is on)" in str(caught.value)
+
+
+def test_a_load_racing_a_pin_sees_the_old_pair_or_the_new_one(pinned, hub, monkeypatch):
+    """An offline load that starts just after `catalog pin`'s first write (the snapshot; it was the
+    TOML, and 70 of 300 racing loads failed) reads the new pair: it finds the snapshot differing from
+    the pin it read, waits on the entry folder's lock the pin holds, and reads both again."""
+    import threading
+
+    from specreg import atomic
+
+    root, _first = pinned()
+    second = CONFIG.replace(b'"dflash"', b'"dflash" ')  # the same draft, other bytes: another sha256
+    commit = hub.add(REPO, {"config.json": second})
+    loaded, readers = [], []
+    real_write = atomic.write_bytes
+
+    def write_then_load(target, data):
+        real_write(target, data)
+        if not readers:  # after the first write, the Hub's answer in hand: a load offline, on another thread
+            monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+            monkeypatch.setenv("HF_HUB_CACHE", str(root.parent / "another-empty-cache"))  # the snapshot alone
+            readers.append(threading.Thread(target=lambda: loaded.append(specreg.load(REPO))))
+            readers[0].start()
+            readers[0].join(timeout=0.5)  # it reaches the lock (or, reading the pair half written, fails)
+
+    monkeypatch.setattr(atomic, "write_bytes", write_then_load)
+    entries.pin(REPO, revision=commit, directory=root)
+    readers[0].join(timeout=60)
+    assert [spec.origin.sha256 for spec in loaded] == [hashlib.sha256(second).hexdigest()]
+
+
+@pytest.mark.parametrize("which", ["draft.toml", "draft.config.json"])
+def test_pin_refuses_an_entry_file_or_snapshot_that_links_out_of_the_catalog(pinned, tmp_path, which):
+    root, _commit = pinned()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    planted = root / "org" / which
+    target = outside / which
+    target.write_bytes(planted.read_bytes())
+    planted.unlink()
+    planted.symlink_to(target)
+    before = target.read_bytes()
+    with pytest.raises(specreg.SpecregError, match=f"outside the catalog directory {root}: refusing"):
+        entries.pin(REPO, directory=root)
+    assert target.read_bytes() == before and planted.is_symlink()
 
 
 def test_another_revision_asked_for_is_never_replaced_by_the_pin(pinned, monkeypatch):

@@ -192,3 +192,21 @@ def test_target_version_defaults_to_the_newest_known_without_vllm(fx, monkeypatc
 def test_a_bad_vllm_version_is_bad_input(fx):
     with pytest.raises(specreg.ConfigError, match="not a vLLM version: 'latest'"):
         specreg.normalize(fx("dflash"), vllm="latest")
+
+
+def test_many_near_miss_keys_give_the_first_twenty_findings_and_one_counting_the_rest(fx):
+    """100,000 near misses of a missing field gave 100,000 unread-field findings (41 MB of JSON)."""
+    from specreg.normalization.core import MAX_UNREAD_FINDINGS
+
+    config = fx("dflash")
+    config.pop("sample_from_anchor", None)
+    config.update({f"sample_from_anchr{i}": True for i in range(1_000)})
+    spec = specreg.normalize(config, vllm="0.33")
+    unread = [f for f in spec.findings if f.code == "unread-field"]
+    assert MAX_UNREAD_FINDINGS == 20 and len(unread) == 21
+    assert [f.path for f in unread[:2]] == ["$.sample_from_anchr0", "$.sample_from_anchr1"]
+    assert unread[-1].message == (
+        "980 more keys are not fields dflash reads and are near misses of missing fields "
+        "(sample_from_anchor); only the first 20 are listed"
+    )
+    assert len(spec.to_json()) < 20_000  # 1,000 findings were about 400 kB

@@ -13,6 +13,7 @@ import pytest
 from openai_server import OpenAIServer
 from specreg.errors import SpecregError
 from specreg.verify import report
+from history_helpers import history_results, stored_run
 from verify_helpers import run, two_baseline_report, verify_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,3 +208,55 @@ def test_report_replaces_links_planted_in_the_site_and_skips_bad_results(setup, 
     index = (site / "index.html").read_text()
     assert "skipped org--broken/result.json" in index and "history history.sqlite not read" in index
     assert "warning: skipped org--broken/result.json" in r.stderr and "<td class='verdict'>pass</td>" in index
+
+
+@pytest.mark.parametrize(
+    ("model", "where"),
+    [
+        ("org/x", {"environment": {"vllm_version": "$\\frac{$", "gpu": "H100"}}),  # a server's /version, stored raw
+        ("org/x", {"harness": {"dataset": "$\\frac{$"}}),
+        ("org/$\\frac{$", {}),
+    ],
+    ids=["vllm-version", "dataset", "model"],
+)
+def test_text_that_matplotlib_would_read_as_mathematics_is_drawn_as_it_is(tmp_path, model, where):
+    runs = [stored_run(model, day, **where) for day in (1, 2)]
+    results = history_results(tmp_path, runs)
+    index = report.build(results, tmp_path / "site", registry=str(tmp_path / "registry"))
+    name = report.directory_name(runs[0]["model"])
+    assert index.exists()
+    assert (tmp_path / "site" / "models" / f"{name}-trend.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_check_without_tolerance_from_skips_that_run_with_a_warning(tmp_path):
+    check = {"metric": "acceptance_length", "verdict": "pass", "bounds": [2.7, None], "baseline": 3.0}
+    odd = stored_run("org/x", 2, judgement={"reason": "r", "checks": [check]})
+    results = history_results(tmp_path, [stored_run("org/x", 1)])
+    (results / "x").mkdir()
+    (results / "x" / "result.json").write_text(json.dumps(odd))
+    warnings: list[str] = []
+    index = report.build(results, tmp_path / "site", registry=str(tmp_path / "registry"), warnings=warnings)
+    assert warnings == ["skipped x/result.json: judgement.checks is not a list of checks"]
+    assert "data-model='org/x'" in index.read_text()
+
+
+def test_a_long_history_labels_at_most_a_dozen_dates_and_versions():
+    from specreg.verify.report import MAX_TREND_LABELS, _spread
+
+    assert MAX_TREND_LABELS == 12
+    assert _spread(list(range(5)), 12) == [0, 1, 2, 3, 4]
+    picked = _spread(list(range(10_000)), 12)
+    assert len(picked) == 12 and picked[0] == 0 and picked[-1] == 9_999
+
+
+def test_a_trend_matplotlib_cannot_draw_is_a_warning_and_the_pages_are_still_written(tmp_path, monkeypatch):
+    def refuse(*_args):
+        raise ValueError("cannot draw this")
+
+    monkeypatch.setattr(report, "_draw_trend", refuse)
+    results = history_results(tmp_path, [stored_run("org/x", day) for day in (1, 2)])
+    warnings: list[str] = []
+    index = report.build(results, tmp_path / "site", registry=str(tmp_path / "registry"), warnings=warnings)
+    assert warnings == ["trend of org/x (mt-bench, baseline 0) not drawn: ValueError: cannot draw this"]
+    assert "data-model='org/x'" in index.read_text() and (tmp_path / "site" / "models" / "org--x.html").exists()
+    assert not (tmp_path / "site" / "models" / "org--x-trend.png").exists()

@@ -22,8 +22,13 @@ from specreg.vllm import materialize as _materialize  # noqa: F401 - registers S
 
 
 @functools.wraps(core.normalize)
-def normalize(*args: Any, **kwargs: Any) -> Speculator:
-    return core.normalize(*args, **kwargs)  # the stage itself; this module makes Speculator.materialize work
+def normalize(config: Any, *args: Any, **kwargs: Any) -> Speculator:
+    # the stage itself (this module makes Speculator.materialize work), for a config that holds only
+    # what a JSON file can: the file reader refuses NaN, infinity and other types, and so does this
+    from specreg.api import validation
+
+    validation.check_config(config, source=kwargs.get("source"))
+    return core.normalize(config, *args, **kwargs)
 
 
 def load(
@@ -47,7 +52,14 @@ def load(
     (None) a `verifier` other than the one the draft names is checked (as `specreg check` does it,
     weights aside): the draft will run beside it; False checks nothing.
     """
-    text = os.fspath(source)
+    from specreg.api import validation
+
+    text = validation.source(source)
+    revision, verifier = validation.text("revision", revision), validation.text("verifier", verifier)
+    validation.version(vllm)
+    if check_verifier is not None:  # None: check a verifier other than the draft's own
+        validation.flag("check_verifier", check_verifier)
+    validation.flag("check_weights", check_weights)
     given = verifier
     try:
         read = read_source(text, revision)
@@ -103,6 +115,7 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
     Only for a failure to reach the Hub (offline, a connection or the Hub failing): a refusal
     (no such repo, gated, no such revision) is the answer, not an outage."""
     from specreg.errors import FileNotFoundOnHubError, GatedRepoError, RepoNotFoundError, RevisionNotFoundError
+    from specreg.sources import hub
     from specreg.sources.files import split_source
 
     if isinstance(exc, (RepoNotFoundError, GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
@@ -132,8 +145,12 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         + (f", pinned at {entry.revision}" if entry.revision else "")
         + (f"; serving hints {hints}" if hints else "")
         + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "
-        f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or set HF_HUB_OFFLINE=1 "
-        "with it in the Hugging Face cache"
+        f"the Hub is reachable (`hf download {entry.id}`) and run `specreg show DIR`, or "
+        + (
+            "put it in the Hugging Face cache (offline mode is on)"
+            if hub.offline()
+            else "set HF_HUB_OFFLINE=1 with it in the Hugging Face cache"
+        )
     )
     out = type(exc)(
         f"{exc.message}. {known}", source=exc.source, transient=exc.transient, cache_fallback=exc.cache_fallback

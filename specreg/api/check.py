@@ -68,8 +68,19 @@ def check(
     themselves), the deployment rules for the tensor-parallel sizes and model length given, the KV
     cache, and with `gpu` (H100, sm_90, ...) the attention backends vLLM picks for its layers there
     (kv_cache_dtype, dtype and attention_backend as the server's flags of those names)."""
+    from specreg.api import validation
     from specreg.vllm.preflight import preflight
 
+    # the limits of `specreg check`'s flags (entries/limits.py), for the same arguments here
+    tensor_parallel_size = validation.integer("tensor_parallel_size", tensor_parallel_size)
+    draft_tensor_parallel_size = validation.integer(
+        "draft_tensor_parallel_size", draft_tensor_parallel_size, "tensor_parallel_size"
+    )
+    max_model_len = validation.integer("max_model_len", max_model_len)
+    validation.flag("weights", weights), validation.flag("hybrid_kv_cache_manager", hybrid_kv_cache_manager)
+    gpu = validation.gpu(gpu)
+    for name, value in (("kv_cache_dtype", kv_cache_dtype), ("dtype", dtype), ("attention_backend", attention_backend)):
+        validation.text(name, value)
     if isinstance(draft, Speculator):
         spec = draft
     else:

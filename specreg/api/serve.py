@@ -211,6 +211,14 @@ def serve_plan(
     each is a warning in `findings`). Raises NotServable, ConfigError, SpecregError."""
     from specreg.vllm.manifest import default_directory, same_draft
 
+    from specreg.api import validation
+
+    vllm_args = validation.flags("vllm_args", vllm_args)
+    gpu = validation.gpu(gpu)
+    if directory is not None:
+        validation.directory("directory", directory)
+    for name, value in (("force", force), ("config_only", config_only), ("spec_flags", spec_flags), ("write", write)):
+        validation.flag(name, value)
     say = progress or (lambda _msg: None)
     notes: list[str] = []
 
@@ -350,6 +358,10 @@ def materialize(
     """Write a vLLM-ready draft directory (`specreg materialize`): config.json as trained in the form
     vLLM loads as it is, the weights linked, copied or left out (weights="link" | "copy" | "none"),
     and a signed specreg.json. The verifier is chosen, and checked, as for `serve_plan`."""
+    from specreg.api import validation
+
+    validation.directory("directory", directory)
+    validation.flag("force", force)
     spec = _load(draft, revision, vllm, verifier, force_verifier)
     chosen = serving_verifier(spec, verifier)
     done = spec.materialize(directory, weights=weights, force=force, progress=progress)

@@ -74,7 +74,14 @@ def gpu_name(text: str) -> str:
 
 
 def _verifier(text: str) -> str:
-    """An argparse type: a verifier that `vllm serve VERIFIER` cannot read as one of its flags."""
+    """An argparse type: a verifier that `vllm serve VERIFIER` cannot read as one of its flags, and no
+    longer than a path can be (it is echoed in the serve line and in errors)."""
+    from specreg.api.validation import MAX_PATH
+
+    if len(text) > MAX_PATH:
+        raise argparse.ArgumentTypeError(
+            f"{clipped(text)} is longer than any Hub id or path ({MAX_PATH:,} characters at most)"
+        )
     if text.startswith("-"):
         raise argparse.ArgumentTypeError(
             f"{clipped(text)} starts with '-': no Hub id does, and vLLM would read it "
@@ -112,7 +119,12 @@ class SpecregErrorLine(Exception):
 
 
 class Refused(Exception):
-    """The draft has error findings: the message is printed and the exit status is 1."""
+    """The draft has error findings: the message is printed and the exit status is 1 (with --json, a
+    document holding the message and the findings that say why)."""
+
+    def __init__(self, message: str, findings: Sequence[Any] = ()):
+        super().__init__(message)
+        self.findings = tuple(findings)
 
 
 def progress_line(message: str) -> None:

@@ -64,12 +64,43 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _UsageError(Exception):
+    """A usage error argparse found (main prints it: one line, and with --json a document)."""
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line naming the command and the fix (`--help` shows the usage)."""
 
     def error(self, message: str) -> NoReturn:
-        # argparse quotes what the user typed: escaped, as every line specreg prints
-        self.exit(EXIT_BAD_INPUT, printable(f"error: {self.prog}: {message} (see {self.prog} --help)") + "\n")
+        raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+#: the longest run of characters without a space an error line echoes whole (a 4,000-digit number, a
+#: 100,000-character path): longer ones are cut, saying how long they were
+MAX_ECHOED = 200
+
+
+def bounded(line: str) -> str:
+    """`line` with each word (punctuation apart) longer than MAX_ECHOED characters cut to its start
+    and its length."""
+    if len(line) <= MAX_ECHOED:
+        return line
+    import re
+
+    return re.sub(
+        rf"[^\s:;,()\[\]'\"]{{{MAX_ECHOED + 1},}}", lambda m: f"{m.group()[:60]}… ({len(m.group()):,} characters)", line
+    )
+
+
+def _failure(args: argparse.Namespace | None, code: int, line: str, **more: Any) -> int:
+    """End a command that failed: `line` on stderr and, with --json, one JSON document on stdout
+    saying the same (every failure prints one, so a program reading stdout always gets an answer)."""
+    line = bounded(line)
+    if args is not None and getattr(args, "json", False):
+        said = line.removeprefix("error: ")
+        print(json.dumps({"error": said, "exit_status": code, **more}, indent=2, ensure_ascii=False))
+    print(printable(line), file=sys.stderr)
+    return code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -120,7 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         _parser().print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except _UsageError as exc:  # argparse quotes what the user typed: escaped, as every line specreg prints
+        return _failure(argparse.Namespace(json="--json" in argv), EXIT_BAD_INPUT, f"error: {exc}")
     args.vllm_args = extra
     if extra and args.command != "serve":
         print(
@@ -136,25 +170,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except Refused as exc:
-        print_lines(str(exc).split("\n"), file=sys.stderr)
+        lines = str(exc).split("\n")
+        if getattr(args, "json", False):
+            findings = [f.to_dict() for f in getattr(exc, "findings", ())]
+            said = bounded(lines[-1]).removeprefix("error: ")
+            print(json.dumps({"error": said, "exit_status": EXIT_FINDINGS, "findings": findings}, indent=2))
+        print_lines([bounded(line) for line in lines], file=sys.stderr)
         return EXIT_FINDINGS
     except SpecregErrorLine as exc:
-        print(printable(f"error: {exc}"), file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _failure(args, EXIT_BAD_INPUT, f"error: {exc}")
     except ConfigError as exc:  # every problem of the file, one line each with its JSON path
         if getattr(args, "json", False):
             print(
                 json.dumps(
                     {
-                        "error": exc.line(),
+                        "error": bounded(exc.line()),
+                        "exit_status": EXIT_BAD_INPUT,
                         "source": exc.source,
-                        "problems": [{"path": p.path, "message": p.message} for p in exc.problems],
+                        "problems": [{"path": p.path, "message": bounded(p.message)} for p in exc.problems],
                     },
                     indent=2,
                 )
             )
         prefix = f"{exc.source}: " if exc.source else ""
-        print_lines([f"error: {prefix}{p.path}: {p.message}" for p in exc.problems], file=sys.stderr)
+        print_lines([bounded(f"error: {prefix}{p.path}: {p.message}") for p in exc.problems], file=sys.stderr)
         return EXIT_BAD_INPUT
     except SpecregError as exc:
         if os.environ.get("SPECREG_DEBUG") and exc.__cause__ is not None:
@@ -162,27 +201,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exception(exc.__cause__, file=sys.stderr)
-        print(printable(f"error: {exc.line()}"), file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _failure(args, EXIT_BAD_INPUT, f"error: {exc.line()}", source=exc.source, kind=type(exc).__name__)
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:  # the machine said no (read-only, full, permissions): not a specreg bug
-        print(printable(f"error: {os_error_line(exc)}"), file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _failure(args, EXIT_BAD_INPUT, f"error: {os_error_line(exc)}")
     except KeyboardInterrupt:  # Ctrl-C: one line; what was being written is rolled back by its writer
-        print(f"interrupted: specreg {args.command} stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _failure(args, EXIT_INTERRUPTED, f"interrupted: specreg {args.command} stopped")
     except Exception as exc:  # a bug: one line, not a traceback, unless asked for
         if os.environ.get("SPECREG_DEBUG"):
             raise
-        print(
-            printable(
-                f"error: internal error ({type(exc).__name__}: {exc}); please report it "
-                "(SPECREG_DEBUG=1 shows the traceback)"
-            ),
-            file=sys.stderr,
+        return _failure(
+            args,
+            EXIT_INTERNAL,
+            f"error: internal error ({type(exc).__name__}: {exc}); please report it "
+            "(SPECREG_DEBUG=1 shows the traceback)",
         )
-        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def _refused(exc, source: str) -> Refused:
     (the draft's own were reported with the others)."""
     for f in exc.findings if exc.gpu else ():
         print_lines([f"# error: {f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "")], file=sys.stderr)
-    return Refused(f"error: {source}: {exc.message}")
+    return Refused(f"error: {source}: {exc.message}", exc.findings)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ SPECREG_REGISTRY / `--registry DIR`), one entry by id, every entry, and `Catalog
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -217,6 +218,21 @@ def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:
     return entry
 
 
+@contextlib.contextmanager
+def entry_lock(folder: Path, *, exclusive: bool) -> Iterator[None]:
+    """An flock on the entry folder's own descriptor (no lock file in the catalog): `catalog pin`
+    holds it exclusively while it replaces a snapshot and its pin, a load shared while it reads them
+    again after finding them differ."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
 def pinned_copy(failure: SpecregError, text: str, revision: str | None):
     """The offline fallback of a pinned entry: when the Hub could not be reached (or kept failing) for
     `text`, the entry's config.json at its pinned revision, from huggingface_hub's cache, else the
@@ -243,6 +259,7 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
         if isinstance(failure, OfflineError)
         else "the Hub kept failing"
     )
+    differing: list[str] = []  # the copies found that are not the pinned content
     for path, where in (
         (hub.cached(repo_id, hub.CONFIG_NAME, entry.revision), "huggingface_hub's cache"),
         (entry.snapshot_path, "the snapshot beside the catalog entry"),
@@ -251,9 +268,23 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
             continue
         try:
             config, digest = read_config(path, source=text)
-        except ConfigError:
+        except ConfigError as exc:
+            differing.append(f"{where} ({path}) is not readable ({exc.message})")
             continue
+        if digest != entry.config_sha256 and path == entry.snapshot_path:
+            # a pin in progress replaces the snapshot, then the pin: read both again under its lock
+            with entry_lock(path.parent, exclusive=False):
+                again = lookup(repo_id)
+                if again is not None and again.revision and again.config_sha256:
+                    entry = again
+                    try:
+                        config, digest = read_config(path, source=text)
+                    except ConfigError:
+                        pass
         if digest != entry.config_sha256:
+            differing.append(
+                f"{where} ({path}) holds a config.json with sha256 {digest[:12]}..., not the pinned {entry.config_sha256[:12]}..."
+            )
             continue
         origin = Origin(
             source=text,
@@ -269,6 +300,16 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
             origin,
             pinned=f"{why}: config.json of {entry.id} at the catalog's pinned revision "
             f"{entry.revision} was used, from {where} ({path})",
+        )
+    if differing:
+        raise type(failure)(
+            f"{failure.message}; {why}, and the catalog pins {entry.id} at revision {entry.revision}, but "
+            + "; ".join(differing)
+            + f": a copy that no longer matches its pin is not used. Restore it, or re-pin where the Hub "
+            f"is reachable (`specreg catalog pin {entry.id}`)",
+            source=failure.source,
+            transient=failure.transient,
+            cache_fallback=failure.cache_fallback,
         )
     return None
 

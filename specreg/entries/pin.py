@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from specreg.entries.lookup import entry_path, writable_root
+from specreg.entries.lookup import entry_lock, entry_path, read_entry_text, writable_root
 from specreg.entries.rules import parse_entry
 from specreg.entries.schema import SNAPSHOT_SUFFIX, CatalogError
 from specreg.errors import SpecregError
@@ -42,9 +42,15 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
 
     root = writable_root(directory)
     path = entry_path(root, entry_id)
-    if not path.is_file():
+    snapshot = path.with_name(path.name[: -len(".toml")] + SNAPSHOT_SUFFIX)
+    if not os.path.lexists(path):
         raise SpecregError(f"no catalog entry {entry_id} (looked for {path})")
-    text = path.read_text(encoding="utf-8")
+    for where in (path, snapshot):  # what loading refuses to read, pinning neither reads nor writes
+        _inside_catalog(root, where, entry_id)
+    try:
+        text = read_entry_text(path, root)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise SpecregError(f"{path}: cannot read the entry: {exc}", source=entry_id) from None
     entry, found = parse_entry(text, file=str(path))
     if found or entry is None:
         raise CatalogError([(str(path), p) for p in found])
@@ -63,6 +69,7 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
             source=entry_id,
         )
     changed = (entry.revision, entry.config_sha256) != (fetched.commit, digest)
+    new_text = None
     if changed:
         doc = tomlkit.parse(text)
         doc["revision"] = fetched.commit
@@ -73,7 +80,23 @@ def pin(entry_id: str, *, revision: str | None = None, directory: str | os.PathL
         parsed, problems_ = parse_entry(new_text, file=str(path))
         if problems_ or parsed is None:  # never write a file that `catalog check` would refuse
             raise CatalogError([(str(path), p) for p in problems_])
-        atomic.write_bytes(path, new_text.encode("utf-8"))
-    snapshot = entry_path(root, entry_id).with_name(path.name[: -len(".toml")] + SNAPSHOT_SUFFIX)
-    atomic.write_bytes(snapshot, fetched.path.read_bytes())
+    # The snapshot first, then the pin that names its sha256, each replaced whole, under the entry
+    # folder's lock: a load that reads the pin and finds the snapshot differing takes the lock and
+    # reads both again (lookup.pinned_copy), so a load racing a pin sees the old pair or the new one.
+    content = fetched.path.read_bytes()
+    with entry_lock(path.parent, exclusive=True):
+        atomic.write_bytes(snapshot, content)
+        if new_text is not None:
+            atomic.write_bytes(path, new_text.encode("utf-8"))
     return Pinned(entry_id, path, fetched.commit, digest, entry.revision, changed)
+
+
+def _inside_catalog(root: Path, path: Path, entry_id: str) -> None:
+    """Refuse an entry file or snapshot that is, or lies under, a link out of the catalog directory."""
+    real, real_root = path.resolve(), root.resolve()
+    if not real.is_relative_to(real_root):
+        raise SpecregError(
+            f"{path} leads to {real}, outside the catalog directory {root}: refusing to read or write "
+            "through a link (loading refuses it too); replace the link with the file itself",
+            source=entry_id,
+        )

@@ -88,11 +88,15 @@ def metadata() -> dict[str, dict[str, Any]]:
 
 
 def release_rules(release: str) -> dict[str, Any]:
-    """rule -> true, false, or the record saying why it was not computed, in a known release."""
+    """rule -> true, false, or the record saying why it was not computed, in a known release: the
+    caller's own copy (the parsed file is cached, and a caller changing it would change every later
+    answer)."""
+    import copy
+
     path = folder(release) / "rules.json"
     if not path.is_file():
         raise FactsError(f"{path} is missing: `python -m specreg.facts refresh {release}` computes it")
-    return _read(f"{release}/rules.json")["rules"]
+    return copy.deepcopy(_read(f"{release}/rules.json")["rules"])
 
 
 def refused(release: str) -> dict[str, str]:

@@ -611,7 +611,7 @@ CODES: dict[str, Code] = {
             "(difflib's ratio >= 0.8) of a field the algorithm or the envelope reads in the same object and "
             "that is missing, is probably that field misspelt: as written, the field takes its default. "
             "Unknown keys stay allowed; keys read anywhere else in the config, and transformers config keys, "
-            "are never reported.",
+            "are never reported. A config gives at most 20 of these findings, then one counting the rest.",
         ),
         Code(
             "trainer-default-applied",

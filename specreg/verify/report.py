@@ -117,6 +117,7 @@ def _is_check(c: Any) -> bool:
         and _real(bounds[0])
         and (bounds[1] is None or _real(bounds[1]))
         and "baseline" in c
+        and isinstance(c.get("tolerance_from"), str)
     )
 
 
@@ -199,22 +200,53 @@ def _write(path: Path, data: bytes | str) -> None:
     atomic.write_bytes(path, data.encode() if isinstance(data, str) else data)
 
 
+#: the most dates written under a trend's axis and vLLM versions written beside its points (a
+#: label per run of a 10,000-run history is unreadable, and drawing them took most of a minute)
+MAX_TREND_LABELS = 12
+
+
+def _spread(indices: list[int], most: int) -> list[int]:
+    """At most `most` of `indices`, evenly spread, the first and the last kept."""
+    if len(indices) <= most:
+        return indices
+    step = (len(indices) - 1) / (most - 1)
+    return sorted({indices[round(i * step)] for i in range(most)})
+
+
+def _short(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def _trend_png(path: Path, title: str, points: list[dict[str, Any]]) -> None:
     """AL against the run's date: each run's 95% interval, regressed runs in red, the vLLM version
-    beside each point, and the baseline's value with its tolerance band (from the newest run's check)."""
+    where it changes, and the baseline's value with its tolerance band (from the newest run's check).
+    Every text is drawn as it is: matplotlib would read `$...$` in a model id, a dataset or a
+    server's /version answer as mathematics, and fail on one it cannot parse."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3), dpi=100)
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        fig, ax = plt.subplots(figsize=(7, 3), dpi=100)
+        try:
+            _draw_trend(ax, title, points)
+            # fixed margins, fitting the bounded labels: tight_layout draws the figure once more
+            fig.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.22)
+            atomic.replace(path, lambda tmp: fig.savefig(tmp, format="png"))
+        finally:
+            plt.close(fig)
+
+
+def _draw_trend(ax: Any, title: str, points: list[dict[str, Any]]) -> None:
     xs = list(range(len(points)))
     als = [p["al"] for p in points]
     lows = [max(0.0, p["al"] - p["ci"][0]) if p.get("ci") else 0.0 for p in points]
     highs = [max(0.0, p["ci"][1] - p["al"]) if p.get("ci") else 0.0 for p in points]
     ax.errorbar(xs, als, yerr=[lows, highs], fmt="-", color="#36c", capsize=3, label="measured (95% CI)")
     bad = [i for i, p in enumerate(points) if p["verdict"] in FAILING]
-    good = [i for i in xs if i not in bad]
+    failing = set(bad)
+    good = [i for i in xs if i not in failing]
     ax.plot(good, [als[i] for i in good], "o", color="#36c")
     if bad:
         ax.plot(bad, [als[i] for i in bad], "o", color="#c22", label="regressed")
@@ -229,21 +261,16 @@ def _trend_png(path: Path, title: str, points: list[dict[str, Any]]) -> None:
         ax.axhspan(
             low, high if _real(high) else max(als + [low]) * 1.05, color="#9c9", alpha=0.2, label="tolerance band"
         )
-    for i, p in enumerate(points):
-        if p.get("vllm"):
-            ax.annotate(
-                f"vLLM {p['vllm']}", (i, als[i]), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center"
-            )
-    ax.set_xticks(xs)
-    ax.set_xticklabels([p["date"] for p in points], rotation=30, fontsize=7, ha="right")
+    changes = [i for i, p in enumerate(points) if p.get("vllm") and (i == 0 or p["vllm"] != points[i - 1].get("vllm"))]
+    for i in _spread(changes, MAX_TREND_LABELS):
+        version = _short(str(points[i]["vllm"]), 40)
+        ax.annotate(f"vLLM {version}", (i, als[i]), textcoords="offset points", xytext=(0, 6), fontsize=6, ha="center")
+    ticks = _spread(xs, MAX_TREND_LABELS)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([_short(points[i]["date"], 20) for i in ticks], rotation=30, fontsize=7, ha="right")
     ax.set_ylabel("acceptance length")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_short(title, 120), fontsize=9)
     ax.legend(fontsize=6, loc="lower left")
-    fig.tight_layout()
-    try:
-        atomic.replace(path, lambda tmp: fig.savefig(tmp, format="png"))
-    finally:
-        plt.close(fig)
 
 
 #: verdicts from worst to best: an entry's verdict is the worst of its baselines' latest verdicts
@@ -404,7 +431,7 @@ def build(
         newest = max((str(r.get("started") or "") for s in series.values() for r in s["runs"]), default="")
         before = _verdict_before(by_model.get(model, []), newest[:10]) if newest else None
         summary.append((model, verdict, before, latest.get(model)))
-        _model_page(site, model, verdict, latest.get(model), series)
+        _model_page(site, model, verdict, latest.get(model), series, warnings)
     summary.sort(key=lambda row: (_rank(row[1]), order.index(row[0])))
     rows = []
     for model, verdict, before, r in summary:
@@ -513,7 +540,12 @@ def _url(path: str) -> str:
 
 
 def _model_page(
-    site: Path, model: str, verdict: str, r: dict[str, Any] | None, series: dict[str, dict[str, Any]]
+    site: Path,
+    model: str,
+    verdict: str,
+    r: dict[str, Any] | None,
+    series: dict[str, dict[str, Any]],
+    warnings: list[str],
 ) -> None:
     name = directory_name(model)
     latest = None
@@ -567,8 +599,11 @@ def _model_page(
         trend = None
         if len(points) >= 2:  # one point is not a trend
             image = f"{name}-trend.png" if n == 0 else f"{name}-trend-{n + 1}.png"
-            _trend_png(site / "models" / image, f"{model}: {title}", points)
-            trend = _url(image)
+            try:
+                _trend_png(site / "models" / image, f"{model}: {title}", points)
+                trend = _url(image)
+            except (ValueError, OverflowError, RuntimeError) as exc:  # matplotlib refusing what a result holds
+                warnings.append(f"trend of {model} ({title}) not drawn: {type(exc).__name__}: {str(exc)[:200]}")
         shown.append(
             {
                 "title": title,
