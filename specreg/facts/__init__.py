@@ -81,6 +81,7 @@ def _metadata() -> dict[str, dict[str, Any]]:
     return _read("rules.json")["rules"]
 
 
+@cache
 def release_rules(release: str) -> dict[str, Any]:
     """rule -> true, false, or the record saying why it was not computed, in a known release."""
     path = folder(release) / "rules.json"
@@ -191,7 +192,7 @@ def rules(read_by: str) -> dict[str, Version]:
 
 def reread() -> None:
     """Forget what was read from the committed files (after `refresh` wrote them)."""
-    for cached in (_read, _releases, since):
+    for cached in (_read, _releases, release_rules, since):
         cached.cache_clear()
 
 
