@@ -12,7 +12,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: the stages, earliest first; a module may import its own stage and earlier ones
 STAGES = ("base", "sources", "normalization", "entries", "vllm", "api", "sglang", "verify", "cli", "facade")
-BASE = {"specreg.errors", "specreg.atomic", "specreg.dirwrite", "specreg.version", "specreg.facts"}
+BASE = {
+    "specreg.errors",
+    "specreg.atomic",
+    "specreg.dirwrite",
+    "specreg.version",
+    "specreg.facts",
+    "specreg.transformers",
+}
 FACADE = {
     "specreg",
     "specreg.__main__",
@@ -20,6 +27,8 @@ FACADE = {
     "specreg.facts.__main__",
     "specreg.facts.diff",
     "specreg.facts.refresh",
+    "specreg.transformers.__main__",
+    "specreg.transformers.refresh",
 }
 
 

@@ -368,3 +368,24 @@ def test_a_revision_ending_in_a_newline_never_reaches_the_hub(hub):
     r = run("show", "org/x", "--revision", "main\n")
     assert r.returncode == 2 and "not a valid revision" in r.stderr
     assert hub.count() == 0
+
+
+@pytest.mark.parametrize("show", [False, True])
+def test_progress_bars_are_told_to_huggingface_hub_before_the_first_download(hub, show):
+    # progress_bars() used to import huggingface_hub (and tqdm, asyncio, ssl) in every command with
+    # --quiet; the choice now waits for the first download and is applied there
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    from specreg.sources import hub as hub_module
+
+    (disable_progress_bars if show else enable_progress_bars)()  # the opposite of what is asked
+    imported = sys.modules.pop("huggingface_hub")  # as in a command that has not imported it yet
+    try:
+        hub_module.progress_bars(show)
+    finally:
+        sys.modules["huggingface_hub"] = imported
+    assert are_progress_bars_disabled() is show  # not applied yet: huggingface_hub was not imported
+    hub.add("org/bars", {"config.json": b"{}"})
+    hub_module.fetch_file("org/bars", "config.json")
+    assert are_progress_bars_disabled() is not show
+    enable_progress_bars()

@@ -14,11 +14,21 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from specreg.errors import HubError, SpecregError
-from specreg.normalization import core
+from specreg.normalization import core, speculator
 from specreg.normalization.speculator import Speculator
 from specreg.sources import native
 from specreg.sources.files import read_source
-from specreg.vllm import materialize as _materialize  # noqa: F401 - registers Speculator.materialize's writer
+
+
+def _materialize(spec: Speculator, *args: Any, **kwargs: Any) -> Any:
+    """Speculator.materialize's writer: the vllm stage's, imported on the first write (a command that
+    writes nothing does not import it)."""
+    from specreg.vllm.materialize import materialize
+
+    return materialize(spec, *args, **kwargs)
+
+
+speculator.WRITERS.setdefault("materialize", _materialize)
 
 
 @functools.wraps(core.normalize)

@@ -12,7 +12,7 @@ import attrs
 from packaging.version import Version
 
 from specreg.errors import ConfigError, SpecregError
-from specreg.normalization.speculator import Finding, Speculator, thaw
+from specreg.normalization.speculator import Finding, Speculator, as_tuple, thaw
 from specreg.vllm.flags import OWNED, SPEC_FLAGS_SINCE, named, settings, spelling
 
 #: the catalog's [serving] hints (each a vLLM setting of the same name)
@@ -43,16 +43,16 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
 class ServePlan:
     """The `vllm serve` command that serves a draft as trained, and how it was made."""
 
-    argv: tuple[str, ...] = attrs.field(converter=tuple)
+    argv: tuple[str, ...] = attrs.field(converter=as_tuple)
     env: Mapping[str, str] = attrs.field(converter=_frozen_mapping)
     #: the directory the draft is served from when specreg materializes it (written, or with
     #: write=False the one that would be), else None: vLLM reads the source itself
     directory: str | None
     written: bool
     verifier: str
-    findings: tuple[Finding, ...] = attrs.field(converter=tuple)
+    findings: tuple[Finding, ...] = attrs.field(converter=as_tuple)
     #: what specreg decided on the way (a catalog hint overridden, why it materialized, the GPU fit)
-    notes: tuple[str, ...] = attrs.field(converter=tuple)
+    notes: tuple[str, ...] = attrs.field(converter=as_tuple)
 
     def shell_line(self) -> str:
         """The environment, then the command, each word quoted for a POSIX shell."""
@@ -67,12 +67,12 @@ class Materialization:
     """A vLLM-ready draft directory written by `materialize`, and how to serve it."""
 
     directory: str
-    files: tuple[str, ...] = attrs.field(converter=tuple)
+    files: tuple[str, ...] = attrs.field(converter=as_tuple)
     weights: str
     verifier: str
     llm_kwargs: Mapping[str, Any] = attrs.field(converter=_frozen_mapping)
     env: Mapping[str, str] = attrs.field(converter=_frozen_mapping)
-    findings: tuple[Finding, ...] = attrs.field(converter=tuple)
+    findings: tuple[Finding, ...] = attrs.field(converter=as_tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self, value_serializer=_plain)

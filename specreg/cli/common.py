@@ -33,16 +33,24 @@ def int_range(minimum: int, maximum: int = 10**9) -> Any:
 
 def harness_int(field: str) -> Any:
     """An argparse type for an integer flag of any command, with the limits the catalog's harness values
-    have (entries/limits.py INTEGERS: the lowest and highest value of each)."""
-    from specreg.entries.limits import INTEGERS
+    have (entries/limits.py INTEGERS: the lowest and highest value of each), read when a value is
+    parsed (building a command's parser imports no catalog code)."""
 
-    return int_range(*INTEGERS[field])
+    def parse(text: str) -> int:
+        from specreg.entries.limits import INTEGERS
+
+        return int_range(*INTEGERS[field])(text)
+
+    return parse
 
 
 def harness_number(field: str) -> Any:
-    from specreg.entries.limits import NUMBERS
+    def parse(text: str) -> float:
+        from specreg.entries.limits import NUMBERS
 
-    return number_range(*NUMBERS[field])
+        return number_range(*NUMBERS[field])(text)
+
+    return parse
 
 
 def number_range(low: float, high: float) -> Any:

@@ -8,12 +8,13 @@ SPECREG_DEBUG=1 shows the traceback); 130 interrupted (Ctrl-C: one line, no trac
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import json
+from types import ModuleType
 from typing import Any, NoReturn, Sequence
 
-from specreg.cli import catalog, serve, show, verify
 from specreg.errors import ConfigError, SpecregError
 from specreg.cli.common import (
     EXIT_BAD_INPUT,
@@ -27,18 +28,24 @@ from specreg.cli.common import (
     printable,
 )
 
-#: the commands, in the order `specreg --help` lists them, and the group that holds each
+#: the commands, in the order `specreg --help` lists them, and the group (specreg.cli.<group>) that
+#: holds each; a group is imported only when one of its commands is parsed or run
 COMMANDS = {
-    "show": show,
-    "serve": serve,
-    "materialize": serve,
-    "convert": serve,
-    "check": show,
-    "verify": verify,
-    "report": verify,
-    "catalog": catalog,
-    "algorithms": show,
+    "show": "show",
+    "serve": "serve",
+    "materialize": "serve",
+    "convert": "serve",
+    "check": "show",
+    "verify": "verify",
+    "report": "verify",
+    "catalog": "catalog",
+    "algorithms": "show",
 }
+
+
+def group(command: str) -> ModuleType:
+    """The module of the command group that holds `command`."""
+    return importlib.import_module(f"specreg.cli.{COMMANDS[command]}")
 
 
 class _Version(argparse.Action):
@@ -103,7 +110,9 @@ def _failure(args: argparse.Namespace | None, code: int, line: str, **more: Any)
     return code
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with `only`, the parser of that one command (the others are neither
+    built nor imported: what a command prints, its help and its errors are the same either way)."""
     p = _OneLineParser(
         prog="specreg",
         description="Normalize speculative-decoding draft configs into vLLM-ready configuration, as trained.",
@@ -112,8 +121,8 @@ def _parser() -> argparse.ArgumentParser:
         "--version", action=_Version, help="specreg's version, the vLLM it targets and huggingface_hub's, then exit"
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, group in COMMANDS.items():
-        getattr(group, f"add_{name}")(sub)
+    for name in COMMANDS if only is None else (only,):
+        getattr(group(name), f"add_{name}")(sub)
     return p
 
 
@@ -151,8 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv:
         _parser().print_help(sys.stderr)
         return EXIT_BAD_INPUT
+    # the first word names the command: only its parser is built (an option before it, such as
+    # --help or --version, needs them all)
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(argv[0] if argv[0] in COMMANDS else None).parse_args(argv)
     except _UsageError as exc:  # argparse quotes what the user typed: escaped, as every line specreg prints
         return _failure(argparse.Namespace(json="--json" in argv), EXIT_BAD_INPUT, f"error: {exc}")
     args.vllm_args = extra
@@ -162,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    handler = COMMANDS[args.command].HANDLERS[args.command]
+    handler = group(args.command).HANDLERS[args.command]
     if getattr(args, "quiet", None) is not None:  # commands that may download weights
         from specreg.sources.hub import progress_bars
 

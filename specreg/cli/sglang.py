@@ -7,7 +7,6 @@ import argparse
 import json
 import sys
 
-from specreg.api.serve import serve_line
 from specreg.cli.common import EXIT_FINDINGS, EXIT_OK, Refused, print_lines, progress_line
 from specreg.errors import SpecregError
 
@@ -57,6 +56,7 @@ def _verifier(plan, args: argparse.Namespace) -> str:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from specreg.api.serve import serve_line
     from specreg.sglang.flags import merge
     from specreg.sglang.rules import rules
     from specreg.sglang.write import default_directory, same_draft
@@ -83,6 +83,8 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def materialize(args: argparse.Namespace) -> int:
+    from specreg.api.serve import serve_line
+
     plan = _plan(args, check_weights=not args.config_only)
     _report(plan, args.source)
     verifier = _verifier(plan, args)

@@ -87,16 +87,22 @@ def metadata() -> dict[str, dict[str, Any]]:
     return json.loads(json.dumps(_metadata()))
 
 
+@cache
+def _rules_of(release: str) -> dict[str, Any]:
+    """A known release's rules as read (cached: read once per release; never handed out)."""
+    path = folder(release) / "rules.json"
+    if not path.is_file():
+        raise FactsError(f"{path} is missing: `python -m specreg.facts refresh {release}` computes it")
+    return _read(f"{release}/rules.json")["rules"]
+
+
 def release_rules(release: str) -> dict[str, Any]:
     """rule -> true, false, or the record saying why it was not computed, in a known release: the
     caller's own copy (the parsed file is cached, and a caller changing it would change every later
     answer)."""
     import copy
 
-    path = folder(release) / "rules.json"
-    if not path.is_file():
-        raise FactsError(f"{path} is missing: `python -m specreg.facts refresh {release}` computes it")
-    return copy.deepcopy(_read(f"{release}/rules.json")["rules"])
+    return copy.deepcopy(_rules_of(release))
 
 
 def refused(release: str) -> dict[str, str]:
@@ -205,7 +211,7 @@ def check(per_release: dict[str, dict[str, Any]] | None = None) -> list[str]:
 def _holds_per_release(rule: str) -> dict[str, Any]:
     found = {}
     for release in known():
-        records = release_rules(release)
+        records = _rules_of(release)
         if rule not in records:
             raise FactsError(f"{release}/rules.json has no record of rule {rule}: refresh {release} computes it")
         found[release] = records[rule]
@@ -273,7 +279,7 @@ def rules(read_by: str) -> tuple[str, ...]:
 
 def reread() -> None:
     """Forget what was read from the committed files (after `refresh` wrote them)."""
-    for cached in (_read, _releases, since, rule_spans):
+    for cached in (_read, _releases, _rules_of, since, rule_spans):
         cached.cache_clear()
 
 

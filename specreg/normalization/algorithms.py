@@ -14,10 +14,9 @@ function that returns anything but a `Plan`, or tries to end the process, fails 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
-import logging
+import os
 import re
 import threading
 from typing import Any, Callable
@@ -26,8 +25,6 @@ import attrs
 from packaging.version import Version
 
 from specreg.errors import RegistryError, UnknownAlgorithmError
-
-log = logging.getLogger("specreg")
 
 ENTRY_POINT_GROUP = "specreg.algorithms"
 
@@ -44,12 +41,13 @@ def builtin() -> dict[str, str]:
     (not imported) once, and the package's REFUSED types (the package itself)."""
     global _builtin
     if _builtin is None:
-        from importlib.resources import files
-
+        # the package's folder, listed: importing the package runs none of its modules (and
+        # importlib.resources would import zipfile, tempfile and shutil to list one folder)
+        folder = importlib.import_module(BUILTIN_PACKAGE).__path__
         modules = {
-            entry.name[:-3]: f"{BUILTIN_PACKAGE}.{entry.name[:-3]}"
-            for entry in files(BUILTIN_PACKAGE).iterdir()  # imports the package, not its modules
-            if entry.name.endswith(".py") and NAME.match(entry.name[:-3])
+            entry[:-3]: f"{BUILTIN_PACKAGE}.{entry[:-3]}"
+            for entry in sorted({name for path in folder for name in os.listdir(path)})
+            if entry.endswith(".py") and NAME.match(entry[:-3])
         }
         for name in _refused():
             if name in modules:
@@ -365,9 +363,11 @@ def _load_guest(ep: Any) -> None:
     package = f"{dist.name} {dist.version}" if dist is not None else ep.value.split(":")[0].split(".")[0]
     broken = BrokenPlugin(ep.name, ep.value, error, package)
     _broken.append(broken)
+    import logging
+
     from specreg.errors import printable  # the one escaper of terminal controls
 
-    log.warning("%s", printable(broken.line()))
+    logging.getLogger("specreg").warning("%s", printable(broken.line()))
 
 
 def _replaced(before: dict[str, Algorithm]) -> str | None:
@@ -400,6 +400,8 @@ def get(name: str, *, source: str | None = None) -> Algorithm:
     with _lock:
         if name in _registered:
             return _registered[name]
+    import difflib
+
     known = sorted(set(builtin()) | set(_registered))
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -240,7 +240,7 @@ class Fields:
         return json.loads(json.dumps(self._data))
 
 
-#: the decoder configs draft layers are built from, whose keys `HF_CONFIG_KEYS` holds
+#: the decoder configs draft layers are built from, whose default keys `hf_config_keys()` holds
 HF_CONFIG_MODEL_TYPES = (
     "llama",
     "qwen2",
@@ -267,132 +267,26 @@ HF_CONFIG_MODEL_TYPES = (
 )
 #: keys transformers 4 configs wrote that transformers 5 renamed or stopped writing by default
 HF_CONFIG_KEYS_V4 = ("rope_theta", "rope_scaling", "torch_dtype", "quantization_config", "auto_map", "tokenizer_class")
-#: keys a transformers config holds: the default to_dict() of PretrainedConfig and of each of
-#: `HF_CONFIG_MODEL_TYPES` in transformers 5.19.0 (tests/engine_tier/test_native_masks.py regenerates
-#: them), and `HF_CONFIG_KEYS_V4`. A key among them is never taken for a misspelt field.
-HF_CONFIG_KEYS = frozenset(HF_CONFIG_KEYS_V4) | frozenset(
-    {
-        "_name_or_path",
-        "_sliding_window_pattern",
-        "architectures",
-        "attention_bias",
-        "attention_chunk_size",
-        "attention_dropout",
-        "attn_logit_softcapping",
-        "attn_scale",
-        "attn_temperature_tuning",
-        "block_auto_adjust_ff_dim",
-        "block_ffn_dim_multiplier",
-        "block_multiple_of",
-        "block_size",
-        "bos_token_id",
-        "chunk_size_feed_forward",
-        "conv_L_cache",
-        "conv_bias",
-        "decoder_sparse_step",
-        "dtype",
-        "embd_pdrop",
-        "eos_token_id",
-        "expert_ffn_hidden_size",
-        "ffn_hidden_size",
-        "final_logit_softcapping",
-        "first_k_dense_replace",
-        "floor_scale",
-        "full_attn_alpha_factor",
-        "full_attn_beta_factor",
-        "full_attn_idxs",
-        "head_dim",
-        "hidden_act",
-        "hidden_activation",
-        "hidden_size",
-        "id2label",
-        "initializer_range",
-        "interleave_moe_layer_step",
-        "intermediate_size",
-        "intermediate_size_mlp",
-        "is_encoder_decoder",
-        "kv_lora_rank",
-        "label2id",
-        "layer_types",
-        "linear_attn_alpha_factor",
-        "linear_attn_beta_factor",
-        "linear_conv_kernel_dim",
-        "linear_head_dim",
-        "linear_key_head_dim",
-        "linear_num_heads",
-        "linear_num_key_heads",
-        "linear_num_value_heads",
-        "linear_value_head_dim",
-        "max_position_embeddings",
-        "max_window_layers",
-        "mlp_alpha_factor",
-        "mlp_beta_factor",
-        "mlp_bias",
-        "mlp_layer_types",
-        "mlp_only_layers",
-        "model_max_length",
-        "model_type",
-        "moe_intermediate_size",
-        "moe_layers",
-        "moe_renormalize",
-        "moe_topk",
-        "n_group",
-        "n_routed_experts",
-        "n_shared_experts",
-        "no_rope_layer_interval",
-        "no_rope_layers",
-        "norm_eps",
-        "norm_topk_prob",
-        "num_attention_heads",
-        "num_expert_group",
-        "num_experts",
-        "num_experts_per_tok",
-        "num_experts_per_token",
-        "num_hidden_layers",
-        "num_key_value_heads",
-        "num_layers",
-        "num_local_experts",
-        "num_nextn_predict_layers",
-        "num_shared_experts",
-        "original_max_position_embeddings",
-        "output_attentions",
-        "output_hidden_states",
-        "output_router_logits",
-        "pad_token_id",
-        "partial_rotary_factor",
-        "pretraining_tp",
-        "problem_type",
-        "q_lora_rank",
-        "qk_head_dim",
-        "qk_nope_head_dim",
-        "qk_rope_head_dim",
-        "qkv_bias",
-        "query_pre_attn_scalar",
-        "resid_pdrop",
-        "return_dict",
-        "rms_norm_eps",
-        "rope_interleave",
-        "rope_parameters",
-        "routed_scaling_factor",
-        "router_aux_loss_coef",
-        "router_jitter_noise",
-        "shared_expert_intermediate_size",
-        "sliding_window",
-        "swiglu_alpha",
-        "swiglu_limit",
-        "tie_word_embeddings",
-        "topk_group",
-        "topk_method",
-        "transformers_version",
-        "use_bidirectional_attention",
-        "use_cache",
-        "use_qk_norm",
-        "use_sliding_window",
-        "v_head_dim",
-        "vocab_size",
-        "zero_expert_num",
-    }
-)
+
+
+@lru_cache(maxsize=1)
+def hf_config_keys() -> frozenset[str]:
+    """Keys a transformers config holds: the default to_dict() of PretrainedConfig and of each of
+    `HF_CONFIG_MODEL_TYPES` in every transformers release with committed facts (`specreg.transformers`:
+    a config written by any of them holds its keys), and `HF_CONFIG_KEYS_V4`. A key among them is never
+    taken for a misspelt field."""
+    from specreg import transformers
+
+    keys = set(HF_CONFIG_KEYS_V4)
+    for release in transformers.known():
+        keys |= set(transformers.facts(release)["config_keys"])
+    return frozenset(keys)
+
+
+def __getattr__(name: str) -> object:
+    if name == "HF_CONFIG_KEYS":  # the table's name before it became data
+        return hf_config_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _split(path: str) -> tuple[str, str | int]:
@@ -443,7 +337,7 @@ def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, s
                 if here is not None:
                     walk(item, here)
                 continue
-            if key in read_names or key in HF_CONFIG_KEYS:
+            if key in read_names or key in hf_config_keys():
                 continue
             match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
             if match:

@@ -176,8 +176,8 @@ CODES: dict[str, Code] = {
             "the draft's model_type is a composite (vision-language) config",
             "transformers builds a vision-language (or audio) config for this `model_type`, with the "
             "language fields under `text_config`; vLLM's draft classes read `vocab_size` and the layer "
-            "fields at the top level and fail at startup. The list is generated from transformers "
-            "(`specreg/normalization/model_types.py`).",
+            "fields at the top level and fail at startup. The list is read from each transformers "
+            "release (`specreg/transformers/facts/`).",
         ),
         Code(
             "unknown-model-type",
@@ -185,8 +185,8 @@ CODES: dict[str, Code] = {
             "the draft's model_type is unknown to transformers and to vLLM",
             "vLLM builds the draft's config object from its `model_type`, with transformers' "
             "`CONFIG_MAPPING` or vLLM's own `_CONFIG_REGISTRY`; a type neither has (a trainer's own "
-            "name such as `dspark`) fails to load. The tables are generated from transformers and "
-            "each vLLM wheel (`specreg/normalization/model_types.py`).",
+            "name such as `dspark`) fails to load. The tables are read from each transformers "
+            "release (`specreg/transformers/facts/`) and each vLLM wheel (`specreg/normalization/model_types.py`).",
         ),
         Code(
             "vllm-startup-refusal",

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from specreg.normalization.capabilities import NEWEST_KNOWN, short
 from specreg.normalization.model_types import (
-    COMPOSITE_MODEL_TYPES,
-    KNOWN_MODEL_TYPES,
-    TRANSFORMERS_VERSION,
+    composite_model_types,
+    known_model_types,
     mtp_rewrite,
+    transformers_version,
 )
 from specreg.normalization.fields import POS_INT, Fields
 from specreg.normalization.plan import Context, Plan
@@ -47,21 +47,21 @@ def check_layer_shape(layer_cfg: Fields, plan: Plan) -> None:
     kv_heads = layer_cfg.raw("num_key_value_heads")
     head_dim = layer_cfg.raw("head_dim")
     model_type = layer_cfg.raw("model_type")
-    if isinstance(model_type, str) and model_type in COMPOSITE_MODEL_TYPES:
+    if isinstance(model_type, str) and model_type in composite_model_types():
         plan.find(
             "composite-model-type",
             f"model_type {model_type!r} makes transformers build a composite (vision-language) config whose "
             "language fields sit under text_config: vLLM's draft class then fails reading vocab_size "
             f"(\"'{type_name(model_type)}' object has no attribute 'vocab_size'\"; transformers "
-            f"{TRANSFORMERS_VERSION}). The draft's layers are a text model: give the text model_type "
+            f"{transformers_version()}). The draft's layers are a text model: give the text model_type "
             "they were trained as",
             layer_cfg.at("model_type"),
             fix="set model_type to the draft layers' text model type (llama, qwen2, qwen3, ...)",
         )
-    elif isinstance(model_type, str) and model_type not in KNOWN_MODEL_TYPES:
+    elif isinstance(model_type, str) and model_type not in known_model_types():
         plan.find(
             "unknown-model-type",
-            f"model_type {model_type!r} is known neither to transformers ({TRANSFORMERS_VERSION}) nor to "
+            f"model_type {model_type!r} is known neither to transformers ({transformers_version()}) nor to "
             "vLLM's config registry: vLLM's config loading ends in \"The checkpoint you are trying to load "
             f'has model type `{model_type}` but Transformers does not recognize this architecture"',
             layer_cfg.at("model_type"),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import attrs
 
-from specreg.normalization.speculator import Finding, thaw
+from specreg.normalization.speculator import Finding, as_tuple, thaw
 from specreg.sglang import reading
 from specreg.sglang.rules import rules as release_rules
 from specreg.sglang.rules import target
@@ -102,7 +102,7 @@ class SGLangPlan:
     config: Mapping[str, Any] = attrs.field(converter=lambda d: MappingProxyType(dict(d)))
     #: the draft's speculative flags (after --speculative-draft-model-path)
     flags: tuple[str, ...]
-    findings: tuple[Finding, ...] = attrs.field(converter=tuple)
+    findings: tuple[Finding, ...] = attrs.field(converter=as_tuple)
     #: how SGLang would read the unmodified file, launched with no speculative flags but the algorithm
     unmodified: reading.Reading
     speculator: "Speculator" = attrs.field(repr=False, eq=False)

@@ -4,7 +4,6 @@ where a config came from."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -106,6 +105,8 @@ def read_config(path: Path, *, source: str, dir_fd: int | None = None) -> tuple[
         ) from None
     except ValueError as exc:
         raise ConfigError(f"{path} is {exc}", "$", source=source) from None
+    import hashlib
+
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8-sig")

@@ -333,12 +333,26 @@ def _tell_offline_mode() -> bool:
     return constants.HF_HUB_OFFLINE
 
 
+#: a progress_bars() choice made before huggingface_hub was imported, applied by the first download
+_progress_bars: list[bool] = []
+
+
 def progress_bars(show: bool) -> None:
     """Turn huggingface_hub's download progress bars on or off (the CLI: on for a terminal, off
-    with -q or when stderr is not a terminal)."""
-    from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+    with -q or when stderr is not a terminal). Told to huggingface_hub before the first download
+    (`fetch_file`), so that a command that downloads nothing does not import it."""
+    import sys
 
-    (enable_progress_bars if show else disable_progress_bars)()
+    _progress_bars[:] = [show]
+    if "huggingface_hub" in sys.modules:
+        _apply_progress_bars()
+
+
+def _apply_progress_bars() -> None:
+    if _progress_bars:
+        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+        (enable_progress_bars if _progress_bars.pop() else disable_progress_bars)()
 
 
 def fetch_file(
@@ -350,6 +364,7 @@ def fetch_file(
     import huggingface_hub
     from huggingface_hub import errors as hf
 
+    _apply_progress_bars()
     source = source or repo_id
     is_offline = _tell_offline_mode()
     where = f" at revision {revision!r}" if revision else ""

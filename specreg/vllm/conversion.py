@@ -74,10 +74,10 @@ def write_twin(
         )
     name = converted.config["speculators_config"]["verifier"]["name_or_path"]
     if name and Path(name).expanduser().is_dir():  # a local verifier: its architectures are known
-        from specreg.vllm.verifier_check import verifier_facts
+        from specreg.sources.verifier import read_verifier
 
         converted.config["speculators_config"]["verifier"]["architectures"] = list(
-            verifier_facts(name, source=name).architectures
+            read_verifier(name, source=name).architectures
         )
     target = Path(directory).expanduser().absolute()
     refuse_source_as_target(spec, target)

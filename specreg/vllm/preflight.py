@@ -23,8 +23,8 @@ from specreg.vllm.deployment import (
     quant_name_findings,
     quantization_gpu_findings,
 )
+from specreg.sources.verifier import LOCAL_VERIFIER_FIX
 from specreg.vllm.verifier_check import (
-    LOCAL_VERIFIER_FIX,
     VerifierFacts,
     kv_cache_check,
     positive_int,

@@ -5,12 +5,10 @@ two as served."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
 
-from specreg.errors import ConfigError, OfflineError
 from specreg.normalization.capabilities import (
     AUX_CAPTURE_ARCHITECTURES,
     AUX_CAPTURE_VERSION,
@@ -20,7 +18,6 @@ from specreg.normalization.capabilities import (
     short,
 )
 from specreg.normalization.speculator import Finding
-from specreg.sources import hub
 from specreg.vllm.deployment import quant_method
 from specreg.vllm.gpu_plan import VerifierGroup, config_dtype, head_size, verifier_groups
 from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, state_layers, verifier_kv_layers
@@ -28,10 +25,6 @@ from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
-
-
-#: what to do when the verifier's config cannot be fetched
-LOCAL_VERIFIER_FIX = "name a local copy of the verifier (--verifier LOCAL_DIR, a directory holding its config.json)"
 
 
 @attrs.frozen
@@ -68,42 +61,19 @@ def positive_int(value: Any) -> int | None:
 def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> VerifierFacts:
     """The verifier's config.json (a Hub id, a local directory or a config file): what the checks need.
 
-    hub_only: the name came from a Hub config (someone else's file), so it may only name a Hub repo:
-    a remote config never makes specreg read a local path (`/dev/stdin`, `/etc/...`)."""
-    from specreg.sources.files import read_config
+    hub_only: the name came from a Hub config (someone else's file), so it may only name a Hub repo
+    (`specreg.sources.verifier.read_verifier` reads it; this is what vLLM makes of its fields)."""
+    from specreg.sources.verifier import read_verifier
 
-    from specreg.sources.files import is_repo_id
-
-    if hub_only and not is_repo_id(verifier):
-        raise ConfigError(
-            f"the Hub config names the verifier {verifier!r}, which is not a Hub repo id; specreg "
-            "reads no local path a remote file names. Pass the verifier yourself (--verifier)",
-            "$.speculators_config.verifier.name_or_path",
-            source=source,
-        )
-    local = Path(verifier).expanduser()
-    if not hub_only and not local.exists() and verifier.startswith((".", "/", "~")):
-        raise ConfigError("no such file or directory", "verifier", source=verifier)
-    if not hub_only and local.exists():
-        path = local / hub.CONFIG_NAME if local.is_dir() else local
-        config, _ = read_config(path, source=str(path))
-    else:
-        try:
-            fetched = hub.fetch_config(verifier, None, source=verifier)
-        except OfflineError as exc:
-            raise OfflineError(f"{exc.message}; {LOCAL_VERIFIER_FIX}", source=exc.source) from None
-        config, _ = read_config(fetched.path, source=f"{verifier}/{hub.CONFIG_NAME}")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
-    body = text or config
-    archs = config.get("architectures")
-    names = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
+    read = read_verifier(verifier, source=source, hub_only=hub_only)
+    config, body, names = read.config, read.body, read.architectures
     return VerifierFacts(
         id=verifier,
         architectures=names,
         num_hidden_layers=int_value(body.get("num_hidden_layers")),
         hidden_size=int_value(body.get("hidden_size")),
         vocab_size=int_value(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
-        text_config=text is not None,
+        text_config=read.text_config,
         head_size=head_size(body),
         dtype=config_dtype(body, config),
         max_position_embeddings=int_value(body.get("max_position_embeddings")),

@@ -7,7 +7,6 @@ layer t; ``mask_token_id``; ``block_size`` here or at the top level; optional ``
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Mapping
 
 from specreg.errors import ConfigError, Problem, show_value
@@ -168,6 +167,8 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
 def _unserved(config: Mapping[str, Any], algorithm: str) -> list[tuple[str, str, str | None]]:
     """Findings for dflash_config keys of training that vLLM never reads (`keys.NOT_SERVED`), and
     for keys specreg has no entry for: it cannot tell what they changed in training."""
+    import difflib
+
     dflash = config.get("dflash_config")
     if not isinstance(dflash, Mapping):
         return []

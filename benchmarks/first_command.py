@@ -1,0 +1,120 @@
+"""The first command's cost as a ratio to a bare interpreter: `specreg show DIR --json`, `check` and
+`serve --config-only`, each against `python -c pass`, as the median of alternating pairs (one bare run,
+then one command run, repeated), so that a busy machine slows both sides of a pair alike.
+
+Run: .venv/bin/python benchmarks/first_command.py [--pairs N]   (also from benchmarks/test_first_command.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "qwen3-8b-dflash" / "config.json"
+sys.path.insert(0, str(ROOT / "tests"))
+from cli_outputs import VERIFIER  # noqa: E402 - the Qwen/Qwen3-8B config the recorded answers check against
+
+
+def commands(draft: Path, verifier: Path, out: Path) -> dict[str, list[str]]:
+    """The commands measured, by name, as a user types them (the installed `specreg` script); check and
+    serve read a local verifier config, so nothing is fetched."""
+    script = Path(sys.executable).parent / "specreg"
+    specreg = [str(script)] if script.exists() else [sys.executable, "-m", "specreg"]
+    given = ["--verifier", str(verifier)]
+    return {
+        "show DIR --json": [*specreg, "show", str(draft), "--json"],
+        "check DIR --no-weights": [*specreg, "check", str(draft), *given, "--no-weights"],
+        "serve DIR --config-only": [
+            *specreg,
+            "serve",
+            str(draft),
+            *given,
+            "--config-only",
+            "--dir",
+            str(out),
+            "--force",
+        ],
+    }
+
+
+def _seconds(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=300)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode not in (0, 1):  # 1: the draft has error findings, still a full run
+        raise RuntimeError(f"{argv} exited {r.returncode}: {r.stderr.decode()[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
+
+
+@attrs.frozen
+class Ratio:
+    """One command against a bare interpreter: medians over the alternating pairs."""
+
+    wall: float  # the median of the pairs' wall-time ratios: the figure the target is set on
+    cpu: float  # the same for CPU time, which a busy machine disturbs less
+    command_ms: float
+    bare_ms: float
+
+
+def paired_ratio(argv: list[str], pairs: int, env: dict[str, str]) -> Ratio:
+    """The ratio of `argv` to `python -c pass` over `pairs` alternating pairs, after one warm-up of each
+    (which writes the .pyc files an installed package has)."""
+    bare = [sys.executable, "-c", "pass"]
+    _seconds(bare, env), _seconds(argv, env)
+    wall, cpu, ours, theirs = [], [], [], []
+    for _ in range(pairs):
+        b_wall, b_cpu = _seconds(bare, env)
+        c_wall, c_cpu = _seconds(argv, env)
+        wall.append(c_wall / b_wall)
+        cpu.append(c_cpu / b_cpu)
+        ours.append(c_wall)
+        theirs.append(b_wall)
+    median = statistics.median
+    return Ratio(median(wall), median(cpu), median(ours) * 1000, median(theirs) * 1000)
+
+
+def measure(pairs: int = 15) -> dict[str, Ratio]:
+    """name -> its Ratio for each command, on a copy of the shipped example draft."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory() as tmp:
+        draft, verifier = Path(tmp) / "draft", Path(tmp) / "verifier"
+        draft.mkdir()
+        verifier.mkdir()
+        shutil.copy(EXAMPLE, draft / "config.json")
+        (verifier / "config.json").write_text(json.dumps(VERIFIER))
+        env["SPECREG_CACHE"] = str(Path(tmp) / "cache")
+        env["HF_HUB_OFFLINE"] = "1"
+        argvs = commands(draft, verifier, Path(tmp) / "out")
+        return {name: paired_ratio(argv, pairs, env) for name, argv in argvs.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pairs", type=int, default=15, help="alternating pairs per command (default 15)")
+    args = p.parse_args(argv)
+    for name, r in measure(args.pairs).items():
+        print(
+            f"specreg {name:<24} {r.wall:.2f}x a bare interpreter ({r.command_ms:.0f} ms against "
+            f"{r.bare_ms:.0f} ms; CPU time {r.cpu:.2f}x)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

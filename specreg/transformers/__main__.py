@@ -1,0 +1,5 @@
+import sys
+
+from specreg.transformers.refresh import main
+
+sys.exit(main())
