@@ -1,4 +1,5 @@
-"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog, verify, report.
+"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog, verify, report,
+explain, env, cache, completion.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -13,7 +14,7 @@ import sys
 import json
 from typing import Any, NoReturn, Sequence
 
-from specreg.cli import catalog, serve, show, verify
+from specreg.cli import cache, catalog, completion, env, explain, serve, show, verify
 from specreg.errors import ConfigError, SpecregError
 from specreg.cli.common import (
     EXIT_BAD_INPUT,
@@ -38,6 +39,10 @@ COMMANDS = {
     "report": verify,
     "catalog": catalog,
     "algorithms": show,
+    "explain": explain,
+    "env": env,
+    "cache": cache,
+    "completion": completion,
 }
 
 
@@ -84,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     for name, group in COMMANDS.items():
         getattr(group, f"add_{name}")(sub)
     return p
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line's parser (`specreg completion` writes its script from it)."""
+    return _parser()
 
 
 #: what to do about the file-system failures a user can fix
