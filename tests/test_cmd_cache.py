@@ -51,7 +51,7 @@ def test_a_served_draft_is_listed_with_its_source_engine_and_size(served, cache,
 def test_clean_yes_removes_the_drafts_specreg_wrote(served, cache):
     r = run_in_process("cache", "clean", "--yes")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"removed 1 cached draft (") and not (cache / served).exists()
+    assert r.stdout.startswith("removed 1 cached draft (") and not (cache / served).exists()
 
 
 def test_clean_without_a_terminal_or_yes_removes_nothing(served, cache):

@@ -50,7 +50,7 @@ def _words() -> dict[str, str]:
         for action, ap in actions.items():
             words[f"{name} {action}"] = " ".join(_options(ap))
     try:
-        from specreg import catalog
+        from specreg.entries.lookup import catalog
 
         ids = [e.id for e in catalog().values()]
     except Exception:  # noqa: BLE001 - a broken catalog still gets the commands completed
