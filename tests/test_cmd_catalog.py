@@ -157,3 +157,15 @@ def test_catalog_show_names_the_deciding_harness_settings_a_source_leaves_out(tm
     assert "  unknown   num_prompts, temperature, max_tokens, vllm_version, gpu (the source does not say)" in r.stdout
     r = run("catalog", "show", "org/every", "--registry", str(reg))
     assert r.returncode == 0 and "unknown" not in r.stdout, r.stdout + r.stderr
+
+
+def test_pin_of_a_mistyped_id_names_the_id_it_meant(tmp_path):
+    import shutil
+
+    from conftest import DATA
+
+    reg = tmp_path / "reg"
+    shutil.copytree(DATA.parent.parent / "registry" / "RedHatAI", reg / "RedHatAI")
+    r = run("catalog", "pin", "RedHatAI/Qwen3-8B-speculator.dflsh", "--registry", str(reg), env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2
+    assert r.stderr.rstrip().endswith("(did you mean RedHatAI/Qwen3-8B-speculator.dflash?)")

@@ -42,3 +42,32 @@ def test_a_config_with_a_byte_order_mark_is_named_and_written_without_it(tmp_pat
     assert "config-byte-order-mark" in r.stdout
     done = spec.materialize(tmp_path / "out", weights="none")
     json.loads((done.directory / "config.json").read_text(encoding="utf-8"))  # transformers can read it
+
+
+# -- a near-miss of a catalog id ------------------------------------------------------------------------------
+
+NEAR = "RedHatAI/Qwen3-8B-speculator.dflsh"
+MEANT = "RedHatAI/Qwen3-8B-speculator.dflash"
+
+
+def test_a_mistyped_catalog_id_offline_names_the_id_it_meant():
+    from conftest import run_in_process
+
+    r = run_in_process("show", NEAR, env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2
+    assert r.stderr.rstrip().endswith(f"(did you mean {MEANT}? It is in specreg's catalog)")
+
+
+def test_a_mistyped_catalog_id_the_hub_does_not_have_names_the_id_it_meant(hub):
+    from conftest import run_in_process
+
+    r = run_in_process("show", NEAR.lower(), env={"SPECREG_HUB_RETRIES": "0"})
+    assert r.returncode == 2
+    assert f"(did you mean {MEANT}? It is in specreg's catalog)" in r.stderr
+
+
+def test_an_id_like_no_catalog_id_gets_no_guess(hub):
+    from conftest import run_in_process
+
+    r = run_in_process("show", "someone/something-else", env={"SPECREG_HUB_RETRIES": "0"})
+    assert r.returncode == 2 and "did you mean" not in r.stderr

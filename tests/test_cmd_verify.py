@@ -433,6 +433,26 @@ def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
     assert "no-baseline" in r.stdout and "not in the catalog" in r.stdout
 
 
+def test_a_mistyped_catalog_id_is_measured_with_the_id_it_meant_named(tmp_path):
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    with OpenAIServer() as server:
+        r = run(
+            "verify",
+            "RedHatAI/Qwen3-8B-speculator.dflsh",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--num-prompts",
+            "4",
+        )
+    assert r.returncode == 0, r.stderr
+    assert (
+        "# RedHatAI/Qwen3-8B-speculator.dflsh is not in the catalog (did you mean "
+        "RedHatAI/Qwen3-8B-speculator.dflash?): no baseline to judge against\n"
+    ) in r.stderr
+
+
 def test_update_baseline_of_a_regressed_run_changes_no_file_and_exits_non_zero(mt_setup):
     reg, rows, out = mt_setup
     before = (reg / "org" / "draft.toml").read_bytes()

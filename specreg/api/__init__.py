@@ -94,18 +94,21 @@ def convert(
 def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubError:
     """A Hub failure for a catalog id, with what the catalog knows and how to go on without the Hub.
     Only for a failure to reach the Hub (offline, a connection or the Hub failing): a refusal
-    (no such repo, gated, no such revision) is the answer, not an outage."""
+    (no such repo, gated, no such revision) is the answer, not an outage. A repo the Hub does not
+    have, or cannot be asked for, whose id is close to a catalog id gets that id ("did you mean")."""
     from specreg.errors import FileNotFoundOnHubError, GatedRepoError, RepoNotFoundError, RevisionNotFoundError
     from specreg.sources.files import split_source
 
-    if isinstance(exc, (RepoNotFoundError, GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
-        return exc
+    if isinstance(exc, (GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
+        return exc  # the repository exists
     try:
         repo_id, _ = split_source(text, revision)
     except SpecregError:
         return exc
     entry, _ = _catalog_entry(repo_id)
     if entry is None:
+        return _with_closest_id(exc, repo_id)
+    if isinstance(exc, RepoNotFoundError):
         return exc
     hints = (
         ", ".join(
@@ -132,6 +135,21 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         f"{exc.message}. {known}", source=exc.source, transient=exc.transient, cache_fallback=exc.cache_fallback
     )
     return out
+
+
+def _with_closest_id(exc: HubError, repo_id: str) -> HubError:
+    """A Hub failure for an id the catalog lacks, with the catalog id it most likely meant."""
+    from specreg.entries.lookup import closest_id
+
+    close = closest_id(repo_id)
+    if close is None:
+        return exc
+    return type(exc)(
+        f"{exc.message} (did you mean {close}? It is in specreg's catalog)",
+        source=exc.source,
+        transient=exc.transient,
+        cache_fallback=exc.cache_fallback,
+    )
 
 
 def _catalog_entry(repo_id: str):
