@@ -210,19 +210,27 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _gpu_lines(report: Any) -> list[str]:
-    """The selector's answers, one block per group of layers: picked first, then each refusal."""
-    from specreg.vllm.attention import gpu_label
+    """The selector's answers, one block per group of layers: picked first, then each refusal. A backend
+    refused for every group is said once, after the groups, with the groups each reason holds for."""
+    from specreg.vllm.attention import cubins_words, gpu_label
 
     out = [
         f"  gpu       {gpu_label(report.gpu)}, vLLM {report.version}'s attention selector; dtype {report.dtype} "
         f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"
     ]
-    from specreg.vllm.attention import cubins_words
-
-    for group in (*report.draft, *report.verifier):
+    groups = (*report.draft, *report.verifier)
+    everywhere = set.intersection(*(set(g.selection.refused) for g in groups)) if len(groups) > 1 else set()
+    explained = False
+    for group in groups:
         s = group.selection
+        # the selector's question, not the mask: vLLM's DFlash drafter asks for a non-causal backend for
+        # every draft layer once one is non-causal (each layer's trained mask is in `specreg show`)
+        asked = "backend asked for causal attention"
+        if s.case.non_causal:
+            why = "" if explained else " (vLLM asks it for every draft layer when one is non-causal)"
+            asked, explained = f"backend asked for non-causal attention{why}", True
         out.append(
-            f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
+            f"    {group.label}: head size {s.case.head_size}, {asked}"
             f"{', sliding window' if s.case.sliding else ''}{', attention sinks' if s.case.sink else ''}"
         )
         if group.given is not None:
@@ -235,13 +243,21 @@ def _gpu_lines(report: Any) -> list[str]:
             + (f"  (valid: {', '.join(s.valid)})" if len(s.valid) > 1 else "")
         )
         for backend, why in s.refused.items():
-            out.append(f"      refuses  {backend}: {', '.join(why)}")
+            if backend not in everywhere:
+                out.append(f"      refuses  {backend}: {', '.join(why)}")
         if group.other is not None:
             o = group.other
             out.append(
                 f"      {cubins_words(o.cubins)}: {o.chosen or '- (none valid)'}"
                 + (f"  (valid: {', '.join(o.valid)})" if o.valid else "")
             )
+    for backend in [b for b in groups[0].selection.refused if b in everywhere]:
+        reasons: dict[str, list[str]] = {}
+        for group in groups:
+            for why in group.selection.refused[backend]:
+                reasons.setdefault(why, []).append(group.label.split(" (")[0])
+        said = [why if len(where) == len(groups) else f"{why} ({'; '.join(where)})" for why, where in reasons.items()]
+        out.append(f"    every group refuses {backend}: {', '.join(said)}")
     return out
 
 
