@@ -71,3 +71,12 @@ def test_an_id_like_no_catalog_id_gets_no_guess(hub):
 
     r = run_in_process("show", "someone/something-else", env={"SPECREG_HUB_RETRIES": "0"})
     assert r.returncode == 2 and "did you mean" not in r.stderr
+
+
+def test_a_catalog_id_offline_is_named_with_its_article():
+    """ "a eagle3 draft" """
+    from conftest import run_in_process
+
+    r = run_in_process("show", "RedHatAI/Qwen3-8B-speculator.eagle3", env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2
+    assert "is in specreg's catalog: an eagle3 draft for Qwen/Qwen3-8B" in r.stderr

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
-from specreg.errors import HubError, SpecregError
+from specreg.errors import HubError, SpecregError, with_article
 from specreg.normalization import core
 from specreg.normalization.speculator import Speculator
 from specreg.sources import native
@@ -124,7 +124,7 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         else ""
     )
     known = (
-        f"{entry.id} is in specreg's catalog: a {entry.algorithm} draft for {entry.verifier.id}"
+        f"{entry.id} is in specreg's catalog: {with_article(entry.algorithm)} draft for {entry.verifier.id}"
         + (f", pinned at {entry.revision}" if entry.revision else "")
         + (f"; serving hints {hints}" if hints else "")
         + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "

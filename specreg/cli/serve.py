@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from specreg import facts
+from specreg.errors import with_article
 from specreg.cli import sglang
 from specreg.cli.sglang import engine_arg
 from specreg.cli.common import (
@@ -180,7 +181,7 @@ def _convert(args: argparse.Namespace) -> int:
         return EXIT_OK
     n = len(done.files) - 2
     print(
-        f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
+        f"wrote {done.directory}: the speculators-format twin of {with_article(done.format)} draft "
         f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})"
     )
     return EXIT_OK

@@ -107,14 +107,13 @@ def _show(args: argparse.Namespace) -> int:
     if spec.origin and spec.origin.commit:
         rows.append(("commit", spec.origin.commit))
     if spec.catalog is not None:
-        pin = f", pinned at {spec.catalog.revision[:12]}" if spec.catalog.revision else ""
-        rows.append(
-            (
-                "catalog",
-                f"{spec.catalog.id} ({spec.catalog.status}{pin}; {len(spec.catalog.baselines)} "
-                f"baselines: specreg catalog show {spec.catalog.id})",
-            )
-        )
+        entry = spec.catalog
+        # "pinned, pinned at ..." said it twice: a pin's revision says pinned; verified says more
+        state = entry.status if not entry.revision else f"pinned at {entry.revision[:12]}"
+        if entry.revision and entry.status != "pinned":
+            state = f"{entry.status}, {state}"
+        n = len(entry.baselines)
+        rows.append(("catalog", f"{entry.id} ({state}; {n} baseline{'s' * (n != 1)}: specreg catalog show {entry.id})"))
     out += [f"  {k:<14}{v}" for k, v in rows]
     if spec.attention:
         out.append("")
