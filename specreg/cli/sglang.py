@@ -43,6 +43,12 @@ def _report(plan, source: str) -> None:
         )
 
 
+def _serving(plan):
+    """The catalog entry's [serving] hints for the draft, or None."""
+    entry = plan.speculator.catalog
+    return entry.serving if entry is not None else None
+
+
 def _verifier(plan, args: argparse.Namespace) -> str:
     verifier = args.verifier or plan.verifier
     if not verifier:
@@ -51,13 +57,14 @@ def _verifier(plan, args: argparse.Namespace) -> str:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from specreg.sglang.flags import merge
+    from specreg.sglang.flags import hint_flags, merge
     from specreg.sglang.rules import rules
     from specreg.sglang.write import default_directory, same_draft
 
     plan = _plan(args, check_weights=not args.config_only)
     extra = merge(list(getattr(args, "vllm_args", []) or []), rules(plan.sglang_version))
     _report(plan, args.source)
+    extra += hint_flags(extra, rules(plan.sglang_version), _serving(plan), progress_line)
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
     force = not args.dir or args.force or same_draft(directory, plan)
