@@ -705,3 +705,19 @@ def test_a_k_sweep_needs_the_in_process_engine(mt_setup):
     assert r.returncode == 2 and "a server's draft length is fixed" in r.stderr
     r = run("verify", "org/draft", "--k", "3,3")
     assert r.returncode == 2 and "given twice" in r.stderr
+
+
+def test_in_process_verify_without_vllm_fails_before_the_weights_are_downloaded(hub, tmp_path):
+    """The in-process run materialized the draft (downloading its weights) before finding no vLLM."""
+    from conftest import fixture_config, run_in_process
+    from weights import write_draft
+
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    hub.add("org/draft", {p.name: p.read_bytes() for p in src.iterdir()})
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    r = run_in_process(
+        "verify", "org/draft", "--dataset-file", str(rows), "--num-prompts", "4", "--registry", str(tmp_path)
+    )
+    assert r.returncode == 5, r.stderr
+    assert "the in-process engine needs vLLM" in r.stdout + r.stderr
+    assert hub.bytes_sent(".safetensors") == 0

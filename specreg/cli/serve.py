@@ -107,8 +107,9 @@ def _serve(args: argparse.Namespace) -> int:
     vllm_settings(args.vllm_args)  # bad flags are refused before anything is read
     spec = load_draft(args)
     _report(spec)
-    try:
-        plan = serve_plan(
+
+    def plan(write: bool, progress: Any):
+        return serve_plan(
             spec,
             verifier=args.verifier,
             vllm_args=args.vllm_args,
@@ -117,10 +118,20 @@ def _serve(args: argparse.Namespace) -> int:
             config_only=args.config_only,
             gpu=args.gpu,
             spec_flags=args.spec_flags,
-            progress=progress_line,
+            write=write,
+            progress=progress,
         )
+
+    try:
+        # every refusal (the GPU, --spec-flags, the verifier) before anything is written or downloaded
+        done = plan(False, None)
+        if done.directory is not None:
+            done = plan(True, progress_line)
+        else:
+            print_lines([f"# {n}" for n in done.notes], file=sys.stderr)
     except NotServable as exc:
         raise _refused(exc, args.source) from None
+    plan = done
     if args.json:
         print(json.dumps({"env": dict(plan.env), "argv": list(plan.argv)}, indent=2))
     else:

@@ -25,6 +25,7 @@ from specreg.verify.engines import (
     ServerEngine,
     engine_kwargs,
     gpu_info,
+    require_vllm,
 )
 from specreg.verify.judge import judge
 from specreg.verify.prompts import load_prompts
@@ -278,6 +279,7 @@ def _verify(
         else:
             if spec is None or not spec.servable:
                 raise SpecregError(f"{model}: not servable as trained by the targeted vLLM", source=model)
+            require_vllm()  # before the draft's weights are downloaded for an engine that cannot start
             draft_dir = None
             if spec.materialize_reason:
                 # outside --out: results are published, and a materialized draft holds links into the HF cache
