@@ -80,3 +80,34 @@ def test_a_catalog_id_offline_is_named_with_its_article():
     r = run_in_process("show", "RedHatAI/Qwen3-8B-speculator.eagle3", env={"HF_HUB_OFFLINE": "1"})
     assert r.returncode == 2
     assert "is in specreg's catalog: an eagle3 draft for Qwen/Qwen3-8B" in r.stderr
+
+
+# -- the next step, on the first screen -----------------------------------------------------------------------
+
+
+def next_line(*argv):
+    from conftest import run_in_process
+
+    r = run_in_process("show", *argv)
+    return next(line for line in r.stdout.splitlines()[:10] if line.startswith("  next "))
+
+
+def test_show_names_the_command_that_serves_the_draft_near_the_top(tmp_path):
+    """The first screen of `show` ended without saying what to run next."""
+    draft = write_draft(tmp_path / "d", fixture_config("dflash"))
+    assert next_line(str(draft), "--vllm", "0.33") == (
+        f"  next          specreg serve {draft} --vllm 0.33  (materializes it as trained, then prints the "
+        "`vllm serve` line)"
+    )
+    plain = write_draft(tmp_path / "e", fixture_config("eagle3_generated"))
+    assert next_line(str(plain), "--vllm", "0.33") == (
+        f"  next          specreg serve {plain} --vllm 0.33  (prints the `vllm serve` line)"
+    )
+
+
+def test_show_of_a_draft_vllm_cannot_serve_says_so_where_the_command_would_be(tmp_path):
+    from conftest import DATA
+
+    assert next_line(str(DATA / "speculators" / "mtp.json"), "--vllm", "0.33") == (
+        "  next          none: vLLM 0.33 cannot serve it as trained (the errors under findings)"
+    )

@@ -114,6 +114,7 @@ def _show(args: argparse.Namespace) -> int:
             state = f"{entry.status}, {state}"
         n = len(entry.baselines)
         rows.append(("catalog", f"{entry.id} ({state}; {n} baseline{'s' * (n != 1)}: specreg catalog show {entry.id})"))
+    rows.append(("next", _next_step(args, spec)))
     out += [f"  {k:<14}{v}" for k, v in rows]
     if spec.attention:
         out.append("")
@@ -149,6 +150,26 @@ def _show(args: argparse.Namespace) -> int:
         out.append("findings: none")
     print_lines(out)
     return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
+def _next_step(args: argparse.Namespace, spec: Any) -> str:
+    """The command that serves the draft, on show's first screen (the provenance below runs long)."""
+    import shlex
+
+    if not spec.servable:
+        return f"none: vLLM {spec.vllm_version} cannot serve it as trained (the errors under findings)"
+    given = [
+        f"--{flag} {shlex.quote(getattr(args, flag))}"
+        for flag in ("revision", "vllm", "verifier")
+        if getattr(args, flag)
+    ]
+    source = " ".join([shlex.quote(args.source), *given])
+    how = (
+        "materializes it as trained, then prints the `vllm serve` line"
+        if spec.materialize_reason
+        else "prints the `vllm serve` line"
+    )
+    return f"specreg serve {source}  ({how})"
 
 
 def _check(args: argparse.Namespace) -> int:
