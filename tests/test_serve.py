@@ -6,7 +6,7 @@ import shlex
 import pytest
 
 import specreg
-from conftest import fixture_config, run_specreg
+from conftest import DATA, fixture_config, run_specreg
 from weights import write_draft
 
 
@@ -181,3 +181,16 @@ def test_a_refusal_comes_before_anything_is_written_or_downloaded(hub, tmp_path)
     assert out.returncode == 2 and "--spec-flags: this draft's speculative config also sets" in out.stderr
     assert not (tmp_path / "d").exists()
     assert hub.bytes_sent(".safetensors") == 0
+
+
+@pytest.mark.parametrize("command", ["serve", "materialize"])
+def test_quiet_silences_the_warnings_and_notes_not_the_errors(tmp_path, command):
+    """-q silenced the progress bars only: every warning and note still printed."""
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    where = ["--dir", str(tmp_path / "d")] if command == "serve" else [str(tmp_path / "d")]
+    loud = run(command, str(src), *where, "--config-only", "--vllm", "0.33", "--force")
+    assert "# warning: served-causal-mismatch" in loud.stderr
+    quiet = run(command, str(src), *where, "--config-only", "--vllm", "0.33", "--force", "-q")
+    assert (quiet.returncode, quiet.stderr) == (0, "") and quiet.stdout == loud.stdout
+    refused = run(command, str(DATA / "speculators" / "xpress.json"), *where, "--config-only", "-q")
+    assert refused.returncode == 1 and "error" in refused.stderr

@@ -143,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specreg.sources.hub import progress_bars
 
         progress_bars(not args.quiet and sys.stderr.isatty())
+        if args.quiet:  # the libraries' own warnings too (huggingface_hub's, ...): errors still print
+            import warnings
+
+            warnings.simplefilter("ignore")
     try:
         return handler(args)
     except Refused as exc:

@@ -63,7 +63,9 @@ def add_serve(sub: Any) -> None:
         "draft's own kv_cache_dtype or attention_backend into the speculative config where that makes "
         "it start",
     )
-    serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+    serve.add_argument(
+        "-q", "--quiet", action="store_true", help="no download progress bars, notes or warnings (errors still print)"
+    )
     engine_arg(serve)
 
 
@@ -84,10 +86,10 @@ def add_convert(sub: Any) -> None:
     )
 
 
-def _report(spec) -> None:
-    """The findings a user must see before serving: every one but info, on stderr."""
+def _report(spec, quiet: bool = False) -> None:
+    """The findings a user must see before serving: every one but info, on stderr (with -q, errors only)."""
     for f in spec.findings:
-        if f.severity != "info":
+        if f.severity == "error" or (f.severity != "info" and not quiet):
             print_lines([f"# {f.severity}: {f.code}: {f.message}"], file=sys.stderr)
 
 
@@ -106,7 +108,8 @@ def _serve(args: argparse.Namespace) -> int:
         return sglang.serve(args)
     vllm_settings(args.vllm_args)  # bad flags are refused before anything is read
     spec = load_draft(args)
-    _report(spec)
+    _report(spec, args.quiet)
+    say = None if args.quiet else progress_line
 
     def plan(write: bool, progress: Any):
         return serve_plan(
@@ -126,8 +129,8 @@ def _serve(args: argparse.Namespace) -> int:
         # every refusal (the GPU, --spec-flags, the verifier) before anything is written or downloaded
         done = plan(False, None)
         if done.directory is not None:
-            done = plan(True, progress_line)
-        else:
+            done = plan(True, say)
+        elif not args.quiet:
             print_lines([f"# {n}" for n in done.notes], file=sys.stderr)
     except NotServable as exc:
         raise _refused(exc, args.source) from None
@@ -146,11 +149,16 @@ def _materialize(args: argparse.Namespace) -> int:
     if args.engine == "sglang":
         return sglang.materialize(args)
     spec = load_draft(args)
-    _report(spec)
+    _report(spec, args.quiet)
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     try:
         done = materialize(
-            spec, args.dir, verifier=args.verifier, weights=weights, force=args.force, progress=progress_line
+            spec,
+            args.dir,
+            verifier=args.verifier,
+            weights=weights,
+            force=args.force,
+            progress=None if args.quiet else progress_line,
         )
     except NotServable as exc:
         raise _refused(exc, args.source) from None
@@ -166,7 +174,7 @@ def _materialize(args: argparse.Namespace) -> int:
         }[weights]
         print(f"wrote {done.directory}: config.json, specreg.json, {what}")
         print(serve_line(spec.serve_env, serve_argv(kwargs)))
-    if spec.needs_v2_model_runner and not args.json:
+    if spec.needs_v2_model_runner and not args.json and not args.quiet:
         print(
             "# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves this draft as trained on its V2 model runner only",
             file=sys.stderr,
@@ -185,7 +193,7 @@ def _convert(args: argparse.Namespace) -> int:
         revision=args.revision,
         weights=weights,
         force=args.force,
-        progress=progress_line,
+        progress=None if args.quiet else progress_line,
     )
     if args.json:
         print(json.dumps(done.to_dict(), indent=2))

@@ -32,10 +32,12 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
     return sglang_plan(args.source, revision=args.revision, verifier=args.verifier, check_weights=check_weights)
 
 
-def _report(plan, source: str) -> None:
-    """The findings on stderr; a plan SGLang cannot serve as trained ends the command (exit 1)."""
+def _report(plan, source: str, quiet: bool = False) -> None:
+    """The findings on stderr (with -q, errors only); a plan SGLang cannot serve as trained ends the
+    command (exit 1)."""
+    shown = ("error",) if quiet else ("error", "warning")
     print_lines(
-        [f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity != "info"], file=sys.stderr
+        [f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity in shown], file=sys.stderr
     )
     if not plan.servable:
         raise Refused(
@@ -63,8 +65,10 @@ def serve(args: argparse.Namespace) -> int:
 
     plan = _plan(args, check_weights=not args.config_only)
     extra = merge(list(getattr(args, "vllm_args", []) or []), rules(plan.sglang_version))
-    _report(plan, args.source)
-    extra += hint_flags(extra, rules(plan.sglang_version), _serving(plan), progress_line)
+    _report(plan, args.source, args.quiet)
+    extra += hint_flags(
+        extra, rules(plan.sglang_version), _serving(plan), (lambda _m: None) if args.quiet else progress_line
+    )
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
     force = not args.dir or args.force or same_draft(directory, plan)
@@ -84,7 +88,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def materialize(args: argparse.Namespace) -> int:
     plan = _plan(args, check_weights=not args.config_only)
-    _report(plan, args.source)
+    _report(plan, args.source, args.quiet)
     verifier = _verifier(plan, args)
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     done = plan.materialize(args.dir, weights=weights, force=args.force, progress=None if args.quiet else progress_line)
