@@ -363,3 +363,27 @@ def test_ctrl_c_is_one_line_and_exit_130(hub):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip() == "interrupted: specreg show stopped"
+
+
+@pytest.mark.parametrize("module", ["specreg.cli.main", "specreg.cli.show", "specreg.cli.verify"])
+def test_ctrl_c_while_the_command_line_is_imported_is_one_line_and_exit_130(tmp_path, module):
+    """Ctrl-C in the first 0.2 s (the imports, before main() runs) printed a traceback. The Ctrl-C is
+    made to arrive exactly while `module` is being imported: a sitecustomize import hook raises it."""
+    hook = tmp_path / "sitecustomize.py"
+    hook.write_text(
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name == {module!r}:\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", "org/x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])},
+        preexec_fn=as_from_a_terminal,
+    )
+    assert (out.returncode, out.stderr, out.stdout) == (130, "interrupted: specreg show stopped\n", "")
