@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
-from specreg.errors import HubError, SpecregError, with_article
+from specreg.errors import ConfigError, HubError, SpecregError, with_article
 from specreg.normalization import core
 from specreg.normalization.speculator import Speculator
 from specreg.sources import native
@@ -60,7 +60,12 @@ def load(
         entry, invalid = _catalog_entry(origin.repo_id)
         if verifier is None and entry is not None and native.detect(read.config, source=text) is not None:
             verifier = entry.verifier.id  # native formats name no verifier: the catalog's
-    spec = core.normalize(read.config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=read.manifest)
+    try:
+        spec = core.normalize(
+            read.config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=read.manifest
+        )
+    except ConfigError as exc:
+        raise _in_the_file(exc, text, origin) from None
     if origin.repo_id:
         spec = attach_catalog(spec, entry, invalid, stale=read.stale, pinned=read.pinned)
     if check_verifier or check_weights:
@@ -68,6 +73,20 @@ def load(
 
         spec = preflight(spec, verifier=verifier, check_verifier=check_verifier, check_weights=check_weights)
     return spec
+
+
+def _in_the_file(exc: ConfigError, text: str, origin) -> ConfigError:
+    """A problem at a JSON path of a local directory's config.json, said of the file (the line a user
+    reads names what to open); a problem with a flag or the source keeps the source as given."""
+    import copy
+
+    label = origin.file_label()
+    if label == text or exc.source != text or not all(p.path.startswith("$") for p in exc.problems):
+        return exc
+    named = copy.copy(exc)
+    named.source = label
+    named.args = (named.line(),)
+    return named
 
 
 def convert(
