@@ -413,39 +413,23 @@ def test_a_run_that_matches_no_baseline_exits_4_naming_what_it_could_be_compared
     assert "unmatched" in r.stdout and "baseline 0: mt-bench, k=3" in r.stdout
 
 
-def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
+def measure_without_an_entry(tmp_path, model, *registry):
+    """`verify MODEL` against the loopback server, on four local rows."""
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     with OpenAIServer() as server:
-        r = run(
-            "verify",
-            "org/unknown",
-            "--server",
-            server.url,
-            "--dataset-file",
-            str(rows),
-            "--num-prompts",
-            "4",
-            "--registry",
-            str(tmp_path),
-            env={"HF_HUB_OFFLINE": "1"},
-        )
+        return run(
+            "verify", model, "--server", server.url, "--dataset-file", str(rows), "--num-prompts", "4", *registry
+        )  # fmt: skip
+
+
+def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
+    r = measure_without_an_entry(tmp_path, "org/unknown", "--registry", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "no-baseline" in r.stdout and "not in the catalog" in r.stdout
 
 
 def test_a_mistyped_catalog_id_is_measured_with_the_id_it_meant_named(tmp_path):
-    rows = write_rows(tmp_path / "gsm8k.jsonl")
-    with OpenAIServer() as server:
-        r = run(
-            "verify",
-            "RedHatAI/Qwen3-8B-speculator.dflsh",
-            "--server",
-            server.url,
-            "--dataset-file",
-            str(rows),
-            "--num-prompts",
-            "4",
-        )
+    r = measure_without_an_entry(tmp_path, "RedHatAI/Qwen3-8B-speculator.dflsh")
     assert r.returncode == 0, r.stderr
     assert (
         "# RedHatAI/Qwen3-8B-speculator.dflsh is not in the catalog (did you mean "
