@@ -111,3 +111,13 @@ def test_show_of_a_draft_vllm_cannot_serve_says_so_where_the_command_would_be(tm
     assert next_line(str(DATA / "speculators" / "mtp.json"), "--vllm", "0.33") == (
         "  next          none: vLLM 0.33 cannot serve it as trained (the errors under findings)"
     )
+
+
+def test_a_hub_failing_for_an_id_near_a_catalog_id_is_not_called_a_typo(hub):
+    """A 503 for the user's own repo is the Hub failing, not a mistyped catalog id."""
+    from conftest import run_in_process
+
+    hub.add(NEAR, {"config.json": json.dumps(fixture_config("dflash")).encode()})
+    hub.fault("config.json", "forever:503")
+    r = run_in_process("show", NEAR, env={"SPECREG_HUB_RETRIES": "0"})
+    assert r.returncode == 2 and "503" in r.stderr and "did you mean" not in r.stderr

@@ -115,7 +115,13 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
     Only for a failure to reach the Hub (offline, a connection or the Hub failing): a refusal
     (no such repo, gated, no such revision) is the answer, not an outage. A repo the Hub does not
     have, or cannot be asked for, whose id is close to a catalog id gets that id ("did you mean")."""
-    from specreg.errors import FileNotFoundOnHubError, GatedRepoError, RepoNotFoundError, RevisionNotFoundError
+    from specreg.errors import (
+        FileNotFoundOnHubError,
+        GatedRepoError,
+        OfflineError,
+        RepoNotFoundError,
+        RevisionNotFoundError,
+    )
     from specreg.sources.files import split_source
 
     if isinstance(exc, (GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
@@ -126,7 +132,8 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         return exc
     entry, _ = _catalog_entry(repo_id)
     if entry is None:
-        return _with_closest_id(exc, repo_id)
+        # no such repo, or none could be asked for: a typo is likely; a Hub failing for a repo is not one
+        return _with_closest_id(exc, repo_id) if isinstance(exc, (RepoNotFoundError, OfflineError)) else exc
     if isinstance(exc, RepoNotFoundError):
         return exc
     hints = (
