@@ -121,3 +121,21 @@ def test_a_hub_failing_for_an_id_near_a_catalog_id_is_not_called_a_typo(hub):
     hub.fault("config.json", "forever:503")
     r = run_in_process("show", NEAR, env={"SPECREG_HUB_RETRIES": "0"})
     assert r.returncode == 2 and "503" in r.stderr and "did you mean" not in r.stderr
+
+
+@pytest.mark.parametrize("version", ["0.22", "0.23"])
+def test_show_names_the_first_release_that_serves_a_mixed_dflash_draft(tmp_path, version):
+    """`--vllm 0.22` said "Needs vLLM >= 0.23", and `--vllm 0.23` then ">= 0.26"."""
+    cfg = fixture_config("dflash")
+    cfg["transformer_layer_config"].update(
+        layer_types=["sliding_attention", "full_attention"] * 2 + ["full_attention"], sliding_window=2048
+    )
+    draft = write_draft(tmp_path / "d", cfg)
+    spec = specreg.load(draft, vllm=version)
+    assert not spec.servable and specreg.load(draft, vllm="0.26").servable
+    (f,) = [f for f in spec.errors if f.code == "vllm-unsupported-feature"]
+    assert f.message.endswith("Needs vLLM >= 0.26.")
+    assert next_line(str(draft), "--vllm", version) == (
+        f"  next          none for vLLM {version} (the errors under findings); vLLM 0.26 is the first release "
+        f"that serves it as trained: specreg show {draft} --vllm 0.26"
+    )

@@ -156,20 +156,51 @@ def _next_step(args: argparse.Namespace, spec: Any) -> str:
     """The command that serves the draft, on show's first screen (the provenance below runs long)."""
     import shlex
 
+    flags = {flag: getattr(args, flag) for flag in ("revision", "vllm", "verifier") if getattr(args, flag)}
+
+    def command(name: str, **override: str) -> str:
+        given = [f"--{flag} {shlex.quote(value)}" for flag, value in {**flags, **override}.items()]
+        return " ".join([f"specreg {name}", shlex.quote(args.source), *given])
+
     if not spec.servable:
-        return f"none: vLLM {spec.vllm_version} cannot serve it as trained (the errors under findings)"
-    given = [
-        f"--{flag} {shlex.quote(getattr(args, flag))}"
-        for flag in ("revision", "vllm", "verifier")
-        if getattr(args, flag)
-    ]
-    source = " ".join([shlex.quote(args.source), *given])
+        first = _first_serving_release(spec)
+        if first is None:
+            return f"none: vLLM {spec.vllm_version} cannot serve it as trained (the errors under findings)"
+        return (
+            f"none for vLLM {spec.vllm_version} (the errors under findings); vLLM {first} is the first release "
+            f"that serves it as trained: {command('show', vllm=first)}"
+        )
     how = (
         "materializes it as trained, then prints the `vllm serve` line"
         if spec.materialize_reason
         else "prints the `vllm serve` line"
     )
-    return f"specreg serve {source}  ({how})"
+    return f"{command('serve')}  ({how})"
+
+
+def _first_serving_release(spec: Any) -> str | None:
+    """The first known vLLM release after the targeted one whose rules serve the draft as trained,
+    found by planning it for each (each error names its own rule's release; this is the one where
+    none is left), or None."""
+    from packaging.version import Version
+
+    from specreg import facts
+    from specreg.errors import SpecregError
+    from specreg.normalization.core import normalize
+    from specreg.normalization.speculator import thaw
+
+    if spec.format == "materialized":
+        return None  # read back with its manifest, for the release it was written for
+    config = thaw(spec.source_config)
+    for release in facts.known():
+        if Version(release) <= Version(spec.vllm_version):
+            continue
+        try:
+            if normalize(config, vllm=release, verifier=spec.verifier).servable:
+                return release
+        except SpecregError:
+            return None
+    return None
 
 
 def _check(args: argparse.Namespace) -> int:
