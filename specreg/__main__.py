@@ -1,5 +1,3 @@
-import sys
+from specreg.cli import run
 
-from specreg.cli.main import main
-
-sys.exit(main())
+run()

@@ -126,6 +126,11 @@ class OfflineError(HubError):
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
+def with_article(word: str) -> str:
+    """`word` after "a" or "an", as it is read aloud when it starts with a vowel: "an eagle3 draft"."""
+    return ("an " if word[:1].lower() in ("a", "e", "i", "o", "u") else "a ") + word
+
+
 def printable(text: str) -> str:
     """`text` with every terminal control character escaped (C0 and C1 controls, DEL, ESC, the
     bidirectional overrides, lone surrogates): what a config, a catalog entry or a result file says

@@ -436,6 +436,24 @@ def test_show_prints_baselines_and_suggests_a_close_id():
     )
 
 
+def test_show_names_a_pinned_entry_and_its_one_baseline_in_plain_words(hub, tmp_path):
+    """The line read "(pinned, pinned at ...; 1 baselines: ...)"."""
+    commit = hub.add(REPO, {"config.json": CONFIG})
+    baseline = (ROOT / "registry" / "RedHatAI" / "Llama-3.1-8B-Instruct-speculator.eagle3.toml").read_text()
+    entry = MINIMAL.replace('status = "unpinned"', "")
+    entry = (
+        f'status = "pinned"\nrevision = "{commit}"\nconfig_sha256 = "{hashlib.sha256(CONFIG).hexdigest()}"\n'
+        + entry
+        + baseline[baseline.index("[[baselines]]") :]
+    )
+    reg = registry_with(tmp_path, {"org/draft.toml": entry})
+    r = run("show", REPO, env={"SPECREG_REGISTRY": str(reg)})
+    assert r.returncode == 0, r.stderr
+    assert (
+        f"  catalog       org/draft (pinned at {commit[:12]}; 1 baseline: specreg catalog show org/draft)\n" in r.stdout
+    )
+
+
 def test_show_names_the_catalog_entry(hub, tmp_path):
     hub.add(REPO, {"config.json": CONFIG})
     reg = registry_with(tmp_path, {"org/draft.toml": MINIMAL})

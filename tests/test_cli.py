@@ -64,7 +64,8 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(draft):
     assert r.returncode == 2
     assert r.stdout == ""
     assert r.stderr == (
-        f"error: {draft}: $.aux_hidden_state_layer_ids[2]: layer id 10 repeats; ids must be unique and increasing\n"
+        f"error: {draft / 'config.json'}: $.aux_hidden_state_layer_ids[2]: layer id 10 repeats; ids must be "
+        "unique and increasing\n"
     )
 
 
@@ -75,13 +76,16 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(draft):
         (b"[1, 2]", "$: the top level must be a JSON object, got a list"),
         (b'{"a": NaN}', "$: invalid JSON: NaN is not valid JSON"),
         (b"\xff\xfe", "$: not UTF-8 text (byte 0)"),
+        (b"", "$: config.json is empty (0 bytes): a config.json holds one JSON object"),
+        (b" \n", "$: config.json is blank (2 bytes of whitespace): a config.json holds one JSON object"),
     ],
 )
-def test_unreadable_files_exit_2_with_one_line(tmp_path, content, message):
+def test_unreadable_files_exit_2_with_one_line_naming_the_file(tmp_path, content, message):
+    """An empty file said "Expecting value"; a directory's errors named the directory, not its file."""
     (tmp_path / "config.json").write_bytes(content)
     r = run("show", str(tmp_path))
     assert r.returncode == 2
-    assert r.stderr == f"error: {tmp_path}: {message}\n"
+    assert r.stderr == f"error: {tmp_path / 'config.json'}: {message}\n"
 
 
 def test_a_huge_file_is_refused_without_reading_it_all(tmp_path):
@@ -176,7 +180,8 @@ def test_serve_needs_a_verifier_when_the_config_has_a_local_one(draft):
     r = run("serve", str(draft))
     assert r.returncode == 2
     assert r.stderr.splitlines()[-1] == (
-        f"error: {draft}: $.speculators_config.verifier.name_or_path: the config names no usable verifier; "
+        f"error: {draft / 'config.json'}: $.speculators_config.verifier.name_or_path: the config names no "
+        "usable verifier; "
         "pass --verifier ORG/NAME"
     )
     # not the verifier the config names, so it is read first: offline and uncached here, a warning
@@ -448,3 +453,27 @@ def test_a_verifier_longer_than_any_path_is_refused_in_one_short_line(draft):
     r = run_in_process("serve", str(draft), "--config-only", "--verifier", "org/" + "b" * 100_000)
     assert r.returncode == 2 and r.stdout == ""
     assert len(r.stderr) < 400 and "100,004 characters" in r.stderr
+
+
+@pytest.mark.parametrize("module", ["specreg.cli.main", "specreg.cli.show", "specreg.cli.verify"])
+def test_ctrl_c_while_the_command_line_is_imported_is_one_line_and_exit_130(tmp_path, module):
+    """Ctrl-C in the first 0.2 s (the imports, before main() runs) printed a traceback. The Ctrl-C is
+    made to arrive exactly while `module` is being imported: a sitecustomize import hook raises it."""
+    hook = tmp_path / "sitecustomize.py"
+    hook.write_text(
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name == {module!r}:\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "specreg", "show", "org/x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])},
+        preexec_fn=as_from_a_terminal,
+    )
+    assert (out.returncode, out.stderr, out.stdout) == (130, "interrupted: specreg show stopped\n", "")

@@ -221,3 +221,15 @@ def test_catalog_list_for_a_verifier_ranks_only_figures_of_the_same_metric_k_dat
         "5 of 6 entries; figures ranked only within the same metric, k, dataset and engine (#1 starts a group); "
         "? is what the source does not say, and a figure without its k or dataset is not ranked (#-)\n"
     )
+
+
+def test_pin_of_a_mistyped_id_names_the_id_it_meant(tmp_path):
+    import shutil
+
+    from conftest import DATA
+
+    reg = tmp_path / "reg"
+    shutil.copytree(DATA.parent.parent / "registry" / "RedHatAI", reg / "RedHatAI")
+    r = run("catalog", "pin", "RedHatAI/Qwen3-8B-speculator.dflsh", "--registry", str(reg), env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2
+    assert r.stderr.rstrip().endswith("(did you mean RedHatAI/Qwen3-8B-speculator.dflash?)")

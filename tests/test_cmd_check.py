@@ -107,3 +107,53 @@ def test_a_verifier_the_hub_cannot_give_is_one_line_naming_a_local_one(hub, tmp_
     assert r.returncode == 2 and "internal error" not in r.stderr
     (line,) = r.stderr.splitlines()
     assert line.startswith("error: Qwen/Qwen3-8B: ") and "--verifier LOCAL_DIR" in line
+
+
+# -- check --gpu as a user reads it ----------------------------------------------------------------------------
+
+
+def mixed_draft(tmp_path):
+    """The example DFlash with two causal sliding layers among bidirectional full ones, and a Qwen3 verifier."""
+    from conftest import DATA
+
+    cfg = json.loads((DATA.parent.parent / "examples" / "qwen3-8b-dflash" / "config.json").read_text())
+    cfg["transformer_layer_config"].update(
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention", "full_attention"],
+        sliding_window=2048,
+    )
+    src = write_draft(tmp_path / "src", cfg)
+    return src, local_verifier(tmp_path)
+
+
+def gpu_block(r):
+    lines = r.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  gpu "))
+    return lines[start : lines.index("", start)]
+
+
+def test_the_gpu_lines_name_the_backend_query_not_the_layers_mask(tmp_path):
+    """`check --gpu` printed "sliding: non-causal" for the layers `show` calls causal."""
+    src, verifier = mixed_draft(tmp_path)
+    r = run("check", str(src), "--verifier", str(verifier), "--no-weights", "--vllm", "0.33", "--gpu", "H100")
+    assert r.returncode == 0, r.stderr
+    heads = [line for line in gpu_block(r) if line.startswith("    ") and not line.startswith("     ")]
+    assert heads[:2] == [
+        "    draft layers 1, 3, 4 (full): head size 128, backend asked for non-causal attention (vLLM asks it "
+        "for every draft layer when one is non-causal)",
+        "    draft layers 0, 2 (sliding): head size 128, backend asked for non-causal attention, sliding window",
+    ]
+
+
+def test_a_backend_every_group_refuses_is_said_once(tmp_path):
+    src, verifier = mixed_draft(tmp_path)
+    r = run(
+        "check", str(src), "--verifier", str(verifier), "--no-weights", "--vllm", "0.33", "--gpu", "H100",
+        "--kv-cache-dtype", "fp8",
+    )  # fmt: skip
+    block = gpu_block(r)
+    turbo = [line for line in block if "TURBOQUANT" in line]
+    assert turbo == [
+        "    every group refuses TURBOQUANT: kv_cache_dtype not supported, non-causal attention not supported, "
+        "sliding window not supported (draft layers 0, 2)"
+    ]
+    assert not any(line.strip().startswith("refuses  TURBOQUANT") for line in block)

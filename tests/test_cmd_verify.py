@@ -430,24 +430,28 @@ def test_a_run_that_matches_no_baseline_exits_4_naming_what_it_could_be_compared
     assert "unmatched" in r.stdout and "baseline 0: mt-bench, k=3" in r.stdout
 
 
-def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
+def measure_without_an_entry(tmp_path, model, *registry):
+    """`verify MODEL` against the loopback server, on four local rows."""
     rows = write_rows(tmp_path / "gsm8k.jsonl")
     with OpenAIServer() as server:
-        r = run(
-            "verify",
-            "org/unknown",
-            "--server",
-            server.url,
-            "--dataset-file",
-            str(rows),
-            "--num-prompts",
-            "4",
-            "--registry",
-            str(tmp_path),
-            env={"HF_HUB_OFFLINE": "1"},
-        )
+        return run(
+            "verify", model, "--server", server.url, "--dataset-file", str(rows), "--num-prompts", "4", *registry
+        )  # fmt: skip
+
+
+def test_a_draft_with_no_entry_is_measured_and_exits_0_saying_so(tmp_path):
+    r = measure_without_an_entry(tmp_path, "org/unknown", "--registry", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "no-baseline" in r.stdout and "not in the catalog" in r.stdout
+
+
+def test_a_mistyped_catalog_id_is_measured_with_the_id_it_meant_named(tmp_path):
+    r = measure_without_an_entry(tmp_path, "RedHatAI/Qwen3-8B-speculator.dflsh")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "# RedHatAI/Qwen3-8B-speculator.dflsh is not in the catalog (did you mean "
+        "RedHatAI/Qwen3-8B-speculator.dflash?): no baseline to judge against\n"
+    ) in r.stderr
 
 
 def test_update_baseline_of_a_regressed_run_changes_no_file_and_exits_non_zero(mt_setup):
@@ -801,3 +805,19 @@ def test_an_entry_with_no_baseline_verify_can_reproduce_is_not_run_on_the_defaul
         "org/draft: no primary baseline on a dataset verify can load (the baselines use vllm-test-prompts" in (r.stderr)
         and "give --dataset to measure it anyway" in r.stderr
     )
+
+
+def test_in_process_verify_without_vllm_fails_before_the_weights_are_downloaded(hub, tmp_path):
+    """The in-process run materialized the draft (downloading its weights) before finding no vLLM."""
+    from conftest import fixture_config, run_in_process
+    from weights import write_draft
+
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    hub.add("org/draft", {p.name: p.read_bytes() for p in src.iterdir()})
+    rows = write_rows(tmp_path / "gsm8k.jsonl")
+    r = run_in_process(
+        "verify", "org/draft", "--dataset-file", str(rows), "--num-prompts", "4", "--registry", str(tmp_path)
+    )
+    assert r.returncode == 5, r.stderr
+    assert "the in-process engine needs vLLM" in r.stdout + r.stderr
+    assert hub.bytes_sent(".safetensors") == 0

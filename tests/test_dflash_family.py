@@ -174,10 +174,11 @@ def test_uniform_causal_layers_at_023_025_are_stated_by_the_global_flag(variant,
     )
 
 
-def test_causal_layers_cannot_be_served_before_023(variant):
+def test_mixed_causal_layers_before_023_are_told_the_release_that_serves_them(variant):
+    """0.22 said ">= 0.23", and 0.23 then said ">= 0.26": name the first release with every rule."""
     spec = specreg.normalize(mixed_dflash(variant), vllm="0.22")
     f = finding(spec, "vllm-unsupported-feature")
-    assert "Needs vLLM >= 0.23" in f.message
+    assert "Needs vLLM >= 0.26" in f.message and "0.23" not in f.message
     assert "served-causal-mismatch" not in codes(spec)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import specreg
-from conftest import fixture_config, run_specreg
+from conftest import DATA, fixture_config, run_specreg
 from weights import write_draft
 
 
@@ -421,3 +421,26 @@ def test_a_given_verifier_the_hub_cannot_give_is_served_unchecked_with_a_warning
     assert r.returncode == 0 and shlex.split(r.stdout)[:3] == ["vllm", "serve", "org/other"], r.stderr
     (line,) = [x for x in r.stderr.splitlines() if "verifier-unread" in x]
     assert line.startswith("# warning: verifier-unread: the draft was not checked against org/other: could not fetch")
+
+
+def test_a_refusal_comes_before_anything_is_written_or_downloaded(hub, tmp_path):
+    """serve materialized the draft (downloading its weights) and only then refused --spec-flags."""
+    src = write_draft(tmp_path / "src", fixture_config("peagle"))
+    hub.add("org/peagle", {p.name: p.read_bytes() for p in src.iterdir()})
+    out = run("serve", "org/peagle", "--spec-flags", "--dir", str(tmp_path / "d"))
+    assert out.returncode == 2 and "--spec-flags: this draft's speculative config also sets" in out.stderr
+    assert not (tmp_path / "d").exists()
+    assert hub.bytes_sent(".safetensors") == 0
+
+
+@pytest.mark.parametrize("command", ["serve", "materialize"])
+def test_quiet_silences_the_warnings_and_notes_not_the_errors(tmp_path, command):
+    """-q silenced the progress bars only: every warning and note still printed."""
+    src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    where = ["--dir", str(tmp_path / "d")] if command == "serve" else [str(tmp_path / "d")]
+    loud = run(command, str(src), *where, "--config-only", "--vllm", "0.33", "--force")
+    assert "# warning: served-causal-mismatch" in loud.stderr
+    quiet = run(command, str(src), *where, "--config-only", "--vllm", "0.33", "--force", "-q")
+    assert (quiet.returncode, quiet.stderr) == (0, "") and quiet.stdout == loud.stdout
+    refused = run(command, str(DATA / "speculators" / "xpress.json"), *where, "--config-only", "-q")
+    assert refused.returncode == 1 and "error" in refused.stderr

@@ -88,3 +88,18 @@ def test_vllm_options_are_refused_with_the_sglang_engine(tmp_path):
         "serve", str(DATA / "speculators/dspark_generated.json"), "--engine", "sglang", "--gpu", "H100"
     )
     assert done.returncode == 2 and "--gpu is about vLLM" in done.stderr
+
+
+def test_serve_adds_the_catalogs_serving_hints_as_sglang_flags(hub, tmp_path):
+    """`serve --engine sglang` dropped the catalog's tensor-parallel hint, which `serve` gives vLLM."""
+    from test_serve import hinted_entry
+
+    env = hinted_entry(hub, tmp_path, "tensor_parallel_size = 4\nmax_model_len = 8192\n")
+    args = ("serve", "org/draft", "--engine", "sglang", "--dir", str(tmp_path / "d"), "--config-only")
+    out = run_in_process(*args, env=env)
+    assert out.returncode == 0, out.stderr
+    assert shlex.split(out.stdout)[-4:] == ["--tp-size", "4", "--context-length", "8192"]
+    mine = run_in_process(*args, "--", "--tensor-parallel-size", "2", env=env)
+    assert mine.returncode == 0, mine.stderr
+    assert shlex.split(mine.stdout)[-4:] == ["--tensor-parallel-size", "2", "--context-length", "8192"]
+    assert "# note: the catalog entry serves this draft with --tp-size 4; you asked for 2\n" in mine.stderr

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from packaging.version import Version
 
-from specreg.errors import HubError, SpecregError
+from specreg.errors import ConfigError, HubError, SpecregError, with_article
 from specreg.normalization import core, speculator
 from specreg.normalization.speculator import Speculator
 from specreg.sources import native
@@ -85,7 +85,12 @@ def load(
         entry, invalid = _catalog_entry(origin.repo_id)
         if verifier is None and entry is not None and native.detect(read.config, source=text) is not None:
             verifier = entry.verifier.id  # native formats name no verifier: the catalog's
-    spec = core.normalize(read.config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=read.manifest)
+    try:
+        spec = core.normalize(
+            read.config, vllm=vllm, source=text, origin=origin, verifier=verifier, manifest=read.manifest
+        )
+    except ConfigError as exc:
+        raise _in_the_file(exc, text, origin) from None
     if origin.repo_id:
         spec = attach_catalog(spec, entry, invalid, stale=read.stale, pinned=read.pinned)
     if check_verifier or check_weights:
@@ -97,6 +102,20 @@ def load(
 
         spec = against_verifier(spec, given)
     return spec
+
+
+def _in_the_file(exc: ConfigError, text: str, origin) -> ConfigError:
+    """A problem at a JSON path of a local directory's config.json, said of the file (the line a user
+    reads names what to open); a problem with a flag or the source keeps the source as given."""
+    import copy
+
+    label = origin.file_label()
+    if label == text or exc.source != text or not all(p.path.startswith("$") for p in exc.problems):
+        return exc
+    named = copy.copy(exc)
+    named.source = label
+    named.args = (named.line(),)
+    return named
 
 
 def convert(
@@ -123,19 +142,29 @@ def convert(
 def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubError:
     """A Hub failure for a catalog id, with what the catalog knows and how to go on without the Hub.
     Only for a failure to reach the Hub (offline, a connection or the Hub failing): a refusal
-    (no such repo, gated, no such revision) is the answer, not an outage."""
-    from specreg.errors import FileNotFoundOnHubError, GatedRepoError, RepoNotFoundError, RevisionNotFoundError
+    (no such repo, gated, no such revision) is the answer, not an outage. A repo the Hub does not
+    have, or cannot be asked for, whose id is close to a catalog id gets that id ("did you mean")."""
+    from specreg.errors import (
+        FileNotFoundOnHubError,
+        GatedRepoError,
+        OfflineError,
+        RepoNotFoundError,
+        RevisionNotFoundError,
+    )
     from specreg.sources import hub
     from specreg.sources.files import split_source
 
-    if isinstance(exc, (RepoNotFoundError, GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
-        return exc
+    if isinstance(exc, (GatedRepoError, RevisionNotFoundError, FileNotFoundOnHubError)):
+        return exc  # the repository exists
     try:
         repo_id, _ = split_source(text, revision)
     except SpecregError:
         return exc
     entry, _ = _catalog_entry(repo_id)
     if entry is None:
+        # no such repo, or none could be asked for: a typo is likely; a Hub failing for a repo is not one
+        return _with_closest_id(exc, repo_id) if isinstance(exc, (RepoNotFoundError, OfflineError)) else exc
+    if isinstance(exc, RepoNotFoundError):
         return exc
     hints = (
         ", ".join(
@@ -151,7 +180,7 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         else ""
     )
     known = (
-        f"{entry.id} is in specreg's catalog: a {entry.algorithm} draft for {entry.verifier.id}"
+        f"{entry.id} is in specreg's catalog: {with_article(entry.algorithm)} draft for {entry.verifier.id}"
         + (f", pinned at {entry.revision}" if entry.revision else "")
         + (f"; serving hints {hints}" if hints else "")
         + f". Without the Hub: `specreg catalog show {entry.id}` works offline; copy the repository where "
@@ -166,6 +195,21 @@ def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubErr
         f"{exc.message}. {known}", source=exc.source, transient=exc.transient, cache_fallback=exc.cache_fallback
     )
     return out
+
+
+def _with_closest_id(exc: HubError, repo_id: str) -> HubError:
+    """A Hub failure for an id the catalog lacks, with the catalog id it most likely meant."""
+    from specreg.entries.lookup import closest_id
+
+    close = closest_id(repo_id)
+    if close is None:
+        return exc
+    return type(exc)(
+        f"{exc.message} (did you mean {close}? It is in specreg's catalog)",
+        source=exc.source,
+        transient=exc.transient,
+        cache_fallback=exc.cache_fallback,
+    )
 
 
 def _catalog_entry(repo_id: str):

@@ -155,7 +155,7 @@ def serving_verifier(spec: Speculator, verifier: str | None = None) -> str:
     raise ConfigError(
         "the config names no usable verifier; pass --verifier ORG/NAME",
         "$.speculators_config.verifier.name_or_path",
-        source=spec.origin.source if spec.origin else None,
+        source=spec.origin.file_label() if spec.origin else None,
     )
 
 

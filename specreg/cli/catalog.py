@@ -232,8 +232,16 @@ def _check(args: argparse.Namespace) -> int:
 
 def _pin(args: argparse.Namespace) -> int:
     from specreg.api.catalog import catalog_pin
+    from specreg.entries.lookup import closest_id
+    from specreg.errors import SpecregError
 
-    done = catalog_pin(args.id, revision=args.revision, registry=args.registry)
+    try:
+        done = catalog_pin(args.id, revision=args.revision, registry=args.registry)
+    except SpecregError as exc:
+        close = closest_id(args.id, args.registry)  # None for an id the catalog has: another failure
+        if close is None:
+            raise
+        raise SpecregError(f"{exc.message} (did you mean {close}?)", source=exc.source) from None
     if args.json:
         print(json.dumps(done.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK

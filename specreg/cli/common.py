@@ -113,7 +113,9 @@ def directory_args(sp: argparse.ArgumentParser, metavar: str) -> None:
     """SOURCE, the directory to write and how the weights get there (materialize, convert)."""
     source_args(sp)
     sp.add_argument("dir", metavar=metavar, help="the directory to write (must be empty unless --force)")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+    sp.add_argument(
+        "-q", "--quiet", action="store_true", help="no download progress bars, notes or warnings (errors still print)"
+    )
     how = sp.add_mutually_exclusive_group()
     how.add_argument("--config-only", action="store_true", help="write config.json only, no weights")
     how.add_argument("--copy", action="store_true", help="copy the weight files instead of linking them")

@@ -1,4 +1,5 @@
-"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog, verify, report.
+"""The `specreg` command line: show, check, serve, materialize, convert, algorithms, catalog, verify, report,
+explain, env, cache, completion.
 
 Exit codes: 0 ok; 1 the draft has error findings; 2 bad input (one line on stderr,
 ``error: <source>: <json path>: <what is wrong>``); 3 an internal error (a bug: please report it;
@@ -40,6 +41,10 @@ COMMANDS = {
     "report": "verify",
     "catalog": "catalog",
     "algorithms": "show",
+    "explain": "explain",
+    "env": "env",
+    "cache": "cache",
+    "completion": "completion",
 }
 
 
@@ -126,6 +131,11 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def parser() -> argparse.ArgumentParser:
+    """The whole command line's parser (`specreg completion` writes its script from it)."""
+    return _parser()
+
+
 #: what to do about the file-system failures a user can fix
 _OS_HINTS = {
     "EROFS": "the file system is read-only: choose a writable place",
@@ -178,6 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from specreg.sources.hub import progress_bars
 
         progress_bars(not args.quiet and sys.stderr.isatty())
+        if args.quiet:  # the libraries' own warnings too (huggingface_hub's, ...): errors still print
+            import warnings
+
+            warnings.simplefilter("ignore")
     try:
         return handler(args)
     except Refused as exc:

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from specreg import facts
+from specreg.errors import with_article
 from specreg.cli import sglang
 from specreg.cli.sglang import engine_arg
 from specreg.cli.common import (
@@ -62,7 +63,9 @@ def add_serve(sub: Any) -> None:
         "draft's own kv_cache_dtype or attention_backend into the speculative config where that makes "
         "it start",
     )
-    serve.add_argument("-q", "--quiet", action="store_true", help="no download progress bars")
+    serve.add_argument(
+        "-q", "--quiet", action="store_true", help="no download progress bars, notes or warnings (errors still print)"
+    )
     force_verifier_arg(serve)
     engine_arg(serve)
 
@@ -94,10 +97,10 @@ def add_convert(sub: Any) -> None:
     )
 
 
-def _report(spec) -> None:
-    """The findings a user must see before serving: every one but info, on stderr."""
+def _report(spec, quiet: bool = False) -> None:
+    """The findings a user must see before serving: every one but info, on stderr (with -q, errors only)."""
     for f in spec.findings:
-        if f.severity != "info":
+        if f.severity == "error" or (f.severity != "info" and not quiet):
             print_lines([f"# {f.severity}: {f.code}: {f.message}"], file=sys.stderr)
 
 
@@ -111,7 +114,7 @@ def _checked(args: argparse.Namespace):
         spec = against_verifier(spec, args.verifier)
     if args.force_verifier:
         spec = accept_verifier(spec)
-    _report(spec)
+    _report(spec, args.quiet)
     return spec
 
 
@@ -130,8 +133,10 @@ def _serve(args: argparse.Namespace) -> int:
         return sglang.serve(args)
     vllm_settings(args.vllm_args)  # bad flags are refused before anything is read
     spec = _checked(args)
-    try:
-        plan = serve_plan(
+    say = None if args.quiet else progress_line
+
+    def plan(write: bool, progress: Any):
+        return serve_plan(
             spec,
             verifier=args.verifier,
             vllm_args=args.vllm_args,
@@ -141,10 +146,20 @@ def _serve(args: argparse.Namespace) -> int:
             gpu=args.gpu,
             spec_flags=args.spec_flags,
             force_verifier=args.force_verifier,
-            progress=progress_line,
+            write=write,
+            progress=progress,
         )
+
+    try:
+        # every refusal (the GPU, --spec-flags, the verifier) before anything is written or downloaded
+        done = plan(False, None)
+        if done.directory is not None:
+            done = plan(True, say)
+        elif not args.quiet:
+            print_lines([f"# {n}" for n in done.notes], file=sys.stderr)
     except NotServable as exc:
         raise _refused(exc, args.source) from None
+    plan = done
     if args.json:
         print(json.dumps({"env": dict(plan.env), "argv": list(plan.argv)}, indent=2))
     else:
@@ -168,7 +183,7 @@ def _materialize(args: argparse.Namespace) -> int:
             weights=weights,
             force=args.force,
             force_verifier=args.force_verifier,
-            progress=progress_line,
+            progress=None if args.quiet else progress_line,
         )
     except NotServable as exc:
         raise _refused(exc, args.source) from None
@@ -184,7 +199,7 @@ def _materialize(args: argparse.Namespace) -> int:
         }[weights]
         print(f"wrote {done.directory}: config.json, specreg.json, {what}")
         print(serve_line(spec.serve_env, serve_argv(kwargs)))
-    if spec.needs_v2_model_runner and not args.json:
+    if spec.needs_v2_model_runner and not args.json and not args.quiet:
         print(
             "# set VLLM_USE_V2_MODEL_RUNNER=1: vLLM serves this draft as trained on its V2 model runner only",
             file=sys.stderr,
@@ -203,14 +218,14 @@ def _convert(args: argparse.Namespace) -> int:
         revision=args.revision,
         weights=weights,
         force=args.force,
-        progress=progress_line,
+        progress=None if args.quiet else progress_line,
     )
     if args.json:
         print(json.dumps(done.to_dict(), indent=2))
         return EXIT_OK
     n = len(done.files) - 2
     print(
-        f"wrote {done.directory}: the speculators-format twin of a {done.format} draft "
+        f"wrote {done.directory}: the speculators-format twin of {with_article(done.format)} draft "
         f"(config.json, specreg.json, {n} weight file{'s' * (n != 1)})"
     )
     return EXIT_OK

@@ -37,15 +37,23 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
     )
 
 
-def _report(plan, source: str) -> None:
-    """The findings on stderr; a plan SGLang cannot serve as trained ends the command (exit 1)."""
+def _report(plan, source: str, quiet: bool = False) -> None:
+    """The findings on stderr (with -q, errors only); a plan SGLang cannot serve as trained ends the
+    command (exit 1)."""
+    shown = ("error",) if quiet else ("error", "warning")
     print_lines(
-        [f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity != "info"], file=sys.stderr
+        [f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity in shown], file=sys.stderr
     )
     if not plan.servable:
         raise Refused(
             f"error: {source}: not servable as trained by SGLang {plan.sglang_version} (see the errors above)"
         )
+
+
+def _serving(plan):
+    """The catalog entry's [serving] hints for the draft, or None."""
+    entry = plan.speculator.catalog
+    return entry.serving if entry is not None else None
 
 
 def _verifier(plan, args: argparse.Namespace) -> str:
@@ -57,13 +65,16 @@ def _verifier(plan, args: argparse.Namespace) -> str:
 
 def serve(args: argparse.Namespace) -> int:
     from specreg.api.serve import serve_line
-    from specreg.sglang.flags import merge
+    from specreg.sglang.flags import hint_flags, merge
     from specreg.sglang.rules import rules
     from specreg.sglang.write import default_directory, same_draft
 
     plan = _plan(args, check_weights=not args.config_only)
     extra = merge(list(getattr(args, "vllm_args", []) or []), rules(plan.sglang_version))
-    _report(plan, args.source)
+    _report(plan, args.source, args.quiet)
+    extra += hint_flags(
+        extra, rules(plan.sglang_version), _serving(plan), (lambda _m: None) if args.quiet else progress_line
+    )
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
     weights = "none" if args.config_only else "link"
@@ -86,7 +97,7 @@ def materialize(args: argparse.Namespace) -> int:
     from specreg.api.serve import serve_line
 
     plan = _plan(args, check_weights=not args.config_only)
-    _report(plan, args.source)
+    _report(plan, args.source, args.quiet)
     verifier = _verifier(plan, args)
     weights = "none" if args.config_only else "copy" if args.copy else "link"
     done = plan.materialize(args.dir, weights=weights, force=args.force, progress=None if args.quiet else progress_line)

@@ -107,14 +107,14 @@ def _show(args: argparse.Namespace) -> int:
     if spec.origin and spec.origin.commit:
         rows.append(("commit", spec.origin.commit))
     if spec.catalog is not None:
-        pin = f", pinned at {spec.catalog.revision[:12]}" if spec.catalog.revision else ""
-        rows.append(
-            (
-                "catalog",
-                f"{spec.catalog.id} ({spec.catalog.status}{pin}; {len(spec.catalog.baselines)} "
-                f"baselines: specreg catalog show {spec.catalog.id})",
-            )
-        )
+        entry = spec.catalog
+        # "pinned, pinned at ..." said it twice: a pin's revision says pinned; verified says more
+        state = entry.status if not entry.revision else f"pinned at {entry.revision[:12]}"
+        if entry.revision and entry.status != "pinned":
+            state = f"{entry.status}, {state}"
+        n = len(entry.baselines)
+        rows.append(("catalog", f"{entry.id} ({state}; {n} baseline{'s' * (n != 1)}: specreg catalog show {entry.id})"))
+    rows.append(("next", _next_step(args, spec)))
     out += [f"  {k:<14}{v}" for k, v in rows]
     if spec.attention:
         out.append("")
@@ -150,6 +150,57 @@ def _show(args: argparse.Namespace) -> int:
         out.append("findings: none")
     print_lines(out)
     return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
+def _next_step(args: argparse.Namespace, spec: Any) -> str:
+    """The command that serves the draft, on show's first screen (the provenance below runs long)."""
+    import shlex
+
+    flags = {flag: getattr(args, flag) for flag in ("revision", "vllm", "verifier") if getattr(args, flag)}
+
+    def command(name: str, **override: str) -> str:
+        given = [f"--{flag} {shlex.quote(value)}" for flag, value in {**flags, **override}.items()]
+        return " ".join([f"specreg {name}", shlex.quote(args.source), *given])
+
+    if not spec.servable:
+        first = _first_serving_release(spec)
+        if first is None:
+            return f"none: vLLM {spec.vllm_version} cannot serve it as trained (the errors under findings)"
+        return (
+            f"none for vLLM {spec.vllm_version} (the errors under findings); vLLM {first} is the first release "
+            f"that serves it as trained: {command('show', vllm=first)}"
+        )
+    how = (
+        "materializes it as trained, then prints the `vllm serve` line"
+        if spec.materialize_reason
+        else "prints the `vllm serve` line"
+    )
+    return f"{command('serve')}  ({how})"
+
+
+def _first_serving_release(spec: Any) -> str | None:
+    """The first known vLLM release after the targeted one whose rules serve the draft as trained,
+    found by planning it for each (each error names its own rule's release; this is the one where
+    none is left), or None."""
+    from packaging.version import Version
+
+    from specreg import facts
+    from specreg.errors import SpecregError
+    from specreg.normalization.core import normalize
+    from specreg.normalization.speculator import thaw
+
+    if spec.format == "materialized":
+        return None  # read back with its manifest, for the release it was written for
+    config = thaw(spec.source_config)
+    for release in facts.known():
+        if Version(release) <= Version(spec.vllm_version):
+            continue
+        try:
+            if normalize(config, vllm=release, verifier=spec.verifier).servable:
+                return release
+        except SpecregError:
+            return None
+    return None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -210,19 +261,27 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _gpu_lines(report: Any) -> list[str]:
-    """The selector's answers, one block per group of layers: picked first, then each refusal."""
-    from specreg.vllm.attention import gpu_label
+    """The selector's answers, one block per group of layers: picked first, then each refusal. A backend
+    refused for every group is said once, after the groups, with the groups each reason holds for."""
+    from specreg.vllm.attention import cubins_words, gpu_label
 
     out = [
         f"  gpu       {gpu_label(report.gpu)}, vLLM {report.version}'s attention selector; dtype {report.dtype} "
         f"({report.dtype_from}), KV cache {report.kv_cache_dtype}"
     ]
-    from specreg.vllm.attention import cubins_words
-
-    for group in (*report.draft, *report.verifier):
+    groups = (*report.draft, *report.verifier)
+    everywhere = set.intersection(*(set(g.selection.refused) for g in groups)) if len(groups) > 1 else set()
+    explained = False
+    for group in groups:
         s = group.selection
+        # the selector's question, not the mask: vLLM's DFlash drafter asks for a non-causal backend for
+        # every draft layer once one is non-causal (each layer's trained mask is in `specreg show`)
+        asked = "backend asked for causal attention"
+        if s.case.non_causal:
+            why = "" if explained else " (vLLM asks it for every draft layer when one is non-causal)"
+            asked, explained = f"backend asked for non-causal attention{why}", True
         out.append(
-            f"    {group.label}: head size {s.case.head_size}, {'non-causal' if s.case.non_causal else 'causal'}"
+            f"    {group.label}: head size {s.case.head_size}, {asked}"
             f"{', sliding window' if s.case.sliding else ''}{', attention sinks' if s.case.sink else ''}"
         )
         if group.given is not None:
@@ -235,13 +294,21 @@ def _gpu_lines(report: Any) -> list[str]:
             + (f"  (valid: {', '.join(s.valid)})" if len(s.valid) > 1 else "")
         )
         for backend, why in s.refused.items():
-            out.append(f"      refuses  {backend}: {', '.join(why)}")
+            if backend not in everywhere:
+                out.append(f"      refuses  {backend}: {', '.join(why)}")
         if group.other is not None:
             o = group.other
             out.append(
                 f"      {cubins_words(o.cubins)}: {o.chosen or '- (none valid)'}"
                 + (f"  (valid: {', '.join(o.valid)})" if o.valid else "")
             )
+    for backend in [b for b in groups[0].selection.refused if b in everywhere]:
+        reasons: dict[str, list[str]] = {}
+        for group in groups:
+            for why in group.selection.refused[backend]:
+                reasons.setdefault(why, []).append(group.label.split(" (")[0])
+        said = [why if len(where) == len(groups) else f"{why} ({'; '.join(where)})" for why, where in reasons.items()]
+        out.append(f"    every group refuses {backend}: {', '.join(said)}")
     return out
 
 

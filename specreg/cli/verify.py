@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -330,6 +331,16 @@ def _verify(args: argparse.Namespace) -> int:
     from specreg.verify.run import catalog_entry
 
     entry = catalog_entry(args.model, args.registry)
+    if entry is None and not os.path.exists(args.model):
+        from specreg.entries.lookup import closest_id
+        from specreg.errors import SpecregError
+
+        try:
+            close = closest_id(args.model, args.registry)
+        except SpecregError:  # the registry itself is refused below, in its own words
+            close = None
+        if close is not None:
+            progress_line(f"{args.model} is not in the catalog (did you mean {close}?): no baseline to judge against")
     opts = verify_options(args, entry)
     out = Path(args.out) if args.out else None
     history = Path(args.history) if args.history else (out.parent / HISTORY if out else None)

@@ -114,10 +114,7 @@ class Catalog(Mapping[str, Entry]):
 
     def closest(self, entry_id: str) -> str | None:
         """The id most like `entry_id` (for "did you mean"), or None."""
-        import difflib
-
-        found = difflib.get_close_matches(entry_id, [e.id for e in self.entries], n=1, cutoff=0.6)
-        return found[0] if found else None
+        return _closest(entry_id, [e.id for e in self.entries])
 
     def match(self, pattern: str) -> list[Entry]:
         """The entries whose id matches a shell-style pattern, case-insensitively: `*dflash*`,
@@ -199,6 +196,25 @@ def catalog(directory: str | os.PathLike[str] | None = None) -> Catalog:
         raise CatalogError(found)
     root = _root(directory)
     return Catalog(directory=root, entries=tuple(entries))
+
+
+def _closest(entry_id: str, ids: list[str]) -> str | None:
+    """The id most like `entry_id`, compared as the Hub compares ids (whatever their case), or None."""
+    import difflib
+
+    by_lower = {i.lower(): i for i in ids}
+    found = difflib.get_close_matches(entry_id.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[found[0]] if found else None
+
+
+def closest_id(entry_id: str, directory: str | os.PathLike[str] | None = None) -> str | None:
+    """The catalog id a mistyped `entry_id` most likely meant (None when it is one exactly, or none is
+    close): for the "did you mean" of every command that takes a catalog id. The entries that parse are
+    compared; a malformed one elsewhere in the catalog does not hide the others."""
+    ids = [e.id for e in read_catalog(directory)[0]]
+    if entry_id in ids:
+        return None
+    return _closest(entry_id, ids)
 
 
 def lookup(entry_id: str, directory: Path | None = None) -> Entry | None:

@@ -329,22 +329,30 @@ def _draft_length(
 
 
 def why_unservable(ctx: Context, dspark: bool, trained: list[bool]) -> str:
-    """Why the targeted vLLM cannot be told the trained masks (its rule in `vllm_layer_causal`)."""
+    """Why the targeted vLLM cannot be told the trained masks (its rule in `vllm_layer_causal`), and the
+    first release that serves them: the one from which every rule the masks need holds, so that
+    following the advice does not meet the next missing rule."""
+    needed = []
+    if any(trained):
+        needed.append("dflash_causal_layers")
+        if dspark:
+            needed.append("dspark_per_layer_causal")
+        if not all(trained):
+            needed.append("dflash_per_layer_causal")
+    serves = f"Needs vLLM >= {short(max(first(r) for r in needed))}." if needed else ""
     if dspark and not ctx.holds("dspark_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding layers; {ctx.vllm_label} serves every DSpark "
-            f"layer non-causal (DSparkSpeculator sets dflash_causal = False). Needs vLLM >= "
-            f"{short(first('dspark_per_layer_causal'))}."
+            f"layer non-causal (DSparkSpeculator sets dflash_causal = False). {serves}"
         )
     if not ctx.holds("dflash_causal_layers"):
         return (
-            f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer "
-            f"non-causal. Needs vLLM >= {short(first('dflash_causal_layers'))}."
+            f"the draft was trained with causal layers; {ctx.vllm_label} serves every DFlash layer non-causal. {serves}"
         )
     if not ctx.holds("dflash_per_layer_causal"):
         return (
             f"the draft was trained with causal sliding and bidirectional full layers; {ctx.vllm_label} "
-            f"applies one causal flag to every layer. Needs vLLM >= {short(first('dflash_per_layer_causal'))}."
+            f"applies one causal flag to every layer. {serves}"
         )
     return f"specreg's draft_config does not make {ctx.vllm_label} serve the trained masks {trained}"
 

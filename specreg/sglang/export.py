@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import attrs
 
+from specreg.errors import with_article
 from specreg.normalization.speculator import Finding, as_tuple, thaw
 from specreg.sglang import reading
 from specreg.sglang.rules import rules as release_rules
@@ -206,7 +207,7 @@ def export(
         refuse(rules["not_served"][algo], "$.speculators_config.algorithm")
     elif algo not in rules["architectures"]:
         refuse(
-            f"SGLang {version} has no class for a {algo} draft (specreg/sglang/rules/{version}.json)",
+            f"SGLang {version} has no class for {with_article(algo)} draft (specreg/sglang/rules/{version}.json)",
             "$.speculators_config.algorithm",
         )
     else:

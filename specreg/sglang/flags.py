@@ -63,3 +63,28 @@ def merge(flags: Sequence[str], rules: Mapping[str, Any]) -> list[str]:
             "itself; pass SGLang's other flags there"
         )
     return list(flags)
+
+
+#: the catalog's [serving] hints (vLLM settings, specreg.api.serve.HINTS) as SGLang's settings: in 0.5.23
+#: `tp_size` (sglang/srt/arg_groups/fields/parallel.py: --tp-size, alias --tensor-parallel-size) and
+#: `context_length` (fields/model.py: --context-length). quantization is left out: SGLang's method
+#: names are not vLLM's, and the draft's quantization is specreg's to write.
+HINTS = {"tensor_parallel_size": "tp_size", "max_model_len": "context_length"}
+
+
+def hint_flags(flags: Sequence[str], rules: Mapping[str, Any], serving: Any, note: Any) -> list[str]:
+    """The catalog's [serving] hints the user's flags do not give in any spelling, as SGLang flags (a
+    differing value given is the user's, with a note), as `specreg serve` adds them for vLLM."""
+    named = given(flags, rules)
+    ns, _rest = _parser(rules["options"]).parse_known_args(list(flags), argparse.Namespace(resolved={}))
+    added: list[str] = []
+    for field, dest in HINTS.items():
+        hint = getattr(serving, field, None) if serving is not None else None
+        if hint is None or dest not in rules["options"].values():
+            continue
+        option = next(o for o, d in rules["options"].items() if d == dest)
+        if dest not in named:
+            added += [option, str(hint)]
+        elif str(getattr(ns, dest)) != str(hint):
+            note(f"note: the catalog entry serves this draft with {option} {hint}; you asked for {getattr(ns, dest)}")
+    return added

@@ -43,6 +43,11 @@ class Origin:
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
 
+    def file_label(self) -> str:
+        """What an error about the file's content names: the local file itself (a directory given as
+        the source holds it), else the source as given (a Hub id)."""
+        return self.path if self.path and not self.repo_id else self.source
+
 
 # -- the one rule for a file a user or a remote supplied -------------------------------------------
 
@@ -112,6 +117,9 @@ def read_config(path: Path, *, source: str, dir_fd: int | None = None) -> tuple[
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", "$", source=source) from None
+    if not text.strip():  # json's own words for it, "Expecting value", say nothing about the file
+        what = "empty (0 bytes)" if not data else f"blank ({len(data)} bytes of whitespace)"
+        raise ConfigError(f"{path.name} is {what}: a config.json holds one JSON object", "$", source=source)
 
     def no_constants(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
@@ -214,7 +222,8 @@ def read_source(text: str, revision: str | None = None) -> Read:
         path = local / hub.CONFIG_NAME if local.is_dir() else local
         if not path.is_file():
             raise ConfigError(f"no {hub.CONFIG_NAME} in the directory {local}", "source", source=text)
-        config, digest = read_config(path, source=text)
+        # a directory's errors name the file in it that says so
+        config, digest = read_config(path, source=str(path) if local.is_dir() else text)
         return Read(
             config, Origin(source=text, path=str(path), sha256=digest, bom=has_bom(path)), manifest_beside(path, text)
         )

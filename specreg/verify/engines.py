@@ -323,6 +323,16 @@ class ServerEngine:
             )
 
 
+def require_vllm() -> None:
+    """The in-process engine's first need, checked before anything is downloaded for it."""
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        raise EngineError(
+            "the in-process engine needs vLLM (pip install vllm) and a GPU; or use --server URL"
+        ) from None
+
+
 class InProcessEngine:
     """vLLM in this process (CUDA needed). Typed against vLLM's public API only."""
 
@@ -332,12 +342,9 @@ class InProcessEngine:
         chunks (a `generate` call in progress cannot be interrupted)."""
         self.deadline = deadline
         self.speculative = kwargs.get("speculative_config") is not None
-        try:
-            from vllm import LLM
-        except ImportError:
-            raise EngineError(
-                "the in-process engine needs vLLM (pip install vllm) and a GPU; or use --server URL"
-            ) from None
+        require_vllm()
+        from vllm import LLM
+
         try:
             self.llm: "LLM" = LLM(**kwargs)
         except Exception as exc:  # CUDA, memory, model loading: the engine failed, not the input

@@ -27,6 +27,7 @@ from specreg.verify.engines import (
     chunks,
     engine_kwargs,
     gpu_info,
+    require_vllm,
 )
 from specreg.verify import sequential
 from specreg.verify.judge import decided as decided_verdict, judge
@@ -283,6 +284,7 @@ def _verify(
         else:
             if spec is None or not spec.servable:
                 raise SpecregError(f"{model}: not servable as trained by the targeted vLLM", source=model)
+            require_vllm()  # before the draft's weights are downloaded for an engine that cannot start
             draft_dir = None
             if spec.materialize_reason:
                 # outside --out: results are published, and a materialized draft holds links into the HF cache

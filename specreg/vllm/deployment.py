@@ -49,6 +49,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from specreg.errors import with_article
 from specreg import facts
 from specreg.vllm.fact_files import read_all
 
@@ -306,7 +307,7 @@ def hybrid_kv_findings(spec: Any, *, verifier_chunk: int | None) -> list[Any]:
     return [
         Finding.of(
             "draft-disables-hybrid-kv",
-            f"the verifier has chunked local attention (attention_chunk_size {verifier_chunk}) and a {spec.method} drafter: "
+            f"the verifier has chunked local attention (attention_chunk_size {verifier_chunk}) and {with_article(spec.method)} drafter: "
             f"vLLM {version} turns the hybrid KV-cache manager off (VllmConfig.__post_init__, even with "
             "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1), so the chunked layers keep KV for the whole sequence, "
             "and --enable-hybrid-kv-cache-manager is refused at startup",
