@@ -21,6 +21,56 @@ INSTALL = (
 )
 
 
+#: the /proc/cpuinfo flags that decide vLLM 0.32's CPU kernels: AMX tiles (its SGL GEMMs, int8 and
+#: bf16, and its "amx" attention at bf16) and AVX-512 BF16 (its bf16 convolution and Zen paths)
+KERNEL_FLAGS = ("amx_tile", "amx_int8", "amx_bf16", "avx512_bf16")
+
+
+def cpu_flags(cpuinfo: str) -> tuple[str, set[str]]:
+    """The first processor's model name and flags in a /proc/cpuinfo text."""
+    model, flags = "unknown CPU", set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model == "unknown CPU":
+            model = value.strip()
+        elif key.strip() == "flags":
+            flags = set(value.split())
+            break
+    return model, flags
+
+
+def amx_tiles() -> bool:
+    """What vLLM asks (torch.cpu._is_amx_tile_supported: the CPU and the kernel both allow AMX tiles)."""
+    import torch
+
+    return bool(torch.cpu._is_amx_tile_supported())
+
+
+def int8_gemm() -> str:
+    """The int8 GEMM vLLM 0.32 takes on this CPU for the constructed drafts' quantized layers (their
+    shapes pass check_cpu_sgl_kernel's alignment): "sgl" with AMX tiles, else "onednn"."""
+    return "sgl" if amx_tiles() else "onednn"
+
+
+def cpu_report() -> str:
+    """One line for the tier's header: the CPU and the kernel paths vLLM takes on it."""
+    try:
+        model, flags = cpu_flags(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        model, flags = "unknown CPU", set()
+    found = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in KERNEL_FLAGS)
+    try:
+        amx = amx_tiles()
+    except ImportError:
+        return f"engine CPU: {model}, {os.cpu_count()} cores; {found}; torch is not installed"
+    paths = (
+        "SGL GEMMs (int8 needs bf16/fp16 activations), amx attention at bf16"
+        if amx
+        else "oneDNN GEMMs, vec attention (the SGL GEMMs run forced: run_engine.py amx_gemms)"
+    )
+    return f"engine CPU: {model}, {os.cpu_count()} cores; {found}; torch sees AMX tiles: {amx} -> vLLM takes {paths}"
+
+
 def require_engine() -> None:
     """The tier was asked for: say what it needs rather than skip."""
     import importlib.util
