@@ -86,6 +86,11 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
     else:
         fetched = hub.fetch_config(verifier, None, source=verifier)
         config, _ = read_config(fetched.path, source=f"{verifier}/{hub.CONFIG_NAME}")
+    return facts_of(config, verifier)
+
+
+def facts_of(config: Mapping[str, Any], verifier: str) -> VerifierFacts:
+    """The facts of a verifier config already read (a config.json, or the one vLLM runs with)."""
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
     body = text or config
     archs = config.get("architectures")
