@@ -9,15 +9,16 @@ fails to start is reported with its error and the next one runs. One line per jo
 `ENGINE-RESULT {json}`. The plugin switch (SPECREG_VLLM_PLUGIN) is the process's: vLLM loads its
 plugins once per process.
 
-A job may set `dtype` (float32 by default) and `amx_gemms: true`: vLLM 0.32 then picks every GEMM
-as on a CPU with AMX tiles. Its rule, `check_cpu_sgl_kernel` (vllm/model_executor/layers/utils.py;
-called by `dispatch_cpu_unquantized_gemm` there and by `CPUInt8ScaledMMLinearKernel.
-process_weights_after_loading`, vllm/model_executor/kernels/linear/scaled_mm/cpu.py), is asked with
-`torch.cpu._is_amx_tile_supported` answering True, so the SGL kernels an AMX CPU takes run on one
-without (they run on AVX-512; measured on an AMD EPYC with avx512_bf16 and no AMX). Attention still
-asks the real CPU: its "amx" path (vllm/v1/attention/backends/cpu_attn.py `_get_attn_isa`) runs AMX
-tile instructions, and forced on a CPU without them the engine dies of SIGILL. Each result names the
-int8 GEMM each quantized layer took (`int8_gemms`: "sgl" or "onednn").
+A job may set `dtype` (float32 by default) and `amx_gemms` (true or false): vLLM 0.32 then picks its
+GEMMs as on a CPU with (or without) AMX tiles. Its rule, `check_cpu_sgl_kernel`
+(vllm/model_executor/layers/utils.py; called by `dispatch_cpu_unquantized_gemm` there and by
+`CPUInt8ScaledMMLinearKernel.process_weights_after_loading`, vllm/model_executor/kernels/linear/
+scaled_mm/cpu.py), is asked with `torch.cpu._is_amx_tile_supported` answering that, so the other
+CPU's kernels run here: oneDNN's anywhere, the SGL kernels wherever vLLM loads its `_C` library
+(AVX-512 BF16; measured on an AMD EPYC without AMX). Attention still asks the real CPU: its "amx"
+path (vllm/v1/attention/backends/cpu_attn.py `_get_attn_isa`) runs AMX tile instructions, and
+forced on a CPU without them the engine dies of SIGILL (measured). Each result names the int8 GEMM
+each quantized layer took (`int8_gemms`: "sgl" or "onednn").
 """
 
 from __future__ import annotations
@@ -44,12 +45,13 @@ def counters(metrics) -> dict:
 
 #: the int8 GEMM each quantized layer took in this job, in load order
 _int8_gemms: list[str] = []
-_amx_gemms = [False]
+_amx_gemms: list[bool | None] = [None]
 
 
 def watch_gemms() -> None:
     """Record which int8 GEMM vLLM picks per layer; with `_amx_gemms` set, vLLM's own rule for every
-    GEMM (check_cpu_sgl_kernel, at both its call sites) is asked with the CPU said to have AMX tiles."""
+    GEMM (check_cpu_sgl_kernel, at both its call sites) is asked with the CPU said to have AMX tiles
+    (True) or not (False)."""
     import torch
     from vllm.model_executor.kernels.linear.scaled_mm import cpu
     from vllm.model_executor.layers import utils
@@ -59,10 +61,11 @@ def watch_gemms() -> None:
     picked, choose = cpu.CPUInt8ScaledMMLinearKernel.process_weights_after_loading, utils.check_cpu_sgl_kernel
 
     def check_cpu_sgl_kernel(n, k, dtype):
-        if not _amx_gemms[0]:
+        said = _amx_gemms[0]
+        if said is None:
             return choose(n, k, dtype)
         real = torch.cpu._is_amx_tile_supported
-        torch.cpu._is_amx_tile_supported = lambda: True
+        torch.cpu._is_amx_tile_supported = lambda: said
         try:
             return choose(n, k, dtype)
         finally:
@@ -84,7 +87,7 @@ def run(job: dict) -> dict:
 
     watch_gemms()
     _int8_gemms.clear()
-    _amx_gemms[0] = bool(job.get("amx_gemms"))
+    _amx_gemms[0] = job.get("amx_gemms")
     started = time.perf_counter()
     kwargs = dict(
         model=job["model"],

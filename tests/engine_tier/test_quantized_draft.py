@@ -14,7 +14,8 @@ vllm/model_executor/kernels/linear/scaled_mm/cpu.py; `check_cpu_sgl_kernel`,
 vllm/model_executor/layers/utils.py), and the SGL kernel takes only bfloat16 or float16 activations
 (float32: "int8_scaled_mm_with_quant: expect A to be bfloat16 or half."). So these engines run at
 bfloat16, which both take, and every route runs twice: on this CPU's own kernels and with vLLM's GEMM
-rule asked as on an AMX CPU (run_engine.py `amx_gemms`), so both paths run on every CPU. The
+rule asked as on the other CPU (run_engine.py `amx_gemms`), so both paths run on a CPU with AMX and on
+one with AVX-512 BF16 (a CPU with neither lacks the SGL kernels: the tier's first line says so). The
 constructed draft's attention and the verifier's write nothing (o_proj = 0), so the attention kernel,
 the one choice left to the real CPU, cannot move these counters.
 """
@@ -30,7 +31,7 @@ import sys
 import pytest
 
 import constructed
-from engines import collect, int8_gemm, require_engine, start_engines
+from engines import amx_tiles, collect, int8_gemm, other_gemm_runs, require_engine, start_engines
 from test_served_as_trained import N, PROMPTS, full, materialize, measured, none_accepted
 
 pytestmark = pytest.mark.engine
@@ -41,17 +42,25 @@ JOB = {"prompts": PROMPTS, "max_tokens": N, "dtype": DTYPE}
 
 
 def both_gemms(job: dict) -> list[dict]:
-    """The job on this CPU's int8 GEMM, then (named NAME/amx) on the one an AMX CPU takes."""
-    return [job, {**job, "name": f"{job['name']}/amx", "amx_gemms": True}]
+    """The job on this CPU's int8 GEMM, then (named NAME/other) on the other CPU's, where it runs here."""
+    other = {**job, "name": f"{job['name']}/other", "amx_gemms": not amx_tiles()}
+    return [job, other] if other_gemm_runs() else [job]
 
 
-def served(results: dict, route: str) -> tuple[dict, dict]:
-    """The route's counters on this CPU's int8 GEMM and on the AMX one, after checking which ran."""
-    own, amx = results[route], results[f"{route}/amx"]
-    for r, gemm in ((own, int8_gemm()), (amx, "sgl")):
+def served(results: dict, route: str) -> list[dict]:
+    """The route's counters on each int8 GEMM that ran, after checking which one each took."""
+    own = (results[route], int8_gemm())
+    other = (results[f"{route}/other"], {"sgl": "onednn", "onednn": "sgl"}[int8_gemm()])
+    counters = []
+    for r, gemm in (own, other) if other_gemm_runs() else (own,):
         assert "error" not in r, f"{r['name']} (int8 GEMM {r.get('int8_gemms')}): {r['error']} (log: {r['log']})"
         assert r["dtype"] == DTYPE and r["int8_gemms"] and set(r["int8_gemms"]) == {gemm}, r
-    return measured(own), measured(amx)
+        counters.append(measured(r))
+    return counters
+
+
+def both(expected: dict) -> list[dict]:
+    return [expected] * (2 if other_gemm_runs() else 1)
 
 
 def test_a_quantized_draft_is_served_quantized_by_every_route_and_not_without_its_config(tmp_path):
@@ -79,7 +88,7 @@ def test_a_quantized_draft_is_served_quantized_by_every_route_and_not_without_it
     on = both_gemms({"name": "plugin", "model": str(draft), **JOB})
     results = collect(start_engines([(False, off), (True, on)], tmp_path), tmp_path)
     for route in ("vllm", "plugin", "materialized"):
-        assert served(results, route) == (full(), full()), route
+        assert served(results, route) == both(full()), route
     lost_result = results["lost"]
     if "error" not in lost_result:  # int8 values read as unquantized weights: the draft proposes garbage
         assert measured(lost_result) == none_accepted()
@@ -142,8 +151,8 @@ def test_a_quantization_config_naming_a_draft_layer_by_its_index_is_served_wrong
         ),
         tmp_path,
     )
-    assert served(results, "local") == (none_accepted(), none_accepted())
-    assert served(results, "fixed") == (full(), full())
+    assert served(results, "local") == both(none_accepted())
+    assert served(results, "fixed") == both(full())
 
 
 def test_a_compressed_tensors_ignore_list_naming_fc_is_served_wrong_and_model_fc_serves(tmp_path):
@@ -192,5 +201,5 @@ def test_a_compressed_tensors_ignore_list_naming_fc_is_served_wrong_and_model_fc
         start_engines([(False, both_gemms({"name": n, "model": str(d), **JOB})) for n, d in drafts.items()], tmp_path),
         tmp_path,
     )
-    assert served(results, "fc") == (none_accepted(), none_accepted())
-    assert served(results, "model.fc") == (full(), full())
+    assert served(results, "fc") == both(none_accepted())
+    assert served(results, "model.fc") == both(full())
