@@ -10,6 +10,19 @@ pytest_plugins = ["verify_helpers"]
 DATA = Path(__file__).parent / "data"
 
 
+def pytest_sessionstart(session):
+    """The CPU, once per run of a tier that starts vLLM's CPU engine (written under -q too, which
+    drops the report header): vLLM picks its kernels by it (tests/engine_tier/engines.py), so a
+    failure says which path ran."""
+    expr = session.config.getoption("markexpr") or ""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or not any(m in expr.replace(f"not {m}", "") for m in ("engine", "trainer")):
+        return
+    from engine_tier.engines import cpu_report
+
+    reporter.write_line(cpu_report())
+
+
 @pytest.fixture(autouse=True)
 def _own_specreg_cache(tmp_path, monkeypatch):
     """No test writes to the user's ~/.cache/specreg (serve materializes drafts there) or Hub cache.

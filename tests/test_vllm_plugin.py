@@ -3,6 +3,7 @@ dist-info of the distribution that provides the `vllm` package, which these test
 with an empty `vllm` package; the mapping itself is tested
 against each wheel's code in tests/conformance/test_vllm_plugin.py and in vLLM 0.33 in the vLLM tier)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -415,3 +416,219 @@ def test_a_refused_or_unknown_type_is_left_to_vllm():
         assert m.speculative_config(cfg)["method"] == name
     assert m.vllms == ["mtp", "unknown-type"]
     plugin.uninstall(m.algos, m.config_class)
+
+
+# Served as trained on every route, refused otherwise; never a raise of specreg's own (issue 45)
+
+TRAINED = Path(__file__).parent / "data" / "trained"
+
+
+@pytest.mark.parametrize(
+    ("given", "filled"),
+    [
+        ({"num_speculative_tokens": 3}, {"method": "eagle3", "parallel_drafting": True}),
+        ({"method": "eagle3"}, {"num_speculative_tokens": 3, "parallel_drafting": True}),
+        ({"method": "eagle3", "num_speculative_tokens": 2}, {"parallel_drafting": True}),
+        ({}, {"method": "eagle3", "num_speculative_tokens": 3, "parallel_drafting": True}),
+    ],
+)
+def test_a_named_peagle_draft_gets_parallel_drafting_with_its_method_or_none(given, filled):
+    """vLLM reads only method and length of a draft named beside its verifier: a P-EAGLE draft was
+    served as EAGLE-3 without parallel drafting (served AL 2.00 against the trainer's 3.56)."""
+    from specreg.vllm.plugin import _fill_named_draft
+
+    draft = str(TRAINED / "peagle")
+    args = Args(speculative_config={"model": draft, **given})
+    _fill_named_draft(args, "0.32.0")
+    assert args.speculative_config == {"model": draft, **given, **filled}
+
+
+def test_a_peagle_draft_named_by_the_spec_flags_gets_parallel_drafting_in_the_dict():
+    """vLLM has no --spec-* flag for parallel drafting; it merges the flags into the dict."""
+    from specreg.vllm.plugin import _fill_named_draft
+
+    args = Args(spec_model=str(TRAINED / "peagle"), spec_tokens=3)
+    _fill_named_draft(args, "0.32.0")
+    assert (args.speculative_config, args.spec_method, args.spec_tokens) == ({"parallel_drafting": True}, "eagle3", 3)
+
+
+def test_parallel_drafting_the_user_turns_off_stays_off_and_is_logged(caplog):
+    from specreg.vllm import plugin
+
+    draft = str(TRAINED / "peagle")
+    config = json.loads((TRAINED / "peagle" / "config.json").read_text())
+    sc = Draft(draft, "eagle3")
+    sc.parallel_drafting = False
+
+    class EngineArgs:
+        def create_speculative_config(self, target_model_config, target_parallel_config):
+            assert plugin._plan(config, "0.32.0") is not None
+            return sc
+
+    plugin.watch_native_drafts(EngineArgs, "0.32.0")
+    args = Args(speculative_config={"model": draft, "method": "eagle3", "parallel_drafting": False})
+    with caplog.at_level("WARNING"):
+        EngineArgs.create_speculative_config(args, None, None)
+    assert args.speculative_config["parallel_drafting"] is False  # the user's choice stays
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"specreg: the draft {draft} was trained with parallel_drafting=True; vLLM is told to serve it with "
+        "parallel_drafting=False"
+    ]
+
+
+def dflash_at_layer_zero() -> dict:
+    from conftest import fixture_config
+
+    cfg = fixture_config("dflash")
+    cfg["aux_hidden_state_layer_ids"] = [0, 5]  # id 0 names the embeddings: never what DFlash reads
+    return cfg
+
+
+def test_a_file_specreg_calls_invalid_stops_vllm_with_specregs_error_and_the_way_out():
+    from specreg.vllm import plugin
+
+    m = VllmMapping()
+    plugin.install(m.algos, m.config_class, "0.33.0")
+    for read in (m.draft_config, m.speculative_config):
+        with pytest.raises(plugin.Refusal) as info:
+            read(dflash_at_layer_zero())
+        assert str(info.value) == (
+            "specreg: this draft cannot be served as it was trained by this vLLM:\n"
+            "  $.aux_hidden_state_layer_ids[0]: layer id 0 is below 1: the DFlash family reads the output of "
+            "layer i - 1, and aux id i counts the state entering layer i\n"
+            "(specreg check explains; SPECREG_VLLM_PLUGIN=0 serves it with vLLM's own mapping anyway)"
+        )
+    assert m.vllms == []  # vLLM's own mapping never ran
+    plugin.uninstall(m.algos, m.config_class)
+
+
+def test_a_named_draft_specreg_calls_invalid_is_refused_before_vllm_reads_it(tmp_path):
+    from specreg.vllm import plugin
+
+    (tmp_path / "config.json").write_text(json.dumps(dflash_at_layer_zero()))
+    with pytest.raises(plugin.Refusal, match="layer id 0 is below 1"):
+        plugin._fill_named_draft(Args(speculative_config={"model": str(tmp_path)}), "0.33.0")
+
+
+def test_a_failure_of_specreg_itself_is_one_line_and_vllms_own_mapping(monkeypatch, caplog):
+    from conftest import fixture_config
+    from specreg.normalization import core
+    from specreg.vllm import plugin
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in specreg")
+
+    monkeypatch.setattr(core, "normalize", broken)
+    plugin._logged.clear()
+    m = VllmMapping()
+    plugin.install(m.algos, m.config_class, "0.33.0")
+    with caplog.at_level("WARNING"):
+        m.draft_config(fixture_config("dflash"))
+        m.draft_config(fixture_config("dflash"))
+    assert m.vllms == ["dflash", "dflash"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "specreg could not plan this speculators config (RuntimeError: a bug in specreg); vLLM's own mapping is used"
+    ]
+    plugin.uninstall(m.algos, m.config_class)
+
+
+def json_values():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers(-3, 70000) | st.floats(allow_nan=True) | st.text(max_size=8)
+    return st.recursive(
+        scalars | st.sampled_from(["eagle3", "peagle", "dflash", "dspark", "mtp"]),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=8,
+    )
+
+
+def raised_in_specreg(exc: BaseException) -> str | None:
+    """The specreg frame an exception was raised in (its innermost frame), or None."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = frames[-1].filename if frames else ""
+    return where if f"{os.sep}specreg{os.sep}" in where and f"{os.sep}tests{os.sep}" not in where else None
+
+
+def test_whatever_a_config_holds_the_plugin_never_raises_from_specregs_code(monkeypatch):
+    """A hostile value at any key (a list as speculators_model_type was a TypeError at plugin.py:142):
+    each read ends in specreg's plan, specreg's refusal, or vLLM's own mapping and its errors."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from conftest import fixture_config
+    from specreg.vllm import plugin
+
+    m = VllmMapping()
+    plugin.install(m.algos, m.config_class, "0.33.0")
+    paths = [
+        ("speculators_model_type",),
+        ("speculators_config",),
+        ("speculators_config", "proposal_methods"),
+        ("speculators_config", "verifier"),
+        ("transformer_layer_config",),
+        ("transformer_layer_config", "num_hidden_layers"),
+        ("aux_hidden_state_layer_ids",),
+        ("block_size",),
+    ]
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(fixture=st.sampled_from(["dflash", "eagle3_generated"]), path=st.sampled_from(paths), value=json_values())
+    def hostile(fixture, path, value):
+        cfg = fixture_config(fixture)
+        at = cfg
+        for key in path[:-1]:
+            at = at.setdefault(key, {}) if isinstance(at.get(key), dict) else at.setdefault(key, {})
+        at[path[-1]] = value
+        for read in (m.draft_config, m.speculative_config):
+            try:
+                read(cfg)
+            except plugin.Refusal:
+                pass
+            except Exception as exc:  # vLLM's own mapping (here the stand-in) may refuse it its own way
+                assert raised_in_specreg(exc) is None, (path, value, type(exc).__name__, exc)
+
+    try:
+        hostile()
+    finally:
+        plugin.uninstall(m.algos, m.config_class)
+
+
+class Verifier:
+    """What the plugin reads of vLLM's target ModelConfig: the verifier vLLM runs the draft with."""
+
+    def __init__(self, model, **config):
+        import types
+
+        self.model = model
+        self.hf_config = types.SimpleNamespace(to_dict=lambda: dict(config))
+
+
+def test_a_draft_that_does_not_fit_the_verifier_vllm_runs_is_refused_at_startup():
+    """The DFlash example reads Qwen3-8B's layers up to 34 at hidden size 4096 (issue 45)."""
+    from conftest import fixture_config
+    from specreg.vllm import plugin
+
+    config = fixture_config("dflash")
+    sc = Draft("org/dflash", "dflash")
+
+    class EngineArgs:
+        def create_speculative_config(self, target_model_config, target_parallel_config):
+            assert plugin._plan(config, "0.33.0") is not None
+            return sc
+
+    plugin.watch_native_drafts(EngineArgs, "0.33.0")
+    trained = Verifier("Qwen/Qwen3-8B", num_hidden_layers=36, hidden_size=4096, vocab_size=151936)
+    assert EngineArgs.create_speculative_config(Args(), trained, None) is sc
+    small = Verifier("org/small", num_hidden_layers=12, hidden_size=5376, vocab_size=151936)
+    with pytest.raises(plugin.Refusal) as info:
+        EngineArgs.create_speculative_config(Args(), small, None)
+    said = str(info.value)
+    assert "verifier-layer-out-of-range: aux layer ids [" in said and "outside org/small's 12 layers" in said
+    assert "verifier-hidden-size-mismatch: the draft expects target hidden size 4096; org/small has 5376" in said
+    assert said.endswith(
+        "(`specreg check DRAFT --verifier org/small` explains; SPECREG_VLLM_PLUGIN=0 serves it with vLLM's "
+        "own mapping anyway)"
+    )

@@ -15,13 +15,17 @@ method, built-in or plugin. `base.SpeculatorsConfig.extract_transformers_pre_tra
 refuses a type its table lacks) is wrapped so that a type vLLM's table does not have yet (a new
 `algos/` file, a plugin's) is added to the table the first time its config is read.
 
-A draft that vLLM cannot serve as trained is refused at startup, before any weight is loaded, with
-specreg's error and fix. specreg's findings are logged once through vLLM's logger. Safe by
+A draft that vLLM would not serve as it was trained is refused at startup, before any weight is
+loaded, with specreg's error and fix (`Refusal`, a ValueError; `SPECREG_VLLM_PLUGIN=0` is the way
+out): a plan with errors, a file specreg's rules call invalid (a ConfigError: DFlash aux ids naming
+layer 0, say), and a draft that does not fit the verifier vLLM runs it with (aux layer ids out of
+its range, another hidden size). specreg's findings are logged once through vLLM's logger. Safe by
 construction: idempotent; a vLLM version outside `TESTED` gets one log line and no change;
 `SPECREG_VLLM_PLUGIN=0` turns it off; a non-speculators model never reaches the mapping, and a
 named draft is read only when it is a speculators draft or a native layout specreg plans, at the
-revision vLLM loads; any failure inside specreg falls back to vLLM's own mapping, with the reason
-logged, and so does a SystemExit or KeyboardInterrupt raised by an algorithm plugin's module.
+revision vLLM loads. Nothing else raised in specreg's code reaches vLLM, whatever the config holds:
+a failure of specreg itself is one log line and vLLM's own mapping, and so is a SystemExit or
+KeyboardInterrupt raised by an algorithm plugin's module.
 """
 
 from __future__ import annotations
@@ -46,6 +50,34 @@ _MARK = "_specreg_plugin"
 _planned = threading.local()
 
 _logged: set[tuple[str, str, str]] = set()
+
+
+class Refusal(ValueError):
+    """specreg stops vLLM at startup: the draft would not be served as it was trained."""
+
+
+def _refusal(lines: list[str], explain: str = "`specreg show` explains") -> Refusal:
+    return Refusal(
+        "specreg: this draft cannot be served as it was trained by this vLLM:\n  "
+        + "\n  ".join(lines)
+        + f"\n({explain}; {SWITCH}=0 serves it with vLLM's own mapping anyway)"
+    )
+
+
+def _guarded(what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args); a failure of specreg's code (anything but a Refusal) is one log line and None, so
+    vLLM decides as it would have without the plugin."""
+    try:
+        return fn(*args)
+    except Refusal:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the plugin must never stop vLLM by failing
+        _once(
+            f"guarded:{what}:{type(exc).__name__}:{exc}",
+            f"specreg could not {what} ({type(exc).__name__}: {exc}); vLLM decides as it would without specreg",
+            logging.WARNING,
+        )
+        return None
 
 
 def _planned_type(name: Any) -> bool:
@@ -139,8 +171,10 @@ def install(algos: Any, config_class: Any, version: Version | str) -> list[str]:
 def _admit(table: dict, name: Any, version: str) -> bool:
     """Make `table[name]` specreg's updater when specreg plans the type: vLLM's function wrapped, or
     added where vLLM has none. True when it changed the table."""
+    if not _planned_type(name):
+        return False
     original = table.get(name)
-    if getattr(original, _MARK, False) or not _planned_type(name):
+    if getattr(original, _MARK, False):
         return False
     table[name] = _updater(original, version)
     return True
@@ -160,30 +194,17 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
         return
 
     def create_speculative_config(self: Any, target_model_config: Any, target_parallel_config: Any) -> Any:
-        try:
-            _fill_named_draft(self, str(version))
-        except Exception as exc:  # noqa: BLE001 - logged; vLLM decides as it would have without the plugin
-            _once(
-                f"named:{exc}",
-                f"specreg could not plan the named draft ({type(exc).__name__}: {exc}); vLLM picks its method itself",
-                logging.WARNING,
-            )
+        _guarded("plan the named draft", _fill_named_draft, self, str(version))
         _planned.specs = []
         try:
             sc = original(self, target_model_config, target_parallel_config)
         finally:
             planned, _planned.specs = _planned.specs, None
-        try:
-            if planned:
-                _check_method(sc, planned[-1])
-            else:
-                _compare_native(sc, str(version))
-        except Exception as exc:  # noqa: BLE001 - a diagnosis only: vLLM goes on either way
-            _once(
-                f"native:{exc}",
-                f"specreg could not check the native draft ({type(exc).__name__}: {exc})",
-                logging.WARNING,
-            )
+        if planned:
+            _guarded("compare the draft with what vLLM was told", _check_method, sc, planned[-1])
+            _guarded("check the draft against its verifier", _check_verifier, planned[-1], target_model_config)
+        else:
+            _guarded("check the native draft", _compare_native, sc, str(version))
         return sc
 
     create_speculative_config.__wrapped__ = original  # type: ignore[attr-defined]
@@ -202,12 +223,15 @@ def _read(model: str, revision: Any) -> Any:
 
 
 def _fill_named_draft(args: Any, version: str) -> None:
-    """A speculators draft given beside the verifier, with no method: vLLM (from 0.26,
-    vllm/config/speculative.py `SpeculativeConfig.__post_init__`) guesses the method from the draft's *path* ("eagle3",
-    "dflash", "dspark" in the name, else "draft_model", an independent model) and, with no length
-    given, refuses to start. The draft's file says both: fill what the user left out, through the
-    same setting the user used (vLLM refuses a key given both as --spec-* and in the dict). With a
-    method given nothing is read here (`_check_method` compares it with what the mapping planned)."""
+    """A speculators draft given beside the verifier: vLLM (from 0.26, vllm/config/speculative.py
+    `SpeculativeConfig.__post_init__`) guesses the method from the draft's *path* ("eagle3", "dflash",
+    "dspark" in the name, else "draft_model", an independent model), with no length given refuses to
+    start, and reads nothing else of the draft's plan: a P-EAGLE named with its method or none is
+    served as EAGLE-3 without parallel drafting. The draft's file says it all: fill what the user left
+    out of specreg's plan (method, length, parallel drafting), each through the setting the user used
+    (vLLM refuses a key given both as --spec-* and in the dict; keys with no flag go in the dict).
+    Read only with no method, or the method of a built-in algorithm; with another method (or a
+    parallel_drafting other than trained) the user's choice stays and `_check_method` logs it."""
     config = args.speculative_config if isinstance(getattr(args, "speculative_config", None), dict) else None
     model = (config or {}).get("model") or getattr(args, "spec_model", None)
     if not isinstance(model, str) or not model:
@@ -218,40 +242,96 @@ def _fill_named_draft(args: Any, version: str) -> None:
 
     flags = {"method": "spec_method", "num_speculative_tokens": "spec_tokens"}
     chosen = {key: given(key) if given(key) is not None else getattr(args, flag, None) for key, flag in flags.items()}
-    if chosen["method"] is not None:
+    if chosen["method"] is not None and chosen["method"] not in _native_methods():
         return
     read = _read(model, given("revision"))
     if not _planned_type(read.config.get("speculators_model_type")):
         return  # not a speculators draft specreg plans: vLLM's own rules
-    from specreg.normalization.core import normalize
-
-    # findings and refusals are left to the speculators mapping, which reads this file next (a raise
-    # here would only be caught by the wrapper and logged as specreg failing)
-    spec = normalize(read.config, vllm=version, source=model, origin=read.origin, manifest=read.manifest)
-    filled = {"method": spec.method}
-    if chosen["num_speculative_tokens"] is None:
-        filled["num_speculative_tokens"] = spec.num_speculative_tokens
+    # findings are left to the speculators mapping, which reads this file next; a file specreg's
+    # rules call invalid is refused here, as the mapping would
+    spec = _normalized(read.config, version, source=model, origin=read.origin, manifest=read.manifest)
+    if chosen["method"] is not None and chosen["method"] != spec.method:
+        return
+    filled = {}
+    for key, value in spec.speculative_config_dict().items():
+        if (chosen[key] if key in flags else given(key)) is None:
+            filled[key] = value
+    if not filled:
+        return
     for key, value in filled.items():
-        if config is not None and "model" in config:
-            config[key] = value
-        else:
+        if key in flags and not (config is not None and "model" in config):
             setattr(args, flags[key], value)
+        else:
+            if args.speculative_config is None:
+                args.speculative_config = {}
+            args.speculative_config[key] = value
     _once(
         f"named-planned:{model}",
         f"specreg plugin: the draft {model} is a speculators {spec.algorithm} draft; "
-        f"serving it with its trained {', '.join(f'{k}={v!r}' for k, v in filled.items())} (vLLM guesses the "
-        f"method from the path otherwise); {SWITCH}=0 turns this off",
+        f"serving it with its trained {', '.join(f'{k}={v!r}' for k, v in filled.items())} (vLLM "
+        f"{'guesses the method from the path' if 'method' in filled else 'leaves these out'} otherwise); "
+        f"{SWITCH}=0 turns this off",
     )
 
 
+def _normalized(config: Any, version: str, **where: Any) -> Any:
+    """specreg's plan of a file vLLM is serving; a file specreg's rules call invalid is refused."""
+    from specreg.errors import ConfigError
+    from specreg.normalization.core import normalize
+
+    try:
+        return normalize(config, vllm=version, **where)
+    except ConfigError as exc:
+        raise _refusal([exc.details()], "specreg check explains") from None
+
+
 def _check_method(sc: Any, spec: Any) -> None:
-    """Log (once) a speculators draft that vLLM was told to serve with another method than trained."""
+    """Log (once) a speculators draft that vLLM was told to serve with another method, or another
+    parallel drafting, than trained."""
     method = getattr(sc, "method", None)
     if method is not None and method != spec.method:
         _once(
             f"method:{sc.model}",
             f"specreg: the draft {sc.model} was trained as {spec.method!r}; vLLM is told to serve it as {method!r}",
             logging.WARNING,
+        )
+    trained = bool(spec.speculative_config.get("parallel_drafting", False))
+    served = getattr(sc, "parallel_drafting", None)
+    if method == spec.method and served is not None and bool(served) != trained:
+        _once(
+            f"parallel:{sc.model}",
+            f"specreg: the draft {sc.model} was trained with parallel_drafting={trained}; vLLM is told "
+            f"to serve it with parallel_drafting={bool(served)}",
+            logging.WARNING,
+        )
+
+
+#: what the draft's file and the verifier vLLM runs cannot both be right about (verifier_check)
+VERIFIER_REFUSALS = frozenset(
+    {
+        "verifier-layer-out-of-range",
+        "verifier-hidden-size-mismatch",
+        "verifier-vocab-too-small",
+        "mask-token-out-of-vocab",
+    }
+)
+
+
+def _check_verifier(spec: Any, target_model_config: Any) -> None:
+    """Refuse a draft that does not fit the verifier vLLM runs it with (its aux layer ids, hidden
+    size, vocabulary, mask token): vLLM would serve it, reading other layers than trained."""
+    hf = getattr(target_model_config, "hf_config", None)
+    if hf is None:
+        return
+    from specreg.vllm.verifier_check import facts_of, verifier_findings
+
+    config = hf.to_dict() if hasattr(hf, "to_dict") else dict(vars(hf))
+    name = str(getattr(target_model_config, "model", None) or "the verifier")
+    wrong = [f for f in verifier_findings(spec, facts_of(config, name)) if f.code in VERIFIER_REFUSALS]
+    if wrong:
+        raise _refusal(
+            [f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in wrong],
+            f"`specreg check DRAFT --verifier {name}` explains",
         )
 
 
@@ -327,12 +407,13 @@ def _plan(config_dict: dict, version: str) -> Any:
     """specreg's Speculator for the file, or None when specreg itself failed (then vLLM maps it)."""
     import copy
 
-    from specreg.normalization.core import normalize
     from specreg.version import __version__
 
     try:
-        spec = normalize(copy.deepcopy(config_dict), vllm=version)
-    except Exception as exc:  # noqa: BLE001 - bad input or a specreg bug: vLLM's mapping decides
+        spec = _normalized(copy.deepcopy(config_dict), version)
+    except Refusal:
+        raise  # specreg's rules call the file invalid: vLLM would serve it otherwise than trained
+    except Exception as exc:  # noqa: BLE001 - a failure of specreg itself: vLLM's mapping decides
         _once(
             f"fallback:{exc}",
             f"specreg could not plan this speculators config ({type(exc).__name__}: {exc}); vLLM's own mapping is used",
@@ -397,30 +478,30 @@ def _refuse_or_log(spec: Any) -> None:
             logging.WARNING,
         )
     if spec.errors:
-        lines = [f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in spec.errors]
-        raise ValueError(
-            "specreg: this draft cannot be served as it was trained by this vLLM:\n  "
-            + "\n  ".join(lines)
-            + f"\n(`specreg show` explains; {SWITCH}=0 serves it with vLLM's "
-            "own mapping anyway)"
-        )
+        raise _refusal([f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in spec.errors])
 
 
 def _updater(original: Callable | None, version: str) -> Callable:
     """specreg's entry of vLLM's table; `original` is vLLM's own function (None: vLLM has none for the type)."""
 
-    def update(config_dict: dict, pre_trained_config: dict) -> None:
+    def planned(config_dict: dict) -> dict | None:
         spec = _plan(config_dict, version)
-        if spec is None and original is None:
+        if spec is None:
+            return None
+        _refuse_or_log(spec)
+        return spec.draft_config_dict()
+
+    def update(config_dict: dict, pre_trained_config: dict) -> None:
+        draft = _guarded("plan this speculators config", planned, config_dict)
+        if draft is None and original is None:
             raise ValueError(
-                f"specreg could not plan this {config_dict.get('speculators_model_type')} draft (the "
+                f"specreg could not plan this {config_dict.get('speculators_model_type')!r} draft (the "
                 "reason is logged above), and vLLM has no mapping of its own for the type"
             )
-        if spec is None:
+        if draft is None:
             return original(config_dict=config_dict, pre_trained_config=pre_trained_config)
-        _refuse_or_log(spec)
         pre_trained_config.clear()
-        pre_trained_config.update(spec.draft_config_dict())
+        pre_trained_config.update(draft)
         return None
 
     update.__wrapped__ = original  # type: ignore[attr-defined]
@@ -430,15 +511,19 @@ def _updater(original: Callable | None, version: str) -> Callable:
 
 
 def _builder(original: Callable, version: str) -> Callable:
-    def build(cls: Any, config_dict: dict) -> dict:
-        result = original(cls, config_dict)
+    def planned(config_dict: dict) -> dict | None:
         if not _planned_type(config_dict.get("speculators_model_type")):
-            return result
+            return None
         spec = _plan(config_dict, version)
         if spec is None:
-            return result
+            return None
         _refuse_or_log(spec)
-        return {**result, **spec.speculative_config_dict()}
+        return spec.speculative_config_dict()
+
+    def build(cls: Any, config_dict: dict) -> dict:
+        result = original(cls, config_dict)
+        plan = _guarded("plan this speculators config", planned, config_dict)
+        return result if plan is None else {**result, **plan}
 
     build.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(build, _MARK, True)
@@ -449,7 +534,10 @@ def _extractor(original: Callable, table: dict, version: str) -> Callable:
     """vLLM refuses a type its table lacks here: a type specreg plans gets its entry first."""
 
     def extract(cls: Any, config_dict: dict) -> Any:
-        _admit(table, config_dict.get("speculators_model_type"), version)
+        _guarded(
+            "read this speculators config's type",
+            lambda: _admit(table, config_dict.get("speculators_model_type"), version),
+        )
         return original(cls, config_dict)
 
     extract.__wrapped__ = original  # type: ignore[attr-defined]

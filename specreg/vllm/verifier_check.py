@@ -66,14 +66,22 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
     from specreg.sources.verifier import read_verifier
 
     read = read_verifier(verifier, source=source, hub_only=hub_only)
-    config, body, names = read.config, read.body, read.architectures
+    return facts_of(read.config, verifier)
+
+
+def facts_of(config: Mapping[str, Any], verifier: str) -> VerifierFacts:
+    """The facts of a verifier config already read (a config.json, or the one vLLM runs with)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
+    body = text or config
+    archs = config.get("architectures")
+    names = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
     return VerifierFacts(
         id=verifier,
         architectures=names,
         num_hidden_layers=int_value(body.get("num_hidden_layers")),
         hidden_size=int_value(body.get("hidden_size")),
         vocab_size=int_value(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
-        text_config=read.text_config,
+        text_config=text is not None,
         head_size=head_size(body),
         dtype=config_dtype(body, config),
         max_position_embeddings=int_value(body.get("max_position_embeddings")),

@@ -89,16 +89,17 @@ def test_install_is_idempotent_and_uninstall_restores_vllms_mapping(fresh, versi
     assert m.draft_config(cfg) == before
 
 
-def test_a_config_specreg_cannot_read_falls_back_to_vllms_own_mapping(fresh, caplog):
+def test_a_config_specreg_calls_invalid_is_refused_where_vllms_own_mapping_would_serve_it(fresh):
+    """DFlash aux id 0 names the embeddings, which the draft was never trained on: vLLM's own mapping
+    serves it anyway; the plugin stops it with specreg's error and the way out (issue 45)."""
     m = fresh("0.33.0")
     cfg = fixture_config("dflash")
     cfg["aux_hidden_state_layer_ids"] = [0, 5]  # specreg refuses id 0 for the DFlash family; vLLM maps it
     vllm_plugin.uninstall(m.algos, m.config_class)
-    theirs = m.draft_config(cfg)
+    m.draft_config(cfg)
     vllm_plugin.install(m.algos, m.config_class, "0.33.0")
-    with caplog.at_level("WARNING", logger="vllm.specreg"):
-        assert m.draft_config(cfg) == theirs
-    assert "vLLM's own mapping is used" in caplog.text
+    with pytest.raises(vllm_plugin.Refusal, match=r"layer id 0 is below 1(.|\n)*SPECREG_VLLM_PLUGIN=0"):
+        m.draft_config(cfg)
 
 
 def test_a_draft_that_needs_the_v2_runner_says_so_at_startup(fresh, caplog, monkeypatch):

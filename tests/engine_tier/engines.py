@@ -21,6 +21,72 @@ INSTALL = (
 )
 
 
+#: the /proc/cpuinfo flags that decide vLLM 0.32's CPU kernels: AMX tiles (its SGL GEMMs, int8 and
+#: bf16, and its "amx" attention at bf16) and AVX-512 BF16 (its bf16 convolution and Zen paths)
+KERNEL_FLAGS = ("amx_tile", "amx_int8", "amx_bf16", "avx512_bf16")
+
+
+def cpu_flags(cpuinfo: str) -> tuple[str, set[str]]:
+    """The first processor's model name and flags in a /proc/cpuinfo text."""
+    model, flags = "unknown CPU", set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model == "unknown CPU":
+            model = value.strip()
+        elif key.strip() == "flags":
+            flags = set(value.split())
+            break
+    return model, flags
+
+
+def amx_tiles() -> bool:
+    """What vLLM asks (torch.cpu._is_amx_tile_supported: the CPU and the kernel both allow AMX tiles)."""
+    import torch
+
+    return bool(torch.cpu._is_amx_tile_supported())
+
+
+def kernel_library() -> str:
+    """The kernel library vLLM 0.32 loads on this x86 CPU (vllm/platforms/cpu.py `import_kernels`):
+    `_C` (with the SGL kernels) on AVX-512 BF16, else `_C_AVX512` or `_C_AVX2`."""
+    import torch
+
+    if not torch.cpu._is_avx512_supported():
+        return "_C_AVX2"
+    return "_C" if torch.cpu._is_avx512_bf16_supported() else "_C_AVX512"
+
+
+def int8_gemm() -> str:
+    """The int8 GEMM vLLM 0.32 takes on this CPU for the constructed drafts' quantized layers (their
+    shapes pass check_cpu_sgl_kernel's alignment): "sgl" with AMX tiles, else "onednn"."""
+    return "sgl" if amx_tiles() else "onednn"
+
+
+def other_gemm_runs() -> bool:
+    """Whether the other CPU's int8 GEMM runs here (run_engine.py amx_gemms): oneDNN's runs on every
+    CPU; the SGL kernel needs vLLM's `_C` library."""
+    return amx_tiles() or kernel_library() == "_C"
+
+
+def cpu_report() -> str:
+    """One line for the tier's first lines: the CPU and the kernel paths vLLM takes on it."""
+    try:
+        model, flags = cpu_flags(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        model, flags = "unknown CPU", set()
+    found = " ".join(f"{f}={'yes' if f in flags else 'no'}" for f in KERNEL_FLAGS)
+    try:
+        amx, library, other = amx_tiles(), kernel_library(), other_gemm_runs()
+    except ImportError:
+        return f"engine CPU: {model}, {os.cpu_count()} cores; {found}; torch is not installed"
+    own = "SGL GEMMs (int8 takes only bf16/fp16), amx attention at bf16" if amx else "oneDNN GEMMs, vec attention"
+    forced = ("oneDNN" if amx else "SGL") + (" runs too (run_engine.py amx_gemms)" if other else " cannot run here")
+    return (
+        f"engine CPU: {model}, {os.cpu_count()} cores; {found}; torch sees AMX tiles: {amx} -> vLLM loads "
+        f"{library} and takes {own}; the other int8 GEMM, {forced}"
+    )
+
+
 def require_engine() -> None:
     """The tier was asked for: say what it needs rather than skip."""
     import importlib.util
@@ -67,10 +133,16 @@ def start_engines(batches: list[tuple[bool, list[dict]]], workdir: Path) -> list
     return procs
 
 
-def collect(procs: list[subprocess.Popen], workdir: Path, timeout: float = 900) -> dict[str, dict]:
+#: the hang guard per job (an engine start and its prompts take 5-60 s here): generous, so a slower or
+#: busier CPU than this 2-core machine's is never taken for a hang
+JOB_TIMEOUT = 600
+
+
+def collect(procs: list[subprocess.Popen], workdir: Path) -> dict[str, dict]:
     results: dict[str, dict] = {}
     for n, proc in enumerate(procs):
-        proc.wait(timeout=timeout)
+        jobs = json.loads((workdir / f"jobs-{n}.json").read_text())
+        proc.wait(timeout=JOB_TIMEOUT * max(1, len(jobs)))
         for line in (workdir / f"engine-{n}.log").read_text(errors="replace").splitlines():
             if line.startswith("ENGINE-RESULT "):
                 r = json.loads(line.removeprefix("ENGINE-RESULT "))

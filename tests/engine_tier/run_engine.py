@@ -8,6 +8,17 @@ runs in-process, VLLM_ENABLE_V1_MULTIPROCESSING=0, with the single-process execu
 fails to start is reported with its error and the next one runs. One line per job on stdout:
 `ENGINE-RESULT {json}`. The plugin switch (SPECREG_VLLM_PLUGIN) is the process's: vLLM loads its
 plugins once per process.
+
+A job may set `dtype` (float32 by default) and `amx_gemms` (true or false): vLLM 0.32 then picks its
+GEMMs as on a CPU with (or without) AMX tiles. Its rule, `check_cpu_sgl_kernel`
+(vllm/model_executor/layers/utils.py; called by `dispatch_cpu_unquantized_gemm` there and by
+`CPUInt8ScaledMMLinearKernel.process_weights_after_loading`, vllm/model_executor/kernels/linear/
+scaled_mm/cpu.py), is asked with `torch.cpu._is_amx_tile_supported` answering that, so the other
+CPU's kernels run here: oneDNN's anywhere, the SGL kernels wherever vLLM loads its `_C` library
+(AVX-512 BF16; measured on an AMD EPYC without AMX). Attention still asks the real CPU: its "amx"
+path (vllm/v1/attention/backends/cpu_attn.py `_get_attn_isa`) runs AMX tile instructions, and
+forced on a CPU without them the engine dies of SIGILL (measured). Each result names the int8 GEMM
+each quantized layer took (`int8_gemms`: "sgl" or "onednn").
 """
 
 from __future__ import annotations
@@ -32,14 +43,55 @@ def counters(metrics) -> dict:
     return found
 
 
+#: the int8 GEMM each quantized layer took in this job, in load order
+_int8_gemms: list[str] = []
+_amx_gemms: list[bool | None] = [None]
+
+
+def watch_gemms() -> None:
+    """Record which int8 GEMM vLLM picks per layer; with `_amx_gemms` set, vLLM's own rule for every
+    GEMM (check_cpu_sgl_kernel, at both its call sites) is asked with the CPU said to have AMX tiles
+    (True) or not (False)."""
+    import torch
+    from vllm.model_executor.kernels.linear.scaled_mm import cpu
+    from vllm.model_executor.layers import utils
+
+    if getattr(cpu.CPUInt8ScaledMMLinearKernel, "_watched", False):
+        return
+    picked, choose = cpu.CPUInt8ScaledMMLinearKernel.process_weights_after_loading, utils.check_cpu_sgl_kernel
+
+    def check_cpu_sgl_kernel(n, k, dtype):
+        said = _amx_gemms[0]
+        if said is None:
+            return choose(n, k, dtype)
+        real = torch.cpu._is_amx_tile_supported
+        torch.cpu._is_amx_tile_supported = lambda: said
+        try:
+            return choose(n, k, dtype)
+        finally:
+            torch.cpu._is_amx_tile_supported = real
+
+    def process_weights_after_loading(self, layer):
+        picked(self, layer)
+        _int8_gemms.append("sgl" if self.linear_method == self._apply_weights_sgl else "onednn")
+
+    # dispatch_cpu_unquantized_gemm looks the rule up in utils; the int8 kernel imported it by name
+    utils.check_cpu_sgl_kernel = cpu.check_cpu_sgl_kernel = check_cpu_sgl_kernel
+    cpu.CPUInt8ScaledMMLinearKernel.process_weights_after_loading = process_weights_after_loading
+    cpu.CPUInt8ScaledMMLinearKernel._watched = True
+
+
 def run(job: dict) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
+    watch_gemms()
+    _int8_gemms.clear()
+    _amx_gemms[0] = job.get("amx_gemms")
     started = time.perf_counter()
     kwargs = dict(
         model=job["model"],
-        dtype="float32",
+        dtype=job.get("dtype", "float32"),
         max_model_len=256,
         enforce_eager=True,
         disable_log_stats=False,
@@ -64,6 +116,8 @@ def run(job: dict) -> dict:
         "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None),
         "parallel_drafting": bool(getattr(spec, "parallel_drafting", False)),
         "draft_architecture": (getattr(hf, "architectures", None) or [None])[0],
+        "dtype": str(llm.llm_engine.vllm_config.model_config.dtype).removeprefix("torch."),
+        "int8_gemms": list(_int8_gemms),
         "start_s": round(ready - started, 2),
         "generate_s": round(time.perf_counter() - ready, 2),
     }
@@ -80,7 +134,7 @@ def main() -> None:
         try:
             result = {"name": job.get("name"), **run(job)}
         except Exception as exc:  # noqa: BLE001 - report it and go on with the next job
-            result = {"name": job.get("name"), "error": f"{type(exc).__name__}: {exc}"}
+            result = {"name": job.get("name"), "error": f"{type(exc).__name__}: {exc}", "int8_gemms": list(_int8_gemms)}
         print("ENGINE-RESULT " + json.dumps(result), flush=True)
 
 

@@ -5,6 +5,7 @@ the message specreg's finding quotes; specreg says so before any engine is start
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -52,3 +53,33 @@ def test_an_mrope_dflash_is_refused_by_specreg_and_by_the_engine(tmp_path):
     results = collect(start_engines([(False, [job])], tmp_path), tmp_path)
     error = results["mrope/vllm"].get("error", "")
     assert "does not support M-RoPE yet" in error, results["mrope/vllm"]
+
+
+def test_the_plugin_stops_a_draft_specreg_calls_invalid_or_one_that_does_not_fit_the_verifier_vllm_runs(tmp_path):
+    """Issue 45. A DFlash whose aux ids name layer 0 (the embeddings, which the family never reads):
+    vLLM's own mapping serves it; with the plugin vLLM stops at startup with specreg's error. An
+    EAGLE-3 reading verifier layers up to 3, named beside a verifier of 2 layers: refused the same way."""
+    zero = constructed.verifier(tmp_path / "verifier", "zero")
+    layer_zero = constructed.dflash(tmp_path / "layer-zero", zero, aux=(0, 2, 3))
+    verifier = constructed.verifier(tmp_path / "next", "next_token")
+    eagle = constructed.eagle3(tmp_path / "eagle", verifier, head="qwen3", norm_before_residual=False)
+    small = tmp_path / "small"
+    shutil.copytree(verifier, small)
+    config = json.loads((small / "config.json").read_text())
+    config["num_hidden_layers"] = 2
+    (small / "config.json").write_text(json.dumps(config))
+    job = {"prompts": [[10, 11, 12]], "max_tokens": 4}
+    on = [
+        {"name": "layer-zero", "model": str(layer_zero), **job},
+        {"name": "small-verifier", "model": str(small), "speculative_config": {"model": str(eagle)}, **job},
+    ]
+    off = [{"name": "layer-zero/vllm", "model": str(layer_zero), **job}]
+    results = collect(start_engines([(True, on), (False, off)], tmp_path), tmp_path)
+    refused = "specreg: this draft cannot be served as it was trained by this vLLM"
+    error = results["layer-zero"].get("error", "")
+    assert refused in error and "layer id 0 is below 1" in error and "SPECREG_VLLM_PLUGIN=0" in error, results
+    assert "error" not in results["layer-zero/vllm"], results["layer-zero/vllm"]  # vLLM alone serves it
+    error = results["small-verifier"].get("error", "")
+    assert (
+        refused in error and f"verifier-layer-out-of-range: aux layer ids [3] are outside {small}'s 2 layers" in error
+    ), results["small-verifier"]

@@ -22,7 +22,7 @@ import pytest
 import trained
 from engines import engine_env, require_engine
 
-pytestmark = pytest.mark.engine
+pytestmark = pytest.mark.trainer  # its ~3.5 min of engine time would take the engine tier (CI) past its budget
 
 TWIN = "dflash-2l-aux-ids-plus-one"
 

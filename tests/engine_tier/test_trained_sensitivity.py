@@ -64,8 +64,8 @@ def one_longer(folder: Path, kwargs: dict) -> None:
 #: twin -> (draft, "file" (edit a copy of the unmodified file) or "materialized" (edit what
 #: materialize wrote), the edit, why the band cannot see it (None: it must fall outside the band))
 TWINS = {
-    # (DFlash ids one lower would name layer 0, which specreg refuses, and the plugin then leaves the
-    # draft to vLLM's own mapping: one higher is the twin specreg plans)
+    # (DFlash ids one lower would name layer 0, which specreg's rules call invalid and the plugin
+    # refuses at startup: one higher is the twin specreg plans)
     "dflash-2l/aux-ids-plus-one": ("dflash-2l", "file", shift_ids("aux_hidden_state_layer_ids", 1), None),
     "dflash-2l/causal-in-block": (
         "dflash-2l",

@@ -82,7 +82,7 @@ def tiny(tmp_path_factory):
     return {"root": root, "verifier": verifier, "agree": agree, "disagree": disagree, "rows": rows}
 
 
-def specreg(*args, env: dict | None = None, cwd=None, timeout: float = 600) -> subprocess.CompletedProcess:
+def specreg(*args, env: dict | None = None, cwd=None, timeout: float = 1500) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "specreg", *args],
         capture_output=True,
@@ -185,7 +185,7 @@ class ApiServer:
             start_new_session=True,
         )
 
-    def wait(self, seconds: float = 300) -> None:
+    def wait(self, seconds: float = 1200) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             if self.proc.poll() is not None:
