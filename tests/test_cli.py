@@ -455,7 +455,7 @@ def test_a_verifier_longer_than_any_path_is_refused_in_one_short_line(draft):
     assert len(r.stderr) < 400 and "100,004 characters" in r.stderr
 
 
-@pytest.mark.parametrize("module", ["specreg.cli.main", "specreg.cli.show", "specreg.cli.verify"])
+@pytest.mark.parametrize("module", ["specreg.cli.main", "specreg.cli.show", "specreg.cli.common"])
 def test_ctrl_c_while_the_command_line_is_imported_is_one_line_and_exit_130(tmp_path, module):
     """Ctrl-C in the first 0.2 s (the imports, before main() runs) printed a traceback. The Ctrl-C is
     made to arrive exactly while `module` is being imported: a sitecustomize import hook raises it."""

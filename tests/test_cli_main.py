@@ -15,10 +15,11 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
     return action.choices[name]
 
 
-def _error(parser: argparse.ArgumentParser, argv: list[str], capsys) -> tuple[object, str]:
-    with pytest.raises(SystemExit) as exc:
+def _error(parser: argparse.ArgumentParser, argv: list[str], capsys) -> tuple[str, str]:
+    """The usage error the parser raises (main() prints it as one line), and what it printed."""
+    with pytest.raises(main._UsageError) as exc:
         parser.parse_args(argv)
-    return exc.value.code, capsys.readouterr().err
+    return str(exc.value), capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", sorted(main.COMMANDS))

@@ -427,7 +427,9 @@ def test_a_refusal_comes_before_anything_is_written_or_downloaded(hub, tmp_path)
     """serve materialized the draft (downloading its weights) and only then refused --spec-flags."""
     src = write_draft(tmp_path / "src", fixture_config("peagle"))
     hub.add("org/peagle", {p.name: p.read_bytes() for p in src.iterdir()})
-    out = run("serve", "org/peagle", "--spec-flags", "--dir", str(tmp_path / "d"))
+    from conftest import serving_release
+
+    out = run("serve", "org/peagle", "--vllm", serving_release("peagle"), "--spec-flags", "--dir", str(tmp_path / "d"))
     assert out.returncode == 2 and "--spec-flags: this draft's speculative config also sets" in out.stderr
     assert not (tmp_path / "d").exists()
     assert hub.bytes_sent(".safetensors") == 0

@@ -97,7 +97,7 @@ def load(
         from specreg.vllm.preflight import preflight
 
         spec = preflight(spec, verifier=verifier, check_verifier=bool(check_verifier), check_weights=check_weights)
-    elif check_verifier is None:
+    elif check_verifier is None and given:  # no verifier given: nothing to check, nothing to import
         from specreg.vllm.preflight import against_verifier
 
         spec = against_verifier(spec, given)

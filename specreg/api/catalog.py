@@ -11,6 +11,7 @@ import attrs
 
 from specreg.entries import CheckReport, Entry, Pinned, catalog, check, pin
 from specreg.errors import SpecregError
+from specreg.normalization.speculator import as_tuple
 
 Registry = str | os.PathLike[str] | None
 
@@ -94,9 +95,9 @@ class Listing:
     """The entries a filter chose, in catalog order, out of how many the catalog holds; with a
     verifier, their figures ranked within groups of the same metric, k, dataset and engine."""
 
-    entries: tuple[Entry, ...] = attrs.field(converter=tuple)
+    entries: tuple[Entry, ...] = attrs.field(converter=as_tuple)
     total: int
-    figures: tuple[Figure, ...] = attrs.field(default=(), converter=tuple)
+    figures: tuple[Figure, ...] = attrs.field(default=(), converter=as_tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return {

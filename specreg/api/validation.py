@@ -101,10 +101,10 @@ def check_config(config: Any, source: str | None = None) -> None:
 
 def integer(name: str, value: Any, field: str | None = None) -> int | None:
     """`value` (None or an int) within the limits of the flag for `field` (default `name`)."""
+    if value is None:  # before the import: the limits table comes with the catalog package
+        return None
     from specreg.entries.limits import INTEGERS, integer_problem
 
-    if value is None:
-        return None
     problem = integer_problem(field or name, value)
     if problem is not None:
         lo, hi = INTEGERS[field or name]
@@ -127,8 +127,10 @@ def version(value: Any) -> Any:
     from packaging.version import Version
 
     if value is not None and not isinstance(value, (str, Version)):
+        from specreg import facts
+
         raise SpecregError(
-            f"vllm must be a version string such as '0.33', got {type(value).__name__} {show_value(value, 40)}"
+            f"vllm must be a version string such as '{facts.known()[-1]}', got {type(value).__name__} {show_value(value, 40)}"
         )
     return value
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from specreg.errors import ConfigError, OfflineError, Problem, SpecregError, show_value
-from specreg.normalization.speculator import Finding, thaw
+from specreg.normalization.speculator import Finding, as_tuple, thaw
 from specreg.vllm.attention import AttentionError, gpu_label
 from specreg.vllm.gpu_plan import GpuReport, gpu_check
 from specreg.vllm.deployment import (
@@ -43,7 +43,7 @@ class Checks:
     weights: WeightsSummary | None = None
     gpu: GpuReport | None = None
     #: the findings these checks added to the draft's own
-    found: tuple[Finding, ...] = attrs.field(default=(), converter=tuple)
+    found: tuple[Finding, ...] = attrs.field(default=(), converter=as_tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return {
