@@ -119,10 +119,19 @@ def test_which_drafts_get_their_positions_raised_is_the_wheels(version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_draft_runs_in_the_verifiers_dtype(version):
-    """SpeculativeConfig builds the draft's ModelConfig with dtype=self.target_model_config.dtype."""
+    """SpeculativeConfig builds the draft's ModelConfig with dtype=self.target_model_config.dtype (from
+    0.34 the V2 runner's DraftModelSpeculatorConfig.configure does, with dtype=target.dtype, where
+    target is spec.target_model_config)."""
     tree = source(version, "vllm/config/speculative.py")
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "ModelConfig"]
     dtypes = {ast.unparse(k.value) for c in calls for k in c.keywords if k.arg == "dtype"}
+    if not dtypes:
+        v2 = source(version, f"{SPEC_DECODE}/speculator_config.py")
+        assert v2 is not None and "target = spec.target_model_config" in ast.unparse(v2)
+        calls = [n for n in ast.walk(v2) if isinstance(n, ast.Call) and ast.unparse(n.func) == "ModelConfig"]
+        dtypes = {ast.unparse(k.value) for c in calls for k in c.keywords if k.arg == "dtype"}
+        assert dtypes == {"target.dtype"}
+        return
     assert dtypes == {"self.target_model_config.dtype"}
 
 
@@ -155,6 +164,11 @@ def test_the_drafter_selects_its_own_backend_and_inherits_the_kv_cache_dtype(ver
     draft always has the server's)."""
     from specreg.vllm.gpu_plan import DRAFT_KV_CACHE_DTYPE_SINCE
 
+    if source(version, DRAFTER) is None:  # 0.34: no V1 drafter; apply_draft_overrides' table holds both
+        spec = ast.unparse(source(version, "vllm/config/speculative.py"))
+        assert "('attention_backend', 'attention_config', 'backend')" in spec
+        assert draft_has_own_kv_cache_dtype(version)
+        return
     assert "backend=spec_cfg.attention_backend" in ast.unparse(_draft_config_builder(version))
     own_kv = draft_has_own_kv_cache_dtype(version)
     assert own_kv == (Version(version) >= Version(DRAFT_KV_CACHE_DTYPE_SINCE))
@@ -379,7 +393,11 @@ def test_a_chunked_local_attention_verifier_and_an_eagle_drafter_turn_the_hybrid
     ]
     (branch,) = ifs
     (inner,) = [n for n in branch.body if isinstance(n, ast.If)]
-    assert "self.speculative_config.use_eagle()" in ast.unparse(inner.test)
+    # 0.34 asks the method's speculator config (`uses_target_hidden_states`: the same methods)
+    assert any(
+        ask in ast.unparse(inner.test)
+        for ask in ("self.speculative_config.use_eagle()", "self.speculative_config.uses_target_hidden_states")
+    )
     assert ast.unparse(inner.body[-1]) == "need_disable_hybrid_kv_cache_manager = True"
     assert "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in ast.unparse(inner.orelse)
     assert use_eagle_methods(version) == deployment._at(version, deployment.EAGLE_METHODS)

@@ -90,7 +90,11 @@ def test_every_difference_is_listed_and_every_row_still_occurs(mappings):
             diffs, spec = differences(mapping, name)
             if diffs == "refused":
                 assert not spec.servable, f"vLLM {version} refuses {name}, specreg calls it servable"
-                assert {f.code for f in spec.errors} & {"unservable-algorithm", "vllm-unsupported-algorithm"}
+                assert {f.code for f in spec.errors} & {
+                    "unservable-algorithm",
+                    "vllm-unsupported-algorithm",
+                    "vllm-removed-algorithm",
+                }
                 continue
             assert spec.method is not None and "vllm-unsupported-algorithm" not in {f.code for f in spec.errors}, (
                 f"vLLM {version} maps {name}, specreg says it cannot"

@@ -124,11 +124,17 @@ def aux_capture_architectures(version: str) -> set[str]:
     import re
 
     with zipfile.ZipFile(wheel(version)) as z:
+        names = z.namelist()
         models = {
             n: z.read(n).decode()
-            for n in z.namelist()
+            for n in names
             if n.startswith("vllm/model_executor/models/") and n.endswith(".py") and n.count("/") == 3
         }
+        registry = models["vllm/model_executor/models/registry.py"]
+        # from 0.34 the registry may name a module by its full path (Qwen3.5: "vllm.models.qwen3_5"):
+        # that package's files hold the class
+        packages = {m.replace(".", "/") + "/" for m in re.findall(r'"(vllm\.[\w.]+)"', registry)}
+        models.update({n: z.read(n).decode() for n in names if n.endswith(".py") and n.startswith(tuple(packages))})
     bases: dict[str, list[list[str]]] = {}
     for text in models.values():
         for m in re.finditer(r"^class (\w+)\(([^)]*)\)", text, re.M | re.S):
@@ -145,6 +151,5 @@ def aux_capture_architectures(version: str) -> set[str]:
         memo[cls] = any(supports(b, depth + 1) for group in bases[cls] for b in group)
         return memo[cls]
 
-    registry = models["vllm/model_executor/models/registry.py"]
-    entries = re.findall(r'"(\w+)":\s*\(\s*"(\w+)",\s*"(\w+)",?\s*\)', registry)
+    entries = re.findall(r'"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', registry)
     return {arch for arch, _module, cls in entries if supports(cls)}

@@ -153,13 +153,24 @@ def speculative(target, kwargs: dict):
     return SpeculativeConfig(target_model_config=target, target_parallel_config=ParallelConfig(), **kwargs)
 
 
+def drafts_in_parallel(sc) -> bool:
+    """Whether vLLM drafts every slot at once: the speculative config's flag, or (from 0.34, where the
+    flag is deprecated and has no effect) the method's speculator config class, which says it for
+    DFlash and DSpark (vllm/v1/worker/gpu/spec_decode/dflash/config.py: parallel_drafting = True)."""
+    try:
+        from vllm.v1.worker.gpu.spec_decode.speculator_config import get_speculator_config_class
+    except ImportError:  # before 0.34: the flag alone decides
+        return bool(getattr(sc, "parallel_drafting", False))
+    return bool(getattr(get_speculator_config_class(sc), "parallel_drafting", False))
+
+
 def resolved(sc) -> dict:
     """What vLLM will serve, read back from its config objects."""
     hf = sc.draft_model_config.hf_config
     out = {
         "method": sc.method,
         "num_speculative_tokens": sc.num_speculative_tokens,
-        "parallel_drafting": bool(getattr(sc, "parallel_drafting", False)),
+        "parallel_drafting": drafts_in_parallel(sc),
         "architecture": sc.draft_model_config.architectures[0],
     }
     aux = getattr(hf, "eagle_aux_hidden_state_layer_ids", None)
