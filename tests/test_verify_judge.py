@@ -179,7 +179,7 @@ def test_a_secondary_baseline_is_shown_never_a_gate():
 
 
 # --------------------------------------------------------------------------------------------------
-# Catalog entries sourced from vLLM's CI are judged by CI's own rule (vLLM v0.33.0, commit 4ba787ec9):
+# Catalog entries sourced from vLLM's CI are judged by CI's own rule (vLLM v0.34.0, commit 62d4bc3c7; the same numbers as v0.33.0, commit 4ba787ec9):
 #
 # - tests/v1/spec_decode/test_speculators_correctness.py: `acceptance_len >= expected * (1 -
 #   acceptance_len_rtol)` and, for each *listed* position, `rate >= expected * (1 - per_pos_rtol)`;
@@ -235,7 +235,7 @@ def test_the_ci_sourced_entries_are_the_eight_ci_gates():
 def test_specregs_verdict_is_cis_at_one_percent_around_every_bound(entry_id):
     entry = catalog().get(entry_id)
     (b,) = [b for b in entry.baselines if b.source.endswith(CI_FILES)]
-    assert b.source_commit == "4ba787ec9" and "v0.33.0" in b.source
+    assert b.source_commit == "62d4bc3c7" and "v0.34.0" in b.source
     m = b.metrics
     exp_al, al_rtol = m.acceptance_length.value, m.acceptance_length.tolerance
     exp_rates, pos_rtol = list(m.per_position.values), m.per_position.tolerance
@@ -259,7 +259,7 @@ def test_the_nm_testing_dflash_entry_gates_the_four_positions_ci_lists():
     assert b.metrics.per_position.values == (0.795, 0.611, 0.429, 0.282)
 
 
-# vLLM v0.33.0's acceptance_rates tests, each floor written here from its file:
+# vLLM v0.34.0's acceptance_rates tests (floors unchanged from v0.33.0), each floor written here from its file:
 # - dspark/test_dspark.py: `metric >= reference * REGRESSION_TOLERANCE` (0.95) for AL and acceptance rate;
 # - dflash/test_dflash.py: the reference test's mean per-prompt AL `>= expected * 0.95` (utils.py), with
 #   expected 4.24 (MT-Bench), 6.50 (HumanEval), 6.54 * 0.975 (GSM8K); the batched test `>= 3.5`;
@@ -293,7 +293,7 @@ def test_acceptance_rates_floors_are_cis_at_one_percent(key):
     entry_id, index = key
     entry = catalog().get(entry_id)
     b = entry.baselines[index]
-    assert b.source_commit == "4ba787ec9" and "v0.33.0 " in b.source
+    assert b.source_commit == "62d4bc3c7" and "v0.34.0 " in b.source
     floors = FLOORS[key]
     for metric in floors:
         for f in (0.99, 1.01):
