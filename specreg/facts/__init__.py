@@ -219,6 +219,13 @@ def _holds_per_release(rule: str) -> dict[str, Any]:
 
 
 @cache
+def _release_values(rule: str) -> dict[str, bool]:
+    """release -> whether it has `rule`, every known release (read once per rule: `holds` is asked
+    on every normalization)."""
+    return dict(_values(_holds_per_release(rule)))
+
+
+@cache
 def rule_spans(rule: str) -> tuple[tuple[str, str | None], ...]:
     """The runs of known releases in which the dated rule `rule` holds ((first, last or None), oldest
     first): a rule may start, stop (a release that removed it) and start again."""
@@ -231,7 +238,7 @@ def holds(rule: str, version: str | Version) -> bool:
     the typed first version of a rule older than every tracked release, else no."""
     v = Version(str(version))
     release = f"{v.major}.{v.minor}"
-    values = dict(_values(_holds_per_release(rule)))
+    values = _release_values(rule)
     if release in values:
         return values[release]
     if v > newest():
@@ -279,7 +286,7 @@ def rules(read_by: str) -> tuple[str, ...]:
 
 def reread() -> None:
     """Forget what was read from the committed files (after `refresh` wrote them)."""
-    for cached in (_read, _releases, _rules_of, since, rule_spans):
+    for cached in (_read, _releases, _rules_of, since, rule_spans, _release_values):
         cached.cache_clear()
 
 

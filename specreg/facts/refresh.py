@@ -93,9 +93,15 @@ def run_extractors(release: str, wheel: str, out: Path) -> list[str]:
     return failures
 
 
+def rules_only(release: str) -> bool:
+    """Whether `release` is older than the attention selector's range (0.20-0.23): its folder holds its
+    rules only, and the kv_cache survey cannot run on its wheel."""
+    return Version(release) < min(map(Version, facts.tested_by("selector")))
+
+
 def expected_kinds(release: str) -> tuple[str, ...]:
     """The kinds of facts a release's folder holds: rules only for a release older than the selector's range."""
-    if Version(release) < min(map(Version, facts.tested_by("selector"))):
+    if rules_only(release):
         return ("rules",)
     return ("attention_backends", "kv_cache", "quantization_methods", "rules")
 

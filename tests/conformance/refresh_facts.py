@@ -20,11 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from specreg import facts
 from tests.conformance import (
     kv_cache_groups,
     quantization_methods,
@@ -32,6 +30,7 @@ from tests.conformance import (
     selector,
     test_kv_cache_groups,
 )
+from specreg.facts.refresh import rules_only
 from tests.conformance.vllm_mapping import wheel as download
 
 LIMIT = int(os.environ.get("SPECREG_REFRESH_STEP_LIMIT", "1200"))
@@ -98,7 +97,7 @@ def main(release: str, wheel: str, out: Path) -> int:
         step(f"fatal: could not download the wheel of vllm=={wheel}: {why(e)}")
         return 2
     driver = Driver()
-    if Version(release) < min(map(Version, facts.tested_by("selector"))):
+    if rules_only(release):
         # releases older than the selector's range (0.20-0.23): their folder holds the rules only, and
         # the kv_cache survey cannot run there (those wheels' vllm.config needs gguf, which the engine
         # venv lacks), so the kv_cache rules' records say they are not computed
@@ -149,7 +148,7 @@ def write_rules(release: str, wheel: str, groups: dict[str, Any] | None, driver:
     algorithms the wheel registers but refuses, in its own words."""
     cases = groups["cases"] if groups is not None else None
     computed = rule_facts.compute(wheel, cases, driver.attempt)
-    if groups is None and Version(release) >= min(map(Version, facts.tested_by("selector"))):
+    if groups is None and not rules_only(release):
         computed.update({r: rule_facts.NOT_RUN for r in rule_facts.KV_HOLDS})
     ok, refused = driver.attempt("refusals", lambda: rule_facts.refusals(wheel))
     rule_facts.regenerate({release: computed}, root=out, refused={release: refused if ok else {}})
