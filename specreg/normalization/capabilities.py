@@ -76,6 +76,10 @@ RULES: tuple[str, ...] = (
     # Model Runner V1 exists beside V2 (vllm/v1/worker/gpu_model_runner.py); 0.34 deleted it, so what V1
     # refuses and VLLM_USE_V2_MODEL_RUNNER (refused there: "no longer supported") do not apply.
     "model_runner_v1",
+    # A DFlash2 draft config with no_rope_layers (layer indices) gets DFlash2RicursiveDraftModel, whose
+    # layers at those indices skip RoPE (vllm/config/speculative.py hf_config_override,
+    # ricursive_dflash2.py); before, the DFlash2 class rotated every layer and ignored the field.
+    "dflash2_nope_layers",
 )
 
 

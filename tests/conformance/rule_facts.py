@@ -124,6 +124,12 @@ SOURCE_PROBES = {
         "vllm/transformers_utils/config.py",
         r"speculative_config\.update\(vllm_speculative_config\)",
     ),
+    # a DFlash2 draft config with no_rope_layers is given the class whose layers at those indices skip
+    # RoPE (DFlash2RicursiveDraftModel, ricursive_dflash2.py); before, every DFlash2 layer rotates
+    "dflash2_nope_layers": (
+        "vllm/config/speculative.py",
+        r'"DFlash2DraftModel" and getattr\(\s*hf_config, "no_rope_layers"',
+    ),
 }
 
 
