@@ -40,6 +40,7 @@ def dflash2(cfg, ctx):
     | `transformer_layer_config.layer_types` | list[str] | default all full_attention | full layers are bidirectional, sliding ones causal unless sliding_window_non_causal |
     | `transformer_layer_config.is_causal` | bool | optional | vLLM >= 0.28 applies it to every layer before any other rule; cleared when layers differ |
     | `transformer_layer_config.sliding_window` | int >= 1 | required with sliding layers | the window of sliding layers |
+    | `transformer_layer_config.no_rope_layers` | list[int] | optional | layers trained without RoPE (indices); served so from vLLM 0.34 (ricursive_dflash2.py), an error where every layer rotates (older vLLM, SGLang) |
     | `aux_hidden_state_layer_ids` | list[int] | required (never guessed) | verifier layers feeding the draft; target ids are these minus one |
     | `mask_token_id` | int >= 0 | required | the token that fills the draft block |
     | `block_size` | int in 1..4096 | optional | the trained block: checks the draft length |

@@ -311,6 +311,60 @@ def test_dflash2_needs_vllm_029(fx):
     assert "vLLM >= 0.29" in finding(spec, "vllm-unsupported-algorithm").message
 
 
+# -- DFlash2 trained with NoPE layers (transformer_layer_config.no_rope_layers: layer indices) ----
+
+
+def _nope_releases() -> tuple[str, str]:
+    """(the newest release that serves DFlash2 but rotates every layer, the first that skips RoPE in the
+    listed layers), from the facts (tests/conformance reads both from the wheels)."""
+    from specreg import facts
+
+    dflash2 = [r for r in facts.known() if facts.holds("algorithm_dflash2", r)]
+    rotates = [r for r in dflash2 if not facts.holds("dflash2_nope_layers", r)]
+    return rotates[-1], str(facts.since("dflash2_nope_layers"))
+
+
+def _nope(fx, layers):
+    cfg = fx("dflash2")
+    cfg["transformer_layer_config"]["no_rope_layers"] = layers
+    return cfg
+
+
+def test_dflash2_with_nope_layers_is_an_error_where_vllm_rotates_every_layer(fx):
+    old, first = _nope_releases()
+    spec = specreg.normalize(_nope(fx, [3, 1]), vllm=old)
+    f = finding(spec, "vllm-unsupported-feature")
+    assert f.severity == "error"
+    assert f.path == "$.transformer_layer_config.no_rope_layers"
+    assert "trained without RoPE in layers [1, 3]" in f.message
+    assert "rotates every DFlash2 layer" in f.message and f"Needs vLLM >= {first}" in f.message
+
+
+def test_dflash2_with_nope_layers_is_served_as_trained_where_vllm_reads_them(fx):
+    _old, first = _nope_releases()
+    spec = specreg.normalize(_nope(fx, [1]), vllm=first)
+    assert "vllm-unsupported-feature" not in codes(spec)
+    # vLLM's hf_config_override gives this config its NoPE class by the field itself: it stays in the
+    # draft config with the DFlash2 class name (tests/vllm_tier runs 0.34's own override on it)
+    dc = spec.draft_config_dict()
+    assert dc["no_rope_layers"] == [1] and dc["architectures"] == ["DFlash2DraftModel"]
+
+
+@pytest.mark.parametrize("layers", [[], None])
+def test_dflash2_without_nope_layers_has_no_rope_finding(fx, layers):
+    old, _first = _nope_releases()
+    spec = specreg.normalize(_nope(fx, layers) if layers is not None else fx("dflash2"), vllm=old)
+    assert "vllm-unsupported-feature" not in codes(spec)
+
+
+def test_a_nope_layer_the_draft_does_not_have_is_a_config_error(fx):
+    with pytest.raises(specreg.ConfigError) as exc:
+        specreg.normalize(_nope(fx, [0, 5]), vllm="0.34", source="dflash2.json")
+    (problem,) = exc.value.problems
+    assert problem.path == "$.transformer_layer_config.no_rope_layers[1]"
+    assert "layer 5 is not one of the draft's 5 layers (0..4)" in problem.message
+
+
 # -- dspark_generated.json: 3 full layers, sample_from_anchor true, block 8, 8 tokens -----------
 
 

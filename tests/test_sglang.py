@@ -183,6 +183,17 @@ def test_eagle3_refusals(fx, change, path, words):
     assert words in plan.errors[0].message and plan.config == {}
 
 
+def test_dflash2_trained_with_nope_layers_is_refused(fx):
+    """SGLang 0.5.23's DFlash layers all rotate: a draft trained without RoPE in some is not served as trained."""
+    cfg = fx("dflash2")
+    cfg["transformer_layer_config"]["no_rope_layers"] = [2]
+    plan = export(specreg.normalize(cfg, vllm="0.34", source="dflash2.json"))
+    assert [(f.code, f.path) for f in plan.errors] == [
+        ("sglang-unservable", "$.transformer_layer_config.no_rope_layers")
+    ]
+    assert "without RoPE in layers [2]" in plan.errors[0].message and "rotates every layer" in plan.errors[0].message
+
+
 def test_dflash_trained_from_the_anchor_is_refused(fx):
     cfg = fx("dflash")
     cfg["sample_from_anchor"] = True

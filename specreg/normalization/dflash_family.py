@@ -30,6 +30,7 @@ from specreg.normalization.fields import (
     BOOL,
     COUNT,
     LAYER_IDS,
+    LAYER_IDS_OR_EMPTY,
     NONNEG_INT,
     POS_INT,
     STR_LIST,
@@ -139,8 +140,10 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     extras = {key: cfg.get(key, kind) for key, kind, _ in variant.extras}
     source_archs = cfg.get("architectures", STR_LIST, default=[])
     n, types, window = read_layers(cfg, layer_cfg)
+    nope = None
     if layer_cfg is not None:
         check_layer_shape(layer_cfg, plan)
+        nope = _nope_layers(layer_cfg, n) if variant.name == "dflash2" else None
     cfg.done()
     assert layer_cfg is not None and aux is not None and n is not None  # guaranteed by done()
 
@@ -184,6 +187,14 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             dest = "draft_config" if where == "top" else "draft_config.dflash_config"
             plan.copy(f"{dest}.{key}", extras[key], cfg.at(key))
 
+    if nope and not ctx.holds("dflash2_nope_layers"):
+        plan.find(
+            "vllm-unsupported-feature",
+            f"the draft was trained without RoPE in layers {nope} (no_rope_layers, layer indices as vLLM reads "
+            f"them); {ctx.vllm_label} rotates every DFlash2 layer and reads no_rope_layers nowhere. Needs vLLM >= "
+            f"{short(first('dflash2_nope_layers'))} (DFlash2RicursiveDraftModel).",
+            layer_cfg.at("no_rope_layers"),
+        )
     _draft_length(cfg, ctx, variant, plan, block, anchor_in_file)
     v1 = variant.name == "dflash" or (
         variant.name == "dflash2" and not ctx.holds("v1_runner_refuses_dflash_candidate_head")
@@ -191,6 +202,21 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     check_startup(layer_cfg, plan, ctx, parallel_slots=v1, why="DFlash (it drafts the whole block in one pass)")
     _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file)
     return plan
+
+
+def _nope_layers(layer_cfg: Fields, n: int | None) -> list[int] | None:
+    """The layers a DFlash2 draft was trained without RoPE (transformer_layer_config.no_rope_layers, layer
+    indices: vLLM's DFlash2RicursiveDraftModel skips RoPE in layer i when i is in the list), checked to
+    name layers the draft has; None or [] when every layer rotates."""
+    nope = layer_cfg.get("no_rope_layers", LAYER_IDS_OR_EMPTY)
+    for i, layer in enumerate(nope or ()):
+        if n is not None and layer >= n:
+            layer_cfg.problem(
+                f"{layer_cfg.at('no_rope_layers')}[{i}]",
+                f"layer {layer} is not one of the draft's {n} layers (0..{n - 1}); vLLM reads no_rope_layers "
+                "as layer indices",
+            )
+    return sorted(set(nope)) if nope else None
 
 
 def _draft_length(

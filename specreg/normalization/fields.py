@@ -125,6 +125,7 @@ STR = Kind("str", _str)
 NUMBER = Kind("number", _number)
 LAYER_ID = Kind("int >= 0", _int_in(0, MAX_COUNT))
 LAYER_IDS = Kind("list[int]", _list_of(LAYER_ID))
+LAYER_IDS_OR_EMPTY = Kind("list[int]", _list_of(LAYER_ID, min_len=0))
 STR_LIST = Kind("list[str]", _list_of(STR, min_len=0))
 
 

@@ -320,6 +320,13 @@ def _block(spec, plan: Trained, config: dict[str, Any], rules, refuse, tensor_na
             "markov_rank > 0 (sglang/srt/speculative/dspark_components/dspark_config.py)",
             "$.markov_head_type",
         )
+    nope = config.get("no_rope_layers")
+    if isinstance(nope, list) and nope:
+        refuse(
+            f"the draft was trained without RoPE in layers {sorted(set(nope))} (no_rope_layers); SGLang's "
+            f"{config['architectures'][0]} rotates every layer ({rules['dflash']['nope_layers_from']})",
+            "$.transformer_layer_config.no_rope_layers",
+        )
     layers = rules["dflash"]
     if config.get("model_type") in layers["qwen3_layer_names"]:
         config["model_type"] = layers["layer_model_type"]  # a trainer's own name for these Qwen3 layers

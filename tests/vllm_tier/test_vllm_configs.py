@@ -603,3 +603,32 @@ def test_serve_reads_the_users_flags_with_vllms_own_parser():
     assert got["same"], got["live"]
     assert got["given"] == [{"tensor_parallel_size": "4", "max_model_len": "100"}, "vLLM's parser"]
     assert set(got["spec"][0]) == {"spec_model"}
+
+
+def test_a_dflash2_draft_trained_with_nope_layers_gets_the_class_the_facts_say(tmp_path):
+    """The installed vLLM's own SpeculativeConfig on the materialized draft: where the facts say it reads
+    no_rope_layers (dflash2_nope_layers, from 0.34), its hf_config_override gives the draft the class whose
+    listed layers skip RoPE, and specreg reports nothing; where they say it does not, specreg refuses."""
+    import vllm
+
+    from specreg import facts
+
+    config = fixture_config("dflash2")
+    config["transformer_layer_config"]["no_rope_layers"] = [1, 3]
+    src = write_draft(tmp_path / "src", config)
+    spec = specreg.load(src)  # targets the installed vLLM
+    version = vllm.__version__.split("+")[0]
+    if not facts.holds("dflash2_nope_layers", version):
+        assert "vllm-unsupported-feature" in {f.code for f in spec.errors}
+        with pytest.raises(specreg.SpecregError, match="vllm-unsupported-feature"):
+            spec.materialize(tmp_path / "draft", weights="none")
+        return
+    assert not spec.errors
+    out = spec.materialize(tmp_path / "draft", weights="none")
+    target = build(tmp_path, spec)
+    sc = speculative(target, out.llm_kwargs(verifier=str(tmp_path / "target"))["speculative_config"])
+    arch = sc.draft_model_config.architectures[0]
+    assert model_class(arch) == ("vllm.model_executor.models.ricursive_dflash2", "RicursiveDFlash2ForCausalLM")
+    assert list(sc.draft_model_config.hf_config.no_rope_layers) == [1, 3]
+    # vLLM's own automatic path (`vllm serve DRAFT`) on the unmodified file picks the same class
+    assert model_class(auto_path(tmp_path, target, src)["architecture"]) == model_class(arch)
