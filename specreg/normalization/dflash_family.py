@@ -210,6 +210,15 @@ def _nope_layers(layer_cfg: Fields, n: int | None) -> list[int] | None:
     name layers the draft has; None or [] when every layer rotates."""
     nope = layer_cfg.get("no_rope_layers", LAYER_IDS_OR_EMPTY)
     for i, layer in enumerate(nope or ()):
+        if layer in nope[:i]:
+            # SmolLM3's and Llama 4's no_rope_layers is a per-layer mask (1: rotate), which vLLM's DFlash2
+            # class would read as indices: [1, 1, 0] would serve layers 0 and 1 without RoPE
+            layer_cfg.problem(
+                f"{layer_cfg.at('no_rope_layers')}[{i}]",
+                f"layer {layer} is listed twice; vLLM reads no_rope_layers as layer indices (the layers without "
+                "RoPE), not as a per-layer 0/1 mask",
+            )
+            return None
         if n is not None and layer >= n:
             layer_cfg.problem(
                 f"{layer_cfg.at('no_rope_layers')}[{i}]",
