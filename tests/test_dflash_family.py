@@ -359,7 +359,7 @@ def test_dflash2_without_nope_layers_has_no_rope_finding(fx, layers):
 
 def test_a_nope_layer_the_draft_does_not_have_is_a_config_error(fx):
     with pytest.raises(specreg.ConfigError) as exc:
-        specreg.normalize(_nope(fx, [0, 5]), vllm="0.34", source="dflash2.json")
+        specreg.normalize(_nope(fx, [0, 5]), vllm=_nope_releases()[1], source="dflash2.json")
     (problem,) = exc.value.problems
     assert problem.path == "$.transformer_layer_config.no_rope_layers[1]"
     assert "layer 5 is not one of the draft's 5 layers (0..4)" in problem.message
@@ -367,7 +367,7 @@ def test_a_nope_layer_the_draft_does_not_have_is_a_config_error(fx):
 
 def test_a_per_layer_mask_in_no_rope_layers_is_a_config_error_not_read_as_indices(fx):
     with pytest.raises(specreg.ConfigError) as exc:
-        specreg.normalize(_nope(fx, [1, 1, 1, 0, 1]), vllm="0.34", source="dflash2.json")
+        specreg.normalize(_nope(fx, [1, 1, 1, 0, 1]), vllm=_nope_releases()[1], source="dflash2.json")
     (problem,) = exc.value.problems
     assert problem.path == "$.transformer_layer_config.no_rope_layers[1]"
     assert "listed twice" in problem.message and "not as a per-layer 0/1 mask" in problem.message

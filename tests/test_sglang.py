@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 import specreg
+from specreg import facts
 from specreg.errors import SpecregError
 from specreg.sglang import reading
 from specreg.sglang.export import differences, export
@@ -187,7 +188,7 @@ def test_dflash2_trained_with_nope_layers_is_refused(fx):
     """SGLang 0.5.23's DFlash layers all rotate: a draft trained without RoPE in some is not served as trained."""
     cfg = fx("dflash2")
     cfg["transformer_layer_config"]["no_rope_layers"] = [2]
-    plan = export(specreg.normalize(cfg, vllm="0.34", source="dflash2.json"))
+    plan = export(specreg.normalize(cfg, vllm=str(facts.since("dflash2_nope_layers")), source="dflash2.json"))
     assert [(f.code, f.path) for f in plan.errors] == [
         ("sglang-unservable", "$.transformer_layer_config.no_rope_layers")
     ]
