@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +47,59 @@ def test_finding_codes_and_catalog_ids_complete(bash_script):
     ids = [e.id for e in specreg.catalog().values() if e.id.startswith("RedHatAI/Qwen3-8B-speculator.d")]
     assert complete(bash_script, "catalog", "show", "RedHatAI/Qwen3-8B-speculator.d") == ids
     assert complete(bash_script, "verify", "RedHatAI/Qwen3-8B-speculator.d") == ids
+
+
+#: drives an interactive zsh (zsh -f -i) through its zpty module: loads compinit and the script, types the
+#: words and a TAB, and prints what the line became (zsh's own completion system, widgets and all)
+ZPTY_DRIVER = r"""
+zmodload zsh/zpty
+zpty z 'zsh -f -i'
+zpty -w z "PS1='>'; PATH=$1:\$PATH; autoload -U compinit && compinit -u; source $2; print RE''ADY"
+out=''
+for i in {1..200}; do zpty -r -t z chunk && out+=$chunk; [[ $out == *READY* ]] && break; sleep 0.05; done
+zpty -n -w z "$3"$'\t'
+out=''
+for i in {1..40}; do zpty -r -t z chunk && out+=$chunk; sleep 0.05; done
+zpty -d z
+print -r -- "$out"
+"""
+
+
+def zsh_line(script: Path, words: str) -> str:
+    """The command line after typing `words` and TAB in zsh with `script` loaded, terminal codes removed."""
+    import re
+    import sys
+
+    bin_dir = str(Path(sys.executable).parent)  # the venv's specreg script, as a user's PATH has it
+    out = subprocess.run(
+        ["zsh", "-f", "-c", ZPTY_DRIVER, "zsh", bin_dir, str(script), words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|.\x08|\r", "", out.stdout)
+    return text.rsplit(">", 1)[-1].strip()
+
+
+@pytest.fixture(scope="module")
+def zsh_script(tmp_path_factory):
+    if shutil.which("zsh") is None:
+        pytest.skip("no zsh on this machine (Debian: apt-get install zsh; .ci/run installs it)")
+    r = run_in_process("completion", "zsh")
+    assert r.returncode == 0, r.stderr
+    path = tmp_path_factory.mktemp("zsh") / "_specreg"
+    path.write_text(r.stdout)
+    return path
+
+
+def test_zsh_completes_commands_codes_and_ids_through_its_own_completion_system(zsh_script):
+    assert zsh_line(zsh_script, "specreg expl") == "specreg explain"
+    assert zsh_line(zsh_script, "specreg explain served-causal-m") == "specreg explain served-causal-mismatch"
+    assert zsh_line(zsh_script, "specreg check /tmp/d --no-w") == "specreg check /tmp/d --no-weights"
+    prefix = "RedHatAI/gemma-4-31B-it-speculator.ds"
+    (only,) = [e.id for e in specreg.catalog().values() if e.id.startswith(prefix)]  # one match: zsh fills it in
+    assert zsh_line(zsh_script, f"specreg verify {prefix}") == f"specreg verify {only}"
 
 
 def test_the_zsh_script_loads_the_same_functions_through_bashcompinit(bash_script):
