@@ -230,10 +230,16 @@ def recover(directory: Directory) -> list[str]:
     return done
 
 
+def looks_like_leftover(name: str) -> bool:
+    """Whether an entry is named like a specreg write's work folder or an older specreg's leftover (proof
+    or not: `recover` and `foreign_leftovers` tell which)."""
+    return _LOOKS_OURS.match(name) is not None
+
+
 def foreign_leftovers(directory: Directory) -> list[str]:
     """Entries named like a specreg write's leftovers that carry no proof this specreg made them (after
     `recover`, every one that does is gone): they are never acted on."""
-    return [n for n in directory.entries() if _LOOKS_OURS.match(n)]
+    return [n for n in directory.entries() if looks_like_leftover(n)]
 
 
 def write(

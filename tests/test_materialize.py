@@ -215,6 +215,28 @@ def test_hub_weights_are_fetched_at_the_config_commit_and_linked_from_the_cache(
     assert out.llm_kwargs()["speculative_config"]["model"] == str(tmp_path / "out")
 
 
+def test_a_directory_of_the_users_own_files_is_refused_before_any_weight_is_fetched(hub, tmp_path):
+    hub.add(REPO, hub_files(shards=2))
+    spec = specreg.load(REPO)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    with pytest.raises(specreg.SpecregError, match=r"is not empty \(notes.txt\); choose an empty directory"):
+        spec.materialize(mine)
+    assert hub.bytes_sent(".safetensors") == 0  # nothing downloaded for a write that was never going to happen
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+def test_a_rerun_of_the_same_write_is_not_refused_early(hub, tmp_path):
+    """A signed manifest (or a killed write's leftovers: the kill tests in test_dirwrite.py and test_cmd_materialize.py) is for
+    the check under DIR's lock to judge: the same write again succeeds without --force."""
+    hub.add(REPO, hub_files())
+    spec = specreg.load(REPO)
+    spec.materialize(tmp_path / "out")
+    again = spec.materialize(tmp_path / "out")  # the signed manifest matches this write
+    assert (again.directory / "config.json").exists()
+
+
 def test_a_second_materialize_from_a_cached_commit_makes_no_request(hub, tmp_path):
     commit = hub.add(REPO, hub_files())
     specreg.load(f"{REPO}@{commit}").materialize(tmp_path / "a")

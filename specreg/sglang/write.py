@@ -54,6 +54,7 @@ def materialize(
     say = progress or (lambda _msg: None)
     target = Path(directory).expanduser().absolute()
     vllm_dir.refuse_source_as_target(spec, target)
+    vllm_dir.refuse_before_download(target, force)
     sources = vllm_dir.weight_sources(spec, weights, say)
     manifest = {
         "written_by": "specreg",

@@ -19,7 +19,7 @@ from specreg.sources import native
 from specreg.errors import SpecregError
 from specreg.sources.files import MANIFEST
 from specreg.vllm.draft_weights import check_weight_mode, weight_sources
-from specreg.vllm.materialize import refuse_source_as_target, write_locked
+from specreg.vllm.materialize import refuse_before_download, refuse_source_as_target, write_locked
 from specreg.normalization.speculator import Speculator, thaw
 
 
@@ -81,6 +81,7 @@ def write_twin(
         )
     target = Path(directory).expanduser().absolute()
     refuse_source_as_target(spec, target)
+    refuse_before_download(target, force)
     sources = weight_sources(spec, weights, say, required=False)  # a config alone converts too
     if weights != "none" and not sources:
         say("no weight files found beside the config: wrote the config alone")

@@ -78,13 +78,31 @@ def _check_target(
         else ""
     )
     if entries and not force and not same:
-        shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-        raise SpecregError(
-            f"{directory.path} is not empty ({shown}){_held(doc)}{unproven}; choose an empty directory or pass --force"
-        )
+        raise _not_empty(directory.path, entries, _held(doc) + unproven)
     if foreign:
         say(f"{directory.path}: left as it is{unproven}")
     return [n for n in files if isinstance(n, str) and PLAIN_NAME.match(n)]
+
+
+def _not_empty(path: Path, entries: list[str], why: str = "") -> SpecregError:
+    shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+    return SpecregError(f"{path} is not empty ({shown}){why}; choose an empty directory or pass --force")
+
+
+def refuse_before_download(target: Path, force: bool) -> None:
+    """`_check_target`'s refusal, made before any weight is fetched where it is certain: DIR holds
+    entries and none of them is specreg's (no signed manifest, which a rerun of the same write may match,
+    and nothing named like a killed write's leftovers, which the write under DIR's lock recovers first).
+    A look without the lock, which decides nothing else: the check under the lock still runs."""
+    if force:
+        return
+    try:
+        entries = sorted(os.listdir(target))
+    except OSError:  # absent, not a directory, unreadable: the write under the lock says what it is
+        return
+    if not entries or any(dirwrite.looks_like_leftover(n) for n in entries) or trusted_manifest(target):
+        return
+    raise _not_empty(target, entries)
 
 
 def _held(doc: dict[str, Any]) -> str:
@@ -131,6 +149,7 @@ def materialize(
     say = progress or (lambda _msg: None)
     target = Path(directory).expanduser().absolute()
     refuse_source_as_target(spec, target)
+    refuse_before_download(target, force)
     # Gather every input before writing anything: a failed download leaves DIR untouched.
     sources = weight_sources(spec, weights, say)
     config, changes = plain_path_config(spec)
