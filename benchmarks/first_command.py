@@ -2,7 +2,7 @@
 `serve --config-only`, each against `python -c pass`, as the median of alternating pairs (one bare run,
 then one command run, repeated), so that a busy machine slows both sides of a pair alike.
 
-Run: .venv/bin/python benchmarks/first_command.py [--pairs N]   (also from benchmarks/test_first_command.py)
+Run: .venv/bin/python benchmarks/first_command.py [--pairs N] [--floor]   (also from benchmarks/test_first_command.py)
 """
 
 from __future__ import annotations
@@ -89,8 +89,57 @@ def paired_ratio(argv: list[str], pairs: int, env: dict[str, str]) -> Ratio:
     return Ratio(median(wall), median(cpu), median(ours) * 1000, median(theirs) * 1000)
 
 
-def measure(pairs: int = 15) -> dict[str, Ratio]:
-    """name -> its Ratio for each command, on a copy of the shipped example draft."""
+#: run in a child as `python -c FLOOR_PROBE ARGV...`: the command in-process, then what it left loaded
+FLOOR_PROBE = """
+import contextlib, io, json, sys
+import attrs
+from specreg.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+ours = [m for m in list(sys.modules) if m.split(".")[0] in ("specreg", "algos")]
+classes = {id(c): len(attrs.fields(c)) for m in ours for c in vars(sys.modules[m]).values()
+           if isinstance(c, type) and attrs.has(c) and c.__module__ == m}
+print(json.dumps({"modules": sorted(m for m in sys.modules if m not in ours and m != "__main__"),
+                  "fields": sorted(classes.values())}))
+"""
+
+#: the floor's process: import the modules the command ended with, then make as many frozen attrs classes
+#: with as many fields (attrs writes and compiles each class's methods): everything but specreg's own code
+FLOOR = """
+import importlib, json, sys
+import attrs
+plan = json.loads(sys.argv[1])
+for name in plan["modules"]:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+for i, n in enumerate(plan["fields"]):
+    attrs.frozen(type(f"C{i}", (), {"__annotations__": {f"f{j}": "int" for j in range(n)}}))
+"""
+
+
+def floor_argv(argv: list[str], env: dict[str, str]) -> tuple[list[str], int]:
+    """The floor of `argv` (a `specreg ...` command): a process that loads the same libraries and builds
+    the same number of attrs classes, and runs no specreg code; with the number of classes."""
+    words = argv[
+        argv.index("show") if "show" in argv else next(i for i, w in enumerate(argv) if w in ("check", "serve")) :
+    ]
+    r = subprocess.run(
+        [sys.executable, "-c", FLOOR_PROBE, *words], capture_output=True, text=True, env=env, timeout=300
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"the floor probe of {words} failed: {r.stderr[-2000:]}")
+    plan = r.stdout.strip().splitlines()[-1]
+    return [sys.executable, "-c", FLOOR, plan], len(json.loads(plan)["fields"])
+
+
+def measure(pairs: int = 15, floor: bool = False) -> dict[str, Ratio]:
+    """name -> its Ratio for each command, on a copy of the shipped example draft; with `floor`, each
+    command's floor too (`floor_argv`), named "floor of NAME (N attrs classes)"."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
         draft, verifier = Path(tmp) / "draft", Path(tmp) / "verifier"
@@ -101,16 +150,28 @@ def measure(pairs: int = 15) -> dict[str, Ratio]:
         env["SPECREG_CACHE"] = str(Path(tmp) / "cache")
         env["HF_HUB_OFFLINE"] = "1"
         argvs = commands(draft, verifier, Path(tmp) / "out")
-        return {name: paired_ratio(argv, pairs, env) for name, argv in argvs.items()}
+        out = {}
+        for name, argv in argvs.items():
+            out[name] = paired_ratio(argv, pairs, env)
+            if floor:
+                probe, n = floor_argv(argv, env)
+                out[f"floor of {name} ({n} attrs classes)"] = paired_ratio(probe, pairs, env)
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pairs", type=int, default=15, help="alternating pairs per command (default 15)")
+    p.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure each command's floor: its libraries and attrs classes without specreg's code",
+    )
     args = p.parse_args(argv)
-    for name, r in measure(args.pairs).items():
+    for name, r in measure(args.pairs, args.floor).items():
+        label = name if name.startswith("floor") else f"specreg {name}"
         print(
-            f"specreg {name:<24} {r.wall:.2f}x a bare interpreter ({r.command_ms:.0f} ms against "
+            f"{label:<56} {r.wall:.2f}x a bare interpreter ({r.command_ms:.0f} ms against "
             f"{r.bare_ms:.0f} ms; CPU time {r.cpu:.2f}x)"
         )
     return 0
