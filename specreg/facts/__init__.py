@@ -303,6 +303,18 @@ def folder(release: str) -> Path:
     return FOLDER / release
 
 
+def vllm_model_types() -> dict[str, Any]:
+    """The model types vLLM ships config classes for (`_CONFIG_REGISTRY`), over the releases read
+    (vllm_model_types.json: "releases", "model_types")."""
+    return _read("vllm_model_types.json")
+
+
+def aux_capture() -> dict[str, Any]:
+    """The verifier architectures whose vLLM class captures aux hidden states, as one release has them
+    (aux_capture.json: "release", "architectures")."""
+    return _read("aux_capture.json")
+
+
 def mtp_rewrites() -> dict[str, tuple[str, str | None, str]]:
     """model_type -> (first release, first release without it or None, what the draft becomes): what
     vLLM's `SpeculativeConfig.hf_config_override` does to an MTP draft (mtp_rewrites.json)."""

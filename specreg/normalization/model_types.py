@@ -27,110 +27,12 @@ from specreg import facts
 if TYPE_CHECKING:
     from packaging.version import Version
 
-# the _CONFIG_REGISTRY keys of every vLLM release from 0.26 on (config classes vLLM ships for model types
-# transformers lacks)
-VLLM_MODEL_TYPES = frozenset(
-    {
-        "RefinedWeb",
-        "RefinedWebModel",
-        "afmoe",
-        "alpamayo2_super",
-        "arctic",
-        "axk1",
-        "bagel",
-        "bailing_moe_v3_vl",
-        "beam",
-        "chatglm",
-        "colpali",
-        "colqwen3",
-        "cosmos3_edge",
-        "cosmos3_omni",
-        "deepseek_v32",
-        "deepseek_v4",
-        "deepseek_v41",
-        "deepseek_vl_v2",
-        "diffusion_gemma",
-        "dory",
-        "dots3_note",
-        "eagle",
-        "fireredlid",
-        "flex_olmo",
-        "flint",
-        "funaudiochat",
-        "glm5_next",
-        "glm5_next_text",
-        "glm5_next_vision",
-        "granite4_vision",
-        "hunyuan_vl",
-        "hy_v3",
-        "hy_v4",
-        "hyperclovax",
-        "hyperclovax_vlm",
-        "inkling_mm_model",
-        "inkling_model",
-        "isaac",
-        "k3_dspark",
-        "kimi_k2",
-        "kimi_k25",
-        "kimi_k3",
-        "kimi_k31",
-        "kimi_linear",
-        "kimi_vl",
-        "laguna",
-        "lfm2_moe",
-        "lfm3",
-        "lfm3_audio",
-        "lfm3_vl",
-        "medusa",
-        "mellum",
-        "midashenglm",
-        "ming_v3_asr",
-        "minimax_m3_mtp",
-        "minimax_m3_vl",
-        "mlp_speculator",
-        "modernvbert",
-        "moondream3",
-        "moss_transcribe_diarize",
-        "muse_glimmer",
-        "muse_glimmer_assistant",
-        "muse_glimmer_text",
-        "muse_glimmer_vision",
-        "muse_spark",
-        "muse_spark_audio",
-        "muse_spark_dspark",
-        "muse_spark_text",
-        "muse_spark_vision",
-        "musespark1x_text",
-        "nemo_speechlm",
-        "nemotron",
-        "olmo_hybrid",
-        "openvla",
-        "ops_colqwen3",
-        "ovis",
-        "qianfan_ocr",
-        "qwen3_5",
-        "qwen3_5_moe",
-        "qwen3_5_moe_text",
-        "qwen3_5_text",
-        "qwen3_asr",
-        "qwen3_next",
-        "qwen3_vl_nemotron_embed",
-        "qwen4_exp",
-        "qwen4_exp_text",
-        "ricursive",
-        "speculators",
-        "step3_text",
-        "step3_vl",
-        "step3p5",
-        "step5",
-        "step5_vl",
-        "ultravbert",
-        "ultravox",
-        "umm",
-        "unlimited-ocr",
-        "unlimited_ocr",
-    }
-)
+
+@cache
+def vllm_model_types() -> frozenset[str]:
+    """The _CONFIG_REGISTRY keys of every vLLM release read (config classes vLLM ships for model types
+    transformers lacks): specreg/vllm/facts/vllm_model_types.json."""
+    return frozenset(facts.vllm_model_types()["model_types"])
 
 
 @cache
@@ -144,7 +46,7 @@ def transformers_model_types() -> frozenset[str]:
 @cache
 def known_model_types() -> frozenset[str]:
     """The model types transformers' CONFIG_MAPPING or vLLM's _CONFIG_REGISTRY knows."""
-    return transformers_model_types() | VLLM_MODEL_TYPES
+    return transformers_model_types() | vllm_model_types()
 
 
 @cache
@@ -168,6 +70,7 @@ _LAZY = {
     "TRANSFORMERS_MODEL_TYPES": transformers_model_types,
     "KNOWN_MODEL_TYPES": known_model_types,
     "COMPOSITE_MODEL_TYPES": composite_model_types,
+    "VLLM_MODEL_TYPES": vllm_model_types,
 }
 
 

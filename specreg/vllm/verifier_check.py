@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from specreg.normalization.capabilities import (
-    AUX_CAPTURE_ARCHITECTURES,
-    AUX_CAPTURE_VERSION,
+    aux_capture,
     first,
     holds,
     parse_version,
@@ -195,12 +194,13 @@ def verifier_findings(
                 fix="use the mask token id the draft was trained with, from the verifier's tokenizer",
             )
         )
-    if facts.architectures and short(version) == short(AUX_CAPTURE_VERSION):
-        if not any(a in AUX_CAPTURE_ARCHITECTURES for a in facts.architectures):
+    aux_release, aux_archs = aux_capture()
+    if facts.architectures and short(version) == short(aux_release):
+        if not any(a in aux_archs for a in facts.architectures):
             out.append(
                 Finding.of(
                     "verifier-no-aux-capture",
-                    f"vLLM {short(AUX_CAPTURE_VERSION)} cannot capture aux hidden states from "
+                    f"vLLM {short(aux_release)} cannot capture aux hidden states from "
                     f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
                     None,
                     fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",

@@ -1,6 +1,7 @@
 """specreg's output against vLLM's own speculators mapping, per vLLM version (pytest -m conformance)."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -217,8 +218,14 @@ def test_a_source_rule_starts_in_its_version(rule):
     starts_and_stops_where_the_facts_say(rule)
 
 
-def test_the_aux_capture_architecture_table_is_vllms():
-    from conformance.vllm_mapping import aux_capture_architectures
-    from specreg.normalization.capabilities import AUX_CAPTURE_ARCHITECTURES, AUX_CAPTURE_VERSION
+def test_the_aux_capture_architecture_table_is_the_newest_wheels():
+    """specreg/vllm/facts/aux_capture.json is the newest known wheel's (SPECREG_REGENERATE=1 writes it)."""
+    from conformance.vllm_mapping import AUX_ABOUT, aux_capture_architectures, write_table
+    from specreg.normalization.capabilities import short
 
-    assert AUX_CAPTURE_ARCHITECTURES == aux_capture_architectures(str(AUX_CAPTURE_VERSION))
+    newest = facts.newest()
+    got = {"release": short(newest), "architectures": sorted(aux_capture_architectures(str(newest)))}
+    path = facts.FOLDER / "aux_capture.json"
+    if os.environ.get("SPECREG_REGENERATE") == "1":
+        write_table(path, AUX_ABOUT, got)
+    assert {k: v for k, v in json.loads(path.read_text()).items() if k != "_about"} == got
