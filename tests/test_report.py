@@ -260,3 +260,31 @@ def test_a_trend_matplotlib_cannot_draw_is_a_warning_and_the_pages_are_still_wri
     assert warnings == ["trend of org/x (mt-bench, baseline 0) not drawn: ValueError: cannot draw this"]
     assert "data-model='org/x'" in index.read_text() and (tmp_path / "site" / "models" / "org--x.html").exists()
     assert not (tmp_path / "site" / "models" / "org--x-trend.png").exists()
+
+
+def test_each_run_says_how_many_of_its_planned_prompts_it_used(tmp_path):
+    """A run the sequential test stopped early shows "24 of 80 (the verdict was decided ...)" on its page
+    and "24/80 early" in its trend row; a full run "80/80"; a result from before the test says nothing."""
+    early = {"prompts_used": 24, "prompts_planned": 80, "sequential": {"stopped_early": True}}
+    full = {"prompts_used": 80, "prompts_planned": 80, "sequential": {"stopped_early": False}}
+    runs = [stored_run("org/draft", 1), stored_run("org/draft", 2, **full), stored_run("org/draft", 3, **early)]
+    (tmp_path / "history").mkdir()
+    results = history_results(tmp_path / "history", runs)
+    report.build(results, tmp_path / "site", registry=str(tmp_path / "history" / "registry"))
+    page = (tmp_path / "site" / "models" / "org--draft.html").read_text()
+    cells = re.findall(r"<td>(\d*/?\d*(?: early)?)</td><td>pass</td></tr>", page)
+    assert cells == ["", "80/80", "24/80 early"]
+    (tmp_path / "latest").mkdir()
+    latest = one_result(tmp_path / "latest", **early)  # the latest run's own section
+    report.build(latest, tmp_path / "site2", registry=str(tmp_path / "latest" / "registry"))
+    page = (tmp_path / "site2" / "models" / "org--x.html").read_text()
+    assert "<p class='prompts'>Prompts: 24 of 80 (the verdict was decided: the rest was not run)</p>" in page
+
+
+def test_summary_md_says_the_prompts_used():
+    from specreg.verify.outputs import summary_markdown
+
+    r = stored_run("org/draft", 1, prompts_used=8, prompts_planned=80, sequential={"stopped_early": True})
+    r["statistics"]["chunks"] = 10
+    assert "Prompts: 8 of 80 (the verdict was decided: the rest was not run)" in summary_markdown(r)
+    assert "Prompts:" not in summary_markdown({**r, "prompts_used": None})

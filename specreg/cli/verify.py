@@ -353,6 +353,8 @@ def _verify(args: argparse.Namespace) -> int:
 
         print(result_text(result), end="")
         return _exit_status(result)
+    from specreg.verify.outputs import prompts_text
+
     s = result.get("statistics")
     line = f"{args.model}: {result['verdict']}"
     if s:
@@ -367,11 +369,8 @@ def _verify(args: argparse.Namespace) -> int:
         if origin.get("overridden"):
             line += f", overridden here: {', '.join(origin['overridden'])}"
         print(line)
-    if result.get("prompts_planned") is not None:
-        line = f"  prompts: {result['prompts_used']} of {result['prompts_planned']}"
-        if (result.get("sequential") or {}).get("stopped_early"):
-            line += " (the verdict was decided: the rest was not run)"
-        print(line)
+    if prompts_text(result):
+        print(f"  prompts: {prompts_text(result)}")
     for check in judgement.get("checks") or []:
         print(f"  {check['text']}")
     if judgement.get("reason") and result["verdict"] not in ("error", "timeout", "invalid", "interrupted"):

@@ -66,6 +66,8 @@ def summary_markdown(r: dict[str, Any]) -> str:
         lines.append("")
     if j.get("reason"):
         lines += [f"{j['reason']}", ""]
+    if prompts_text(r):
+        lines += [f"Prompts: {prompts_text(r)}", ""]
     if j.get("differences"):
         lines += ["Harness differences from the baseline:", ""]
         lines += [f"- {d}" for d in j["differences"]]
@@ -89,6 +91,20 @@ def summary_markdown(r: dict[str, Any]) -> str:
 def harness_text(h: dict[str, Any]) -> str:
     """A run's harness in one line: every field it states, no None."""
     return ", ".join(f"{k}={show(v)}" for k, v in h.items() if v not in (None, {}, []))
+
+
+def prompts_text(r: dict[str, Any]) -> str:
+    """ "24 of 80 (the verdict was decided: the rest was not run)", or "" for a result that does not say
+    (one written before the sequential test, or a run that measured nothing)."""
+    used, planned = r.get("prompts_used"), r.get("prompts_planned")
+    if not (isinstance(used, int) and isinstance(planned, int)) or isinstance(used, bool) or isinstance(planned, bool):
+        return ""
+    return f"{used} of {planned}" + (" (the verdict was decided: the rest was not run)" if stopped_early(r) else "")
+
+
+def stopped_early(r: dict[str, Any]) -> bool:
+    """Whether the sequential test stopped the run before its last planned prompt."""
+    return isinstance(r.get("sequential"), dict) and r["sequential"].get("stopped_early") is True
 
 
 def throughput_text(r: dict[str, Any]) -> str:

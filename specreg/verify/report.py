@@ -31,6 +31,8 @@ from specreg.verify.outputs import (
     RESULT,
     bounds_text,
     harness_text,
+    prompts_text,
+    stopped_early,
     metric_rows,
     throughput_text,
 )
@@ -524,12 +526,20 @@ def _latest_run(r: dict[str, Any]) -> dict[str, Any]:
         "differences": j.get("differences"),
         "not_recorded": j.get("not_recorded_by_baseline"),
         "speed": throughput_text(r),
+        "prompts": prompts_text(r),
         "harness": harness_text(r.get("harness") or {}),
         "engine": show(r.get("engine")),
         "vllm": show(env.get("vllm_version")),
         "gpu": show(env.get("gpu")),
         "plot": None,
     }
+
+
+def _prompts_cell(r: dict[str, Any]) -> str:
+    """A run's prompts in the trend table: "24/80 early", "80/80", or "" where the result does not say."""
+    if not prompts_text(r):
+        return ""
+    return f"{r['prompts_used']}/{r['prompts_planned']}" + (" early" if stopped_early(r) else "")
 
 
 def _url(path: str) -> str:
@@ -583,6 +593,7 @@ def _model_page(
                     "al": "" if al is None else f"{al:.3f}",
                     "ci": f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "",
                     "bounds": _bounds(check),
+                    "prompts": _prompts_cell(run),
                 }
             )
             if _real(al):
