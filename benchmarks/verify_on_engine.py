@@ -157,6 +157,22 @@ def row(label: str, r: dict) -> str:
     )
 
 
+def stage(root: Path, prompts: int) -> tuple[Path, Path]:
+    """The verifier, the trained draft and its d2t-less twin under `root`, and the trainer's prompts as
+    gsm8k rows; returns (the rows file, an empty registry folder)."""
+    shutil.copytree(TRAINED / "verifier", root / "verifier")
+    shutil.copytree(TRAINED / "eagle3", root / "eagle3")
+    shutil.copytree(TRAINED / "eagle3", root / "eagle3-without-d2t")
+    drop_d2t(root / "eagle3-without-d2t")
+    rows = root / "gsm8k.jsonl"
+    with rows.open("w") as f:
+        for ids in trainer_prompts(prompts, 1):
+            f.write(json.dumps({"question": " ".join(f"t{t}" for t in ids), "answer": "#### 0"}) + "\n")
+    reg = root / "registry"
+    (reg / "org").mkdir(parents=True)
+    return rows, reg
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--prompts", type=int, default=80, help="prompts planned per run (default 80)")
@@ -166,16 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     source = "tests/data/trained/eagle3/trainer.json: speculators' validation AL"
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        shutil.copytree(TRAINED / "verifier", root / "verifier")
-        shutil.copytree(TRAINED / "eagle3", root / "eagle3")
-        shutil.copytree(TRAINED / "eagle3", root / "eagle3-without-d2t")
-        drop_d2t(root / "eagle3-without-d2t")
-        rows = root / "gsm8k.jsonl"
-        with rows.open("w") as f:
-            for ids in trainer_prompts(args.prompts, 1):
-                f.write(json.dumps({"question": " ".join(f"t{t}" for t in ids), "answer": "#### 0"}) + "\n")
-        reg = root / "registry"
-        (reg / "org").mkdir(parents=True)
+        rows, reg = stage(root, args.prompts)
         for name in ("passing", "regressed"):
             (reg / "org" / f"{name}.toml").write_text(entry(name, trainer_al, args.prompts, source))
         lines = []

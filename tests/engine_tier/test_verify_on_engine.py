@@ -315,3 +315,24 @@ def test_two_nights_of_the_nightly_workflow_on_the_engine(tiny, tmp_path, monkey
         assert single["verdict"] == "regressed" and single["harness_from"]["overridden"] == []
         assert single["harness"]["num_prompts"] == P and single["harness"]["max_tokens"] == 13
         assert "nothing written" in done.stderr and toml.read_bytes() == before
+
+
+def test_a_regressed_entry_stops_early_on_the_engine(tmp_path):
+    """benchmarks/verify_on_engine.py's regressed entry (the speculators-trained EAGLE-3 draft without
+    its d2t, against its trainer's AL) at 20 planned prompts in 10 chunks: vLLM's own counters decide it
+    at the sequential test's first look, 6 prompts, and the result says so."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import verify_on_engine as bench
+
+    rows, reg = bench.stage(tmp_path, 20)
+    al = json.loads((bench.TRAINED / "eagle3" / "trainer.json").read_text())["acceptance_length"]
+    (reg / "org" / "regressed.toml").write_text(bench.entry("regressed", al, 20, "trainer.json"))
+    server = bench.Server(tmp_path / "eagle3-without-d2t", tmp_path, tmp_path / "server.log")
+    try:
+        server.wait()
+        r = bench.verify("regressed", server, reg, rows, tmp_path / "out", 20, 10)
+    finally:
+        server.stop()
+    assert (r["verdict"], r["_exit"]) == ("regressed", 1)
+    assert (r["prompts_used"], r["prompts_planned"], r["sequential"]["stopped_early"]) == (6, 20, True)
+    assert r["statistics"]["acceptance_length"] == 1.0  # no draft id maps to the verifier's without d2t
