@@ -501,11 +501,15 @@ def watch(
     tier = tmp_path / "conformance-stub"
     tier.write_text(f"#!/usr/bin/env bash\necho conformance >> {log}\nexit {conformance_exit}\n")
     tier.chmod(0o755)
+    tables = tmp_path / "tables-stub"
+    tables.write_text(f"#!/usr/bin/env bash\necho tables >> {log}\n")
+    tables.chmod(0o755)
     env = {
         **os.environ,
         "PYTHON": sys.executable,
         "SPECREG_FACTS": str(stub),
         "SPECREG_CONFORMANCE": str(tier),
+        "SPECREG_TABLES": str(tables),
         "SPECREG_WATCH_OUT": str(tmp_path / "out"),
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(tmp_path / "index"),
@@ -526,6 +530,7 @@ def test_the_release_watch_refreshes_a_new_release_tests_it_and_writes_the_pull_
     assert calls == [
         "facts list",
         f"facts refresh {new}",
+        "tables",
         "conformance",
         f"facts mark-tested {new}",
         f"facts diff {previous} {new}",
@@ -533,6 +538,7 @@ def test_the_release_watch_refreshes_a_new_release_tests_it_and_writes_the_pull_
     body = (tmp_path / "out" / "pr-body.md").read_text()
     assert f"rules: a stub diff of {previous} and {new}" in body
     assert "The conformance tier passed on it; the release is marked plugin-tested." in body
+    assert "aux_capture.json and vllm_model_types.json were rewritten from the wheels" in body
     assert (tmp_path / "gh").read_text() == f"release={new}\ndraft=false\n"
 
 
