@@ -2,7 +2,7 @@
 `serve --config-only`, each against `python -c pass`, as the median of alternating pairs (one bare run,
 then one command run, repeated), so that a busy machine slows both sides of a pair alike.
 
-Run: .venv/bin/python benchmarks/first_command.py [--pairs N] [--floor]   (also from benchmarks/test_first_command.py)
+Run: .venv/bin/python benchmarks/first_command.py [--pairs N] [--floor | --alternatives]   (also from benchmarks/test_first_command.py)
 """
 
 from __future__ import annotations
@@ -159,6 +159,28 @@ def measure(pairs: int = 15, floor: bool = False) -> dict[str, Ratio]:
         return out
 
 
+#: --alternatives: what `show`'s 19 value classes (5 fields each) cost, built by attrs as today and by the two
+#: stdlib makers of frozen value classes, each with its library's import: the data for the team's choice
+ALTERNATIVES = {
+    "attrs.frozen": "import attrs\nmake = attrs.frozen",
+    "dataclass(frozen=True, slots=True)": "import dataclasses\nmake = dataclasses.dataclass(frozen=True, slots=True)",
+    "typing.NamedTuple": "import typing\nmake = lambda c: typing.NamedTuple(c.__name__, list(c.__annotations__.items()))",
+}
+CLASSES = """
+for i in range(19):
+    make(type(f"C{i}", (), {"__annotations__": {f"f{j}": int for j in range(5)}}))
+"""
+
+
+def alternatives(pairs: int) -> dict[str, Ratio]:
+    """maker -> the Ratio of a process that imports it and makes 19 classes of 5 fields."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {
+        f"19 classes by {name}": paired_ratio([sys.executable, "-c", head + CLASSES], pairs, env)
+        for name, head in ALTERNATIVES.items()
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pairs", type=int, default=15, help="alternating pairs per command (default 15)")
@@ -167,9 +189,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also measure each command's floor: its libraries and attrs classes without specreg's code",
     )
+    p.add_argument(
+        "--alternatives",
+        action="store_true",
+        help="measure instead what 19 value classes cost by attrs, dataclasses and typing.NamedTuple",
+    )
     args = p.parse_args(argv)
-    for name, r in measure(args.pairs, args.floor).items():
-        label = name if name.startswith("floor") else f"specreg {name}"
+    results = alternatives(args.pairs) if args.alternatives else measure(args.pairs, args.floor)
+    for name, r in results.items():
+        label = name if name.startswith(("floor", "19 classes")) else f"specreg {name}"
         print(
             f"{label:<56} {r.wall:.2f}x a bare interpreter ({r.command_ms:.0f} ms against "
             f"{r.bare_ms:.0f} ms; CPU time {r.cpu:.2f}x)"
