@@ -53,7 +53,7 @@ def registry_with(tmp_path, files: dict[str, str]) -> Path:
 def test_the_shipped_catalog_is_valid():
     report = entries.check(SHIPPED)
     assert report.problems == ()
-    assert report.entries == 194
+    assert report.entries == 201
     # GLM-5.2's held-out validation figures are filed with the card's own harness, its per-position
     # accuracies (which are not vLLM's counters) in notes: nothing is inconsistent any more (issue 46)
     assert report.warnings == ()
@@ -417,7 +417,7 @@ def test_list_table_filters_and_json():
     assert lines[0].split() == ["id", "algorithm", "verifier", "status", "baselines", "AL"]
     tables = map(tomllib.loads, map(Path.read_text, SHIPPED.rglob("*.toml")))
     dspark = sorted(t["id"] for t in tables if t["algorithm"] == "dspark")
-    assert len(dspark) == 28 and sorted(line.split()[0] for line in lines[1:]) == dspark
+    assert len(dspark) == 32 and sorted(line.split()[0] for line in lines[1:]) == dspark
     assert all(" dspark " in line for line in lines[1:])
     r = run("catalog", "list", "--verifier", "Qwen/Qwen3-8B", "--json")
     doc = json.loads(r.stdout)
