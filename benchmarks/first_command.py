@@ -137,10 +137,16 @@ def floor_argv(argv: list[str], env: dict[str, str]) -> tuple[list[str], int]:
     return [sys.executable, "-c", FLOOR, plan], len(json.loads(plan)["fields"])
 
 
+def child_env() -> dict[str, str]:
+    """The environment the measured processes run in: ours, but writing .pyc files (an installed package
+    has them, so a run that may not write them would measure compiling)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def measure(pairs: int = 15, floor: bool = False) -> dict[str, Ratio]:
     """name -> its Ratio for each command, on a copy of the shipped example draft; with `floor`, each
     command's floor too (`floor_argv`), named "floor of NAME (N attrs classes)"."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = child_env()
     with tempfile.TemporaryDirectory() as tmp:
         draft, verifier = Path(tmp) / "draft", Path(tmp) / "verifier"
         draft.mkdir()
@@ -174,7 +180,7 @@ for i in range(19):
 
 def alternatives(pairs: int) -> dict[str, Ratio]:
     """maker -> the Ratio of a process that imports it and makes 19 classes of 5 fields."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = child_env()
     return {
         f"19 classes by {name}": paired_ratio([sys.executable, "-c", head + CLASSES], pairs, env)
         for name, head in ALTERNATIVES.items()
@@ -195,9 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         help="measure instead what 19 value classes cost by attrs, dataclasses and typing.NamedTuple",
     )
     args = p.parse_args(argv)
-    results = alternatives(args.pairs) if args.alternatives else measure(args.pairs, args.floor)
-    for name, r in results.items():
-        label = name if name.startswith(("floor", "19 classes")) else f"specreg {name}"
+    if args.alternatives:
+        rows = alternatives(args.pairs)
+    else:
+        rows = {(n if n.startswith("floor") else f"specreg {n}"): r for n, r in measure(args.pairs, args.floor).items()}
+    for label, r in rows.items():
         print(
             f"{label:<56} {r.wall:.2f}x a bare interpreter ({r.command_ms:.0f} ms against "
             f"{r.bare_ms:.0f} ms; CPU time {r.cpu:.2f}x)"
