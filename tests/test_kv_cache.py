@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import specreg
+from specreg.sources import decoder
 from specreg.vllm import kv_cache
 from specreg.vllm.gpu_plan import verifier_groups
 
@@ -172,7 +173,7 @@ def test_the_layers_as_vllm_registers_them():
         ("verifier layer 3", "full", 1, None, 4096),
     ]
     deepseek = {"kv_lora_rank": 512, "qk_rope_head_dim": 64}
-    assert kv_cache.mla_latent(deepseek) == 576 and kv_cache.mla_latent({}) is None
+    assert decoder.mla_latent(deepseek) == 576 and decoder.mla_latent({}) is None
     (mla,) = kv_cache.verifier_kv_layers(
         verifier_groups({"num_hidden_layers": 1}, ()),
         kv_heads=128,

@@ -356,7 +356,7 @@ def deployment_findings(
     """The findings of the rules in the module docstring for `spec`, what its verifier's config says
     (dtype, max_position_embeddings, quantization_config's method) and the server's --max-model-len."""
     from specreg.normalization.speculator import Finding
-    from specreg.vllm.gpu_plan import config_dtype
+    from specreg.sources.decoder import config_dtype
 
     version = str(spec.vllm_version)
     draft = spec.draft_config_dict()

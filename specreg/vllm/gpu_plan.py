@@ -11,6 +11,7 @@ import attrs
 from packaging.version import Version
 
 from specreg import facts
+from specreg.sources.decoder import config_dtype, head_size
 from specreg.vllm.attention import (
     DTYPES,
     GPUS,
@@ -81,27 +82,6 @@ class GpuReport:
             "draft": [layers(g) for g in self.draft],
             "verifier": [layers(v) for v in self.verifier],
         }
-
-
-def head_size(config: dict[str, Any]) -> int | None:
-    """vLLM's head size for a decoder config: head_dim, else hidden_size // num_attention_heads."""
-    head = config.get("head_dim")
-    if isinstance(head, int) and not isinstance(head, bool) and head > 0:
-        return head
-    hidden, heads = config.get("hidden_size"), config.get("num_attention_heads")
-    if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
-        return hidden // heads
-    return None
-
-
-def config_dtype(*configs: dict[str, Any] | None) -> str | None:
-    """The first `dtype` (transformers 5) or `torch_dtype` (4) string the configs state."""
-    for config in configs:
-        for key in ("dtype", "torch_dtype"):
-            value = (config or {}).get(key)
-            if isinstance(value, str):
-                return value
-    return None
 
 
 def _why(selection: Selection) -> str:

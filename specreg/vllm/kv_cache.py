@@ -43,7 +43,7 @@ import attrs
 from packaging.version import Version
 
 from specreg import facts
-from specreg.vllm.gpu_plan import head_size
+from specreg.sources.decoder import head_size, positive_int
 from specreg.vllm.deployment import minor_release
 from specreg.vllm.fact_files import read_all
 
@@ -218,29 +218,6 @@ def _fallback(layers: list[KvLayer]) -> bool:
 _ONE_BYTE = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def mla_latent(config: dict[str, Any]) -> int | None:
-    """An MLA verifier's per-token KV width (kv_lora_rank + qk_rope_head_dim), as MLAAttentionSpec's
-    head size; None: not MLA."""
-    lora = _int(config.get("kv_lora_rank"))
-    return lora + (_int(config.get("qk_rope_head_dim")) or 0) if lora else None
-
-
-#: layer_types values whose vLLM layers keep a recurrent state (a MambaSpec), not KV: Qwen3-Next's
-#: GatedDeltaNet ("linear_attention"), and "mamba"
-STATE_LAYER_TYPES = ("linear_attention", "mamba")
-
-
-def state_layers(config: dict[str, Any]) -> tuple[int, ...]:
-    types, n = config.get("layer_types"), _int(config.get("num_hidden_layers"))
-    if not isinstance(types, list) or n is None:
-        return ()
-    return tuple(i for i, t in enumerate(types[:n]) if t in STATE_LAYER_TYPES)
-
-
 def verifier_kv_layers(
     groups: Iterable[Any],
     *,
@@ -282,8 +259,8 @@ def draft_kv_layers(spec: Any, *, tp: int, dtype_bytes: int) -> list[KvLayer]:
     """The draft's attention layers: its config's KV heads over the ranks, head size and window, and
     each layer's kind as specreg planned it (spec.attention)."""
     config = spec.draft_config_dict()
-    heads = _int(config.get("num_key_value_heads")) or _int(config.get("num_attention_heads"))
-    head, window = head_size(config), _int(config.get("sliding_window"))
+    heads = positive_int(config.get("num_key_value_heads")) or positive_int(config.get("num_attention_heads"))
+    head, window = head_size(config), positive_int(config.get("sliding_window"))
     if not heads or not head:
         return []
     layers = spec.attention or ()

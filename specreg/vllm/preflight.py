@@ -23,11 +23,11 @@ from specreg.vllm.deployment import (
     quant_name_findings,
     quantization_gpu_findings,
 )
+from specreg.sources.decoder import positive_int
 from specreg.sources.verifier import LOCAL_VERIFIER_FIX
 from specreg.vllm.verifier_check import (
     VerifierFacts,
     kv_cache_check,
-    positive_int,
     verifier_facts,
     verifier_findings,
 )

@@ -18,12 +18,13 @@ from specreg.normalization.capabilities import (
 )
 from specreg.normalization.speculator import Finding
 from specreg.vllm.deployment import quant_method
-from specreg.vllm.gpu_plan import VerifierGroup, config_dtype, head_size, verifier_groups
-from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, mla_latent, state_layers, verifier_kv_layers
+from specreg.vllm.gpu_plan import VerifierGroup, verifier_groups
+from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, verifier_kv_layers
 from specreg.vllm.kv_cache import dtype_bytes as kv_dtype_bytes
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
+    from specreg.sources.verifier import VerifierConfig
 
 
 @attrs.frozen
@@ -43,18 +44,10 @@ class VerifierFacts:
     kv_heads: int | None = None  # num_key_value_heads, else num_attention_heads
     sliding_window: int | None = None
     mla_latent: int | None = None  # kv_lora_rank + qk_rope_head_dim (MLA); None: not MLA
-    state_layers: tuple[int, ...] = ()  # Mamba-type layers (kv_cache.STATE_LAYER_TYPES in layer_types)
+    state_layers: tuple[int, ...] = ()  # Mamba-type layers (decoder.STATE_LAYER_TYPES in layer_types)
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
-
-
-def int_value(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def positive_int(value: Any) -> int | None:
-    return value if int_value(value) is not None and value > 0 else None
 
 
 def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> VerifierFacts:
@@ -64,33 +57,36 @@ def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> Ver
     (`specreg.sources.verifier.read_verifier` reads it; this is what vLLM makes of its fields)."""
     from specreg.sources.verifier import read_verifier
 
-    read = read_verifier(verifier, source=source, hub_only=hub_only)
-    return facts_of(read.config, verifier)
+    return _facts(read_verifier(verifier, source=source, hub_only=hub_only))
 
 
 def facts_of(config: Mapping[str, Any], verifier: str) -> VerifierFacts:
     """The facts of a verifier config already read (a config.json, or the one vLLM runs with)."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else None
-    body = text or config
-    archs = config.get("architectures")
-    names = tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else ()
+    from specreg.sources.verifier import VerifierConfig
+
+    return _facts(VerifierConfig.of(dict(config), verifier))
+
+
+def _facts(read: VerifierConfig) -> VerifierFacts:
+    """What its fields state (the source's reading), with what vLLM makes of them: the quantization
+    method by vLLM's name and the layer groups vLLM's attention selector sees."""
     return VerifierFacts(
-        id=verifier,
-        architectures=names,
-        num_hidden_layers=int_value(body.get("num_hidden_layers")),
-        hidden_size=int_value(body.get("hidden_size")),
-        vocab_size=int_value(body.get("vocab_size") if "vocab_size" in body else config.get("vocab_size")),
-        text_config=text is not None,
-        head_size=head_size(body),
-        dtype=config_dtype(body, config),
-        max_position_embeddings=int_value(body.get("max_position_embeddings")),
-        quantization=quant_method(config) or quant_method(body),
-        attention_chunk_size=int_value(body.get("attention_chunk_size")),
-        layers=verifier_groups(body, names),
-        kv_heads=int_value(body.get("num_key_value_heads")) or int_value(body.get("num_attention_heads")),
-        sliding_window=int_value(body.get("sliding_window")),
-        mla_latent=mla_latent(body),
-        state_layers=state_layers(body),
+        id=read.id,
+        architectures=read.architectures,
+        num_hidden_layers=read.num_hidden_layers,
+        hidden_size=read.hidden_size,
+        vocab_size=read.vocab_size,
+        text_config=read.text_config,
+        head_size=read.head_size,
+        dtype=read.dtype,
+        max_position_embeddings=read.max_position_embeddings,
+        quantization=quant_method(read.config) or quant_method(read.body),
+        attention_chunk_size=read.attention_chunk_size,
+        layers=verifier_groups(read.body, read.architectures),
+        kv_heads=read.kv_heads,
+        sliding_window=read.sliding_window,
+        mla_latent=read.mla_latent,
+        state_layers=read.state_layers,
     )
 
 

@@ -17,7 +17,8 @@ import attrs
 
 from specreg.errors import ConfigError, SpecregError
 from specreg.normalization.speculator import Finding
-from specreg.vllm.verifier_check import VerifierFacts, aux_ids, positive_int
+from specreg.sources.decoder import positive_int
+from specreg.vllm.verifier_check import VerifierFacts, aux_ids
 
 if TYPE_CHECKING:
     from specreg.normalization.speculator import Speculator
