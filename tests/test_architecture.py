@@ -141,3 +141,23 @@ def test_the_private_import_check_sees_absolute_and_relative_imports(tmp_path):
     )
     got = [line.split(": ", 1)[1] for line in private_imports(path, "specreg.cli.thing")]
     assert got == ["from specreg.cli.common import _load", "from specreg.cli.common import _fmt"]
+
+
+#: how long a module may grow before docs/architecture.md must say what its one job is (issue 48)
+LONG = 400
+
+
+def test_every_long_module_says_its_one_job():
+    """docs/architecture.md's table "Modules over 400 lines" has a row for every module over LONG lines
+    and no row for one that is shorter or gone (a stale row would describe a module nobody reads)."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc.split("## Modules over 400 lines", 1)[1].split("\n## ", 1)[0]
+    rows = {m: job for m, job in re.findall(r"^\| `([\w/.]+\.py)` \| (.+) \|$", section, re.M)}
+    lines = {
+        str(p.relative_to(ROOT / "specreg")): len(p.read_text().splitlines()) for p in (ROOT / "specreg").rglob("*.py")
+    }
+    long = {m for m, n in lines.items() if n > LONG}
+    assert not long - rows.keys(), f"over {LONG} lines, no row: {sorted((m, lines[m]) for m in long - rows.keys())}"
+    stale = sorted((m, lines.get(m)) for m in rows.keys() - long)
+    assert not stale, f"rows for modules of {LONG} lines or fewer, or gone (module, lines): {stale}"
+    assert all(len(job.split()) >= 8 for job in rows.values()), "say the module's job in a sentence"
