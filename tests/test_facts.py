@@ -34,7 +34,14 @@ def test_the_fact_lists_are_sorted_json_with_one_record_per_line():
 
 def test_every_constant_that_names_the_newest_release_reads_the_list():
     newest = facts.newest()
-    assert capabilities.NEWEST_KNOWN == capabilities.aux_capture()[0] == newest
+    assert capabilities.NEWEST_KNOWN == newest
+    # the aux-capture table covers every known release, and past the newest answers with the newest's
+    assert facts.aux_capture()["releases"] == list(facts.known())
+    past = Version(f"{newest.major}.{newest.minor + 1}")
+    assert capabilities.aux_capture(past) == capabilities.aux_capture(newest)
+    assert capabilities.aux_capture(newest)[0] == facts.known()[-1]
+    oldest = Version(facts.known()[0])
+    assert capabilities.aux_capture(Version(f"{oldest.major}.{oldest.minor - 1}")) is None
     tested = facts.plugin_tested()
     assert plugin.TESTED == (Version(tested[0]), Version(f"{tested[-1]}.99"))
 

@@ -390,3 +390,40 @@ def test_a_head_count_that_is_no_integer_stops_the_gpu_check_at_its_path(tmp_pat
         check(draft, tmp_path / "verifier", GPU)
     assert [p.path for p in caught.value.problems] == ["$.num_attention_heads"]
     assert caught.value.problems[0].message.startswith(f"--gpu {GPU}: expected a positive integer")
+
+
+def _aux_runs():
+    return json.loads((specreg.facts.FOLDER / "aux_capture.json").read_text())["architectures"]
+
+
+def _no_aux_capture(tmp_path, architecture, vllm):
+    draft, ver = pair(tmp_path, "eagle3", lambda c, v, w: v.update(architectures=[architecture]))
+    spec = preflight(specreg.load(draft, vllm=vllm), verifier=str(ver))
+    return [f.message for f in spec.findings if f.code == "verifier-no-aux-capture"]
+
+
+def test_aux_capture_is_read_for_the_target_release(tmp_path):
+    """An architecture whose class gained SupportsEagle3 in a later release is warned about on a target
+    before that release and not from it (the table holds every known release, not only the newest)."""
+    from specreg import facts
+
+    known = facts.known()
+    arch, runs = next((a, r) for a, r in sorted(_aux_runs().items()) if r[0][0] != known[0] and r[0][1] is None)
+    first = known.index(runs[0][0])
+    before = _no_aux_capture(tmp_path / "before", arch, known[first - 1])
+    assert before and f"vLLM {known[first - 1]} cannot capture" in before[0], before
+    assert _no_aux_capture(tmp_path / "from", arch, known[first]) == []
+    assert _no_aux_capture(tmp_path / "newest", arch, known[-1]) == []
+
+
+def test_a_verifier_served_by_the_transformers_backend_captures_aux_states(tmp_path):
+    """From vLLM 0.32 the registry serves SmolLM3ForCausalLM (and GLM, OLMo, Phi, ...) with the Transformers
+    backend's TransformersForCausalLM, whose base `Base` (vllm/model_executor/models/transformers/base.py,
+    0.34.0) implements SupportsEagle3. The table once read only the models folder's top-level files and
+    missed it, so specreg warned about a verifier vLLM serves; the vllm tier checks the table against
+    vLLM's own supports_eagle3 (tests/vllm_tier/test_vllm_configs.py)."""
+    from specreg import facts
+
+    for arch in ("SmolLM3ForCausalLM", "GlmForCausalLM", "TransformersForCausalLM"):
+        assert arch in _aux_runs(), arch
+        assert _no_aux_capture(tmp_path / arch, arch, facts.known()[-1]) == [], arch

@@ -310,8 +310,9 @@ def vllm_model_types() -> dict[str, Any]:
 
 
 def aux_capture() -> dict[str, Any]:
-    """The verifier architectures whose vLLM class captures aux hidden states, as one release has them
-    (aux_capture.json: "release", "architectures")."""
+    """The verifier architectures whose vLLM class captures aux hidden states, per release read
+    (aux_capture.json: "releases", the releases read, and "architectures": name -> its runs of releases,
+    [first, last or None], as `spans` makes them)."""
     return _read("aux_capture.json")
 
 

@@ -182,11 +182,26 @@ def short(version: Version) -> str:
     return f"{parts[0]}.{parts[1]}" if parts[2] == 0 else f"{parts[0]}.{parts[1]}.{parts[2]}"
 
 
+def aux_capture(version: str | Version) -> tuple[str, frozenset[str]] | None:
+    """(the release, the verifier architectures whose registered vLLM class captures aux hidden states
+    there: it implements SupportsEagle3, directly or through a base class) for vLLM `version`: its X.Y
+    release, past the newest release read the newest's; None before the oldest (not known there). Read
+    from specreg/vllm/facts/aux_capture.json, which tests/conformance computes from every known wheel."""
+    v = parse_version(version)
+    releases = facts.aux_capture()["releases"]
+    release = f"{v.major}.{v.minor}"
+    if release not in releases:
+        if v < Version(releases[0]):
+            return None
+        release = releases[-1] if v > Version(releases[-1]) else release
+    return release, _aux_capture_in(release)
+
+
 @cache
-def aux_capture() -> tuple[Version, frozenset[str]]:
-    """(the vLLM release read, the verifier architectures whose class captures aux hidden states there:
-    it implements SupportsEagle3, directly or through a base class), from
-    specreg/vllm/facts/aux_capture.json, which tests/conformance reads from the newest known wheel. Only
-    known for that release: other targets are not checked against it."""
-    data = facts.aux_capture()
-    return parse_version(data["release"]), frozenset(data["architectures"])
+def _aux_capture_in(release: str) -> frozenset[str]:
+    at = Version(release)
+    return frozenset(
+        arch
+        for arch, runs in facts.aux_capture()["architectures"].items()
+        if any(Version(first) <= at and (last is None or at <= Version(last)) for first, last in runs)
+    )

@@ -311,9 +311,10 @@ CODES: dict[str, Code] = {
             "verifier-no-aux-capture",
             "warning",
             "vLLM cannot capture aux hidden states from this verifier architecture",
-            f"In the vLLM version this is known for ({_NEWEST}), the verifier's architecture does not "
-            "implement aux hidden-state capture (SupportsEagle3), which Eagle-3, P-EAGLE and the "
-            "DFlash family need.",
+            "In the target vLLM release, the class vLLM's model registry serves the verifier's "
+            "architecture with does not implement aux hidden-state capture (SupportsEagle3), which "
+            "Eagle-3, P-EAGLE and the DFlash family need (read from every known release's registry; "
+            "past the newest, the newest's).",
         ),
         Code(
             "draft-tp-invalid",

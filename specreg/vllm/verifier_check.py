@@ -190,18 +190,19 @@ def verifier_findings(
                 fix="use the mask token id the draft was trained with, from the verifier's tokenizer",
             )
         )
-    aux_release, aux_archs = aux_capture()
-    if facts.architectures and short(version) == short(aux_release):
-        if not any(a in aux_archs for a in facts.architectures):
-            out.append(
-                Finding.of(
-                    "verifier-no-aux-capture",
-                    f"vLLM {short(aux_release)} cannot capture aux hidden states from "
-                    f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
-                    None,
-                    fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
-                )
+    aux = aux_capture(version)
+    if facts.architectures and aux is not None and not any(a in aux[1] for a in facts.architectures):
+        v = version
+        read_as = "" if f"{v.major}.{v.minor}" == aux[0] else f" (as {aux[0]}, the newest release read)"
+        out.append(
+            Finding.of(
+                "verifier-no-aux-capture",
+                f"vLLM {short(v)}{read_as} cannot capture aux hidden states from "
+                f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
+                None,
+                fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
             )
+        )
     if draft_tensor_parallel_size is not None:
         tp = tensor_parallel_size or 1
         if draft_tensor_parallel_size not in (1, tp):

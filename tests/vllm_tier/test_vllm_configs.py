@@ -632,3 +632,31 @@ def test_a_dflash2_draft_trained_with_nope_layers_gets_the_class_the_facts_say(t
     assert list(sc.draft_model_config.hf_config.no_rope_layers) == [1, 3]
     # vLLM's own automatic path (`vllm serve DRAFT`) on the unmodified file picks the same class
     assert model_class(auto_path(tmp_path, target, src)["architecture"]) == model_class(arch)
+
+
+def test_the_aux_capture_table_is_vllms_own_supports_eagle3():
+    """For the installed vLLM's release, aux_capture.json (read from the wheel's source with ast by the
+    conformance tier) names exactly the registered architectures whose class vLLM's own
+    `supports_eagle3` accepts, every class this machine can import loaded by vLLM's registry. Those it
+    cannot import (a CUDA-only extension, a missing optional package) are named, and must stay few."""
+    import logging
+
+    import vllm
+    from vllm.model_executor.models.interfaces import supports_eagle3
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    from specreg.normalization.capabilities import aux_capture
+
+    release, table = aux_capture(vllm.__version__)
+    assert vllm.__version__.startswith(release + "."), (vllm.__version__, release)
+    logging.disable(logging.ERROR)  # the registry logs a traceback per class it cannot import
+    try:
+        loaded = {arch: ModelRegistry._try_load_model_cls(arch) for arch in ModelRegistry.get_supported_archs()}
+    finally:
+        logging.disable(logging.NOTSET)
+    unloadable = sorted(a for a, cls in loaded.items() if cls is None)
+    vllms = {a for a, cls in loaded.items() if cls is not None and supports_eagle3(cls)}
+    ours = {a for a in table if loaded.get(a) is not None}
+    assert ours == vllms, {"table only": sorted(ours - vllms), "vLLM only": sorted(vllms - ours)}
+    assert len(unloadable) <= len(loaded) // 20, unloadable
+    assert not set(table) - set(loaded), sorted(set(table) - set(loaded))  # no name the registry lacks
