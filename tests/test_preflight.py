@@ -30,6 +30,8 @@ PREFLIGHT_CODES = {
     "weights-vocab-map-unexpected",
     "weights-vocab-map-shape",
     "weights-lm-head-rows",
+    "weights-lm-head-missing",
+    "weights-embed-missing",
     "weights-mask-hidden",
     "weights-dspark-heads",
     "weights-layer-count",
@@ -69,6 +71,17 @@ BREAKS = {
     "weights-vocab-map-unexpected": ("dflash", lambda c, v, w: w.update({"d2t": ((64,), "int64")}), {}),
     "weights-vocab-map-shape": ("eagle3", lambda c, v, w: w.update(reshape(w, "d2t", (32,), "int32")), {}),
     "weights-lm-head-rows": ("eagle3", lambda c, v, w: w.update(reshape(w, "lm_head.weight", (16, 8))), {}),
+    "weights-lm-head-missing": (
+        "dspark",
+        lambda c, v, w: (
+            c.update(draft_vocab_size=32),
+            w.update({"d2t": ((32,), "int64"), "t2d": ((tiny.VOCAB,), "bool")}),
+            w.update(reshape(w, "markov_head.markov_w1.weight", (32, 4))),
+            w.update(reshape(w, "markov_head.markov_w2.weight", (32, 4))),
+        ),
+        {},
+    ),
+    "weights-embed-missing": ("dspark", lambda c, v, w: v.update(vocab_size=tiny.VOCAB // 2), {}),
     "weights-mask-hidden": ("peagle", lambda c, v, w: w.pop("mask_hidden"), {}),
     "weights-dspark-heads": (
         "dspark",

@@ -355,6 +355,22 @@ CODES: dict[str, Code] = {
             "`lm_head.weight` rows must equal `draft_vocab_size`.",
         ),
         Code(
+            "weights-lm-head-missing",
+            "error",
+            "a reduced-vocabulary DSpark draft without its own lm_head",
+            "A DSpark draft shares the verifier's `lm_head` unless its weights carry one, and a "
+            "full-vocabulary head cannot score a reduced `draft_vocab_size`: some vLLM releases refuse "
+            "the checkpoint at load, newer ones load it with the verifier's head.",
+        ),
+        Code(
+            "weights-embed-missing",
+            "error",
+            "a DSpark draft whose input vocabulary outgrows the verifier's, without its own embedding",
+            "A DSpark draft shares the verifier's `embed_tokens` unless its weights carry one, and the "
+            "verifier's has no rows for ids past its vocabulary: some vLLM releases refuse the "
+            "checkpoint at load, newer ones load it with the verifier's embedding.",
+        ),
+        Code(
             "weights-mask-hidden",
             "error",
             "P-EAGLE's mask_hidden is missing or mis-sized",

@@ -297,6 +297,7 @@ def weights_findings(spec: "Speculator", tensors: Mapping[str, Tensor], facts: V
             )
     if spec.algorithm == "dspark":
         out += _dspark_heads(d, tensors)
+        out += _dspark_own_vocab(d, tensors, facts.vocab_size if facts else None)
     layers = {int(m.group(1)) for n in tensors for m in [_LAYER.search(n)] if m and "verifier" not in n}
     n_layers = d.get("num_hidden_layers")
     if layers and isinstance(n_layers, int) and len(layers) != n_layers:
@@ -346,6 +347,39 @@ def _dspark_heads(d: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> list[F
                     fix="markov_rank/markov_head_type/confidence_head_with_markov must match the weights",
                 )
             )
+    return out
+
+
+def _dspark_own_vocab(d: Mapping[str, Any], tensors: Mapping[str, Tensor], verifier_vocab: int | None) -> list[Finding]:
+    """A DSpark draft shares the verifier's lm_head and input embedding unless its weights carry its own,
+    and neither can stand in for a vocabulary of another size. vLLM's Qwen3DSparkModel.load_weights
+    refused such a checkpoint (qwen3_dspark.py, 0.30.0-0.33.0: "Reduced-vocabulary Qwen3 DSpark
+    checkpoints must include lm_head weights", "... whose input vocab_size is larger than the target
+    vocabulary must include embed_tokens weights"); 0.34.0 dropped both checks and loads it, sharing the
+    verifier's tensors in place of the missing ones."""
+    out = []
+    dv, vocab = positive_int(d.get("draft_vocab_size")), positive_int(d.get("vocab_size"))
+    if dv and verifier_vocab and dv < verifier_vocab and _find(tensors, "lm_head.weight") is None:
+        out.append(
+            Finding.of(
+                "weights-lm-head-missing",
+                f"draft_vocab_size {dv} < the verifier's {verifier_vocab}, but the weights carry no lm_head.weight: "
+                "the verifier's full-vocabulary head cannot score the draft's reduced vocabulary",
+                "draft_config.draft_vocab_size",
+                fix="save the draft with its own lm_head (its rows are the reduced vocabulary), or train it on the "
+                "verifier's full vocabulary",
+            )
+        )
+    if vocab and verifier_vocab and vocab > verifier_vocab and _find(tensors, "embed_tokens.weight") is None:
+        out.append(
+            Finding.of(
+                "weights-embed-missing",
+                f"vocab_size {vocab} > the verifier's {verifier_vocab}, but the weights carry no embed_tokens.weight: "
+                f"the verifier's embedding has no rows for ids {verifier_vocab} and up",
+                "draft_config.vocab_size",
+                fix="save the draft with its own embed_tokens, or set vocab_size to the verifier's",
+            )
+        )
     return out
 
 
