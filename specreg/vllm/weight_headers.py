@@ -355,8 +355,8 @@ def _dspark_own_vocab(d: Mapping[str, Any], tensors: Mapping[str, Tensor], verif
     and neither can stand in for a vocabulary of another size. vLLM's Qwen3DSparkModel.load_weights
     refused such a checkpoint (qwen3_dspark.py, 0.30.0-0.33.0: "Reduced-vocabulary Qwen3 DSpark
     checkpoints must include lm_head weights", "... whose input vocab_size is larger than the target
-    vocabulary must include embed_tokens weights"); 0.34.0 dropped both checks and loads it, sharing the
-    verifier's tensors in place of the missing ones."""
+    vocabulary must include embed_tokens weights"); qwen3_dspark.py of 0.34.0 dropped both checks and
+    loads it, sharing the verifier's tensors in place of the missing ones."""
     out = []
     dv, vocab = positive_int(d.get("draft_vocab_size")), positive_int(d.get("vocab_size"))
     if dv and verifier_vocab and dv < verifier_vocab and _find(tensors, "lm_head.weight") is None:
