@@ -164,6 +164,20 @@ def test_a_body_over_the_size_limit_is_refused_before_it_is_read(hub):
     assert hub.bytes_sent("config.json") == 0
 
 
+def test_a_flood_over_before_the_first_look_is_still_the_byte_limit(hub):
+    """The watch looks at the growing download every 0.1 s; a flood that ends sooner (here 256 KiB on
+    loopback, against a 4 KiB cap above the file's true size) fails huggingface_hub's own size check
+    instead, an OSError naming the size it got. That was reported as a failed connection and retried
+    (the retry, unflooded, then succeeded; in CI, with retries off, `show` said "connection failed")."""
+    from specreg.sources.hub import fetch_config
+
+    hub.add(REPO, {"config.json": CONFIG})
+    hub.fault("config.json", ("flood", 256 * 1024), method="GET")
+    with pytest.raises(specreg.HubError, match="streamed 262144 bytes, over the 4096-byte limit") as caught:
+        fetch_config(REPO, max_bytes=4096)
+    assert not isinstance(caught.value, specreg.OfflineError)
+
+
 # -- concurrency -----------------------------------------------------------------------------------
 
 

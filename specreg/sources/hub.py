@@ -123,11 +123,7 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
         if blobs is not None and worker.is_alive():
             grown = _incomplete_bytes(blobs, started)
             if grown > max_bytes:
-                raise errors.HubError(
-                    f"{what} streamed {grown} bytes, over the {max_bytes}-byte limit for a config "
-                    "file (whatever its headers said): stopped",
-                    source=source,
-                )
+                raise _over_limit(what, grown, max_bytes, source)
         if worker.is_alive() and time.monotonic() > end:
             raise errors.OfflineError(
                 f"{what}: no complete answer within {limit:g} s (SPECREG_HUB_DEADLINE): gave up",
@@ -138,6 +134,24 @@ def _bounded(call, *, what: str, source: str, repo_id: str, max_bytes: int | Non
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]
+
+
+#: huggingface_hub's http_get when the body is not the size the metadata said (file_download.py, 2.4)
+_CONSISTENCY = re.compile(r"Consistency check failed: file should be of size \d+ but has size (\d+)")
+
+
+def _streamed_size(exc: object) -> int | None:
+    """The bytes a download received, where `exc` is huggingface_hub's failed size check (else None)."""
+    found = _CONSISTENCY.search(str(exc)) if isinstance(exc, OSError) else None
+    return int(found.group(1)) if found else None
+
+
+def _over_limit(what: str, grown: int, max_bytes: int, source: str) -> errors.HubError:
+    return errors.HubError(
+        f"{what} streamed {grown} bytes, over the {max_bytes}-byte limit for a config file (whatever its "
+        "headers said): stopped",
+        source=source,
+    )
 
 
 def _blobs_dir(repo_id: str) -> Path | None:
@@ -213,6 +227,7 @@ def _fetch_config(
     (fetch_config then falls back to the cached copy when there is one)."""
     import time
 
+    where = f" at revision {revision!r}" if revision else ""
     retries, backoff = _retries()
     for attempt in range(retries + 1):
         try:
@@ -220,7 +235,16 @@ def _fetch_config(
                 # first fetch of this ref: one HEAD to refuse an oversized file before downloading
                 # it (a later fetch of a moved ref is capped when read, not before)
                 _check_size(repo_id, CONFIG_NAME, revision, max_bytes, source)
-            path = fetch_file(repo_id, CONFIG_NAME, revision, source=source)
+            try:
+                path = fetch_file(repo_id, CONFIG_NAME, revision, source=source)
+            except errors.HubError as exc:
+                # A flood that ends before the watch (`_bounded`) looks at it again, 0.1 s on, fails
+                # huggingface_hub's own size check instead, which names the size it got (and removes
+                # the partial file): over the cap, that is the cap's refusal, not a failed connection.
+                got = _streamed_size(exc.__context__)
+                if max_bytes is not None and got is not None and got > max_bytes:
+                    raise _over_limit(f"{CONFIG_NAME} of {repo_id}{where}", got, max_bytes, source) from None
+                raise
             return Fetched(path=path, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(path)))
         except errors.HubError as exc:
             if not exc.cache_fallback:
