@@ -110,17 +110,22 @@ def refused(release: str) -> dict[str, str]:
     return dict(_read(f"{release}/rules.json").get("refused", {}))
 
 
+def release_for(version: str | Version) -> str | None:
+    """The known release whose facts answer for vLLM `version`: its X.Y (a patch release is its X.Y's);
+    past the newest known release, the newest; None for a version no known release covers."""
+    v = Version(str(version))
+    release = f"{v.major}.{v.minor}"
+    if release in known():
+        return release
+    return known()[-1] if v > newest() else None
+
+
 def refusal(version: str | Version, algorithm: str) -> str | None:
     """What vLLM `version`'s speculators path raises for `algorithm`, in its own words, where its release
     registers the algorithm and refuses it (the release's rules.json "refused"; past the newest known
     release, the newest's); None elsewhere."""
-    v = Version(str(version))
-    release = f"{v.major}.{v.minor}"
-    if release not in known():
-        if v < newest():
-            return None
-        release = known()[-1]
-    return refused(release).get(algorithm)
+    release = release_for(version)
+    return None if release is None else refused(release).get(algorithm)
 
 
 def not_extracted(record: Any) -> str | None:

@@ -184,17 +184,11 @@ def short(version: Version) -> str:
 
 def aux_capture(version: str | Version) -> tuple[str, frozenset[str]] | None:
     """(the release, the verifier architectures whose registered vLLM class captures aux hidden states
-    there: it implements SupportsEagle3, directly or through a base class) for vLLM `version`: its X.Y
-    release, past the newest release read the newest's; None before the oldest (not known there). Read
-    from specreg/vllm/facts/aux_capture.json, which tests/conformance computes from every known wheel."""
-    v = parse_version(version)
-    releases = facts.aux_capture()["releases"]
-    release = f"{v.major}.{v.minor}"
-    if release not in releases:
-        if v < Version(releases[0]):
-            return None
-        release = releases[-1] if v > Version(releases[-1]) else release
-    return release, _aux_capture_in(release)
+    there: it implements SupportsEagle3, directly or through a base class) for vLLM `version`, as the
+    release `facts.release_for` names has them; None where no known release covers it. Read from
+    specreg/vllm/facts/aux_capture.json, which tests/conformance computes from every known wheel."""
+    release = facts.release_for(parse_version(version))
+    return None if release is None else (release, _aux_capture_in(release))
 
 
 @cache

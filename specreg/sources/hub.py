@@ -196,10 +196,11 @@ def fetch_config(
     where = f" at revision {revision!r}" if revision else ""
     # looked up first: a failed download may already have moved the cached ref to the new commit
     cached_before = cached(repo_id, CONFIG_NAME, revision)
+    what = f"{CONFIG_NAME} of {repo_id}{where}"
     try:
         return _bounded(
-            lambda: _fetch_config(repo_id, revision, source, max_bytes, cached_before),
-            what=f"{CONFIG_NAME} of {repo_id}{where}",
+            lambda: _fetch_config(repo_id, revision, source, max_bytes, cached_before, what),
+            what=what,
             source=source,
             repo_id=repo_id,
             max_bytes=max_bytes,
@@ -221,13 +222,12 @@ def fetch_config(
 
 
 def _fetch_config(
-    repo_id: str, revision: str | None, source: str, max_bytes: int | None, cached_before: Path | None
+    repo_id: str, revision: str | None, source: str, max_bytes: int | None, cached_before: Path | None, what: str
 ) -> Fetched:
     """The fetch itself, with specreg's retries; a Hub that keeps failing ends in a transient HubError
-    (fetch_config then falls back to the cached copy when there is one)."""
+    (fetch_config then falls back to the cached copy when there is one). `what`: the file, as errors name it."""
     import time
 
-    where = f" at revision {revision!r}" if revision else ""
     retries, backoff = _retries()
     for attempt in range(retries + 1):
         try:
@@ -243,7 +243,7 @@ def _fetch_config(
                 # the partial file): over the cap, that is the cap's refusal, not a failed connection.
                 got = _streamed_size(exc.__context__)
                 if max_bytes is not None and got is not None and got > max_bytes:
-                    raise _over_limit(f"{CONFIG_NAME} of {repo_id}{where}", got, max_bytes, source) from None
+                    raise _over_limit(what, got, max_bytes, source) from None
                 raise
             return Fetched(path=path, repo_id=repo_id, revision=revision, commit=_commit_from_path(str(path)))
         except errors.HubError as exc:

@@ -192,12 +192,11 @@ def verifier_findings(
         )
     aux = aux_capture(version)
     if facts.architectures and aux is not None and not any(a in aux[1] for a in facts.architectures):
-        v = version
-        read_as = "" if f"{v.major}.{v.minor}" == aux[0] else f" (as {aux[0]}, the newest release read)"
+        read_as = "" if f"{version.major}.{version.minor}" == aux[0] else f" (as {aux[0]}, the newest release read)"
         out.append(
             Finding.of(
                 "verifier-no-aux-capture",
-                f"vLLM {short(v)}{read_as} cannot capture aux hidden states from "
+                f"vLLM {short(version)}{read_as} cannot capture aux hidden states from "
                 f"{', '.join(facts.architectures)} (its class does not implement SupportsEagle3)",
                 None,
                 fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
