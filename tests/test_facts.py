@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 from packaging.version import Version
@@ -183,3 +185,81 @@ def test_path_refuses_an_unknown_release_with_one_line_and_exit_2():
         f"python -m specreg.facts path: 9.99 is not a known vLLM release (known: {facts.known()[0]} to "
         f"{facts.known()[-1]}; `python -m specreg.facts list` names each)"
     ]
+
+
+# a damaged releases.json ---------------------------------------------------------------------------
+
+RELEASES_TEXT = (facts.FOLDER / "releases.json").read_text(encoding="utf-8")
+#: a damaged releases.json -> the JSON path and what the one line says of it
+DAMAGED_RELEASES = {
+    "truncated": (RELEASES_TEXT[:300], "the committed facts are damaged"),
+    "no list": ("{}", "$.releases is missing"),
+    "not an object": ("[]", "$: [] is not an object"),
+    "a record without its wheel": ('{"releases": [{"release": "0.34"}]}', "$.releases[0].wheel is missing"),
+    "a release that is a number": (
+        '{"releases": [{"plugin_tested": false, "release": 5, "tested_by": [], "wheel": "5.0.0"}]}',
+        '$.releases[0].release: 5 is not a release "X.Y"',
+    ),
+    "groups that are no list": (
+        '{"releases": [{"plugin_tested": false, "release": "0.34", "tested_by": "all", "wheel": "0.34.0"}]}',
+        '$.releases[0].tested_by: "all" is not a list of group names',
+    ),
+}
+
+
+def damaged_facts(tmp_path, text: str):
+    """A copy of the committed facts whose releases.json holds `text`."""
+    import shutil
+
+    root = tmp_path / "facts"
+    shutil.copytree(facts.FOLDER, root)
+    (root / "releases.json").write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED_RELEASES))
+@pytest.mark.parametrize("command", [["list"], ["mark-tested", "9.9"], ["path", "9.9"], ["diff", "9.8", "9.9"]])
+def test_every_facts_command_on_a_damaged_releases_list_is_one_line_naming_it(tmp_path, monkeypatch, damage, command):
+    from specreg.facts import __main__ as cli
+
+    text, said = DAMAGED_RELEASES[damage]
+    root = damaged_facts(tmp_path, text)
+    monkeypatch.setattr(facts, "FOLDER", root)
+    facts.reread()
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = cli.main(command)
+        assert (code, out.getvalue()) == (2, "")
+        lines = err.getvalue().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"python -m specreg.facts {command[0]}: {root / 'releases.json'}: "
+        )
+        assert said in lines[0] and (root / "releases.json").read_text(encoding="utf-8") == text  # nothing written
+    finally:
+        monkeypatch.undo()
+        facts.reread()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a record without its wheel"])
+def test_show_and_env_on_a_damaged_releases_list_name_it_and_exit_2(tmp_path, damage):
+    """In a fresh interpreter whose facts folder is the damaged copy (set before any specreg module
+    reads it: some read the list when imported)."""
+    from tiny import draft_config
+
+    text, said = DAMAGED_RELEASES[damage]
+    root = damaged_facts(tmp_path, text)
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps(draft_config("eagle3")), encoding="utf-8")
+    for argv in (["show", str(draft)], ["env"]):
+        code = (
+            "import sys; from pathlib import Path; import specreg.facts as f; "
+            f"f.FOLDER = Path({str(root)!r}); from specreg.cli.main import main; sys.exit(main({argv!r}))"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (argv, done.stderr)
+        assert done.stderr.splitlines() == [done.stderr.strip()] and done.stderr.startswith(
+            f"error: {root / 'releases.json'}: "
+        )
+        assert said in done.stderr

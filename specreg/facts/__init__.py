@@ -11,6 +11,7 @@ tracks has its version typed, in the top rules.json beside its source."""
 from __future__ import annotations
 
 import json
+import re
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,78 @@ FOLDER = Path(__file__).resolve().parent.parent / "vllm" / "facts"
 
 @cache
 def _read(name: str) -> Any:
-    return json.loads((FOLDER / name).read_text(encoding="utf-8"))
+    return read_json(FOLDER / name)
+
+
+def read_json(path: Path) -> Any:
+    """A committed facts file, parsed; a missing, unreadable or truncated one is a FactsError naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise FactsError(f"{path}: {DAMAGED} ({type(e).__name__}: {why})") from None
+
+
+#: what to do about a damaged committed facts file
+DAMAGED = "the committed facts are damaged; restore the file (git checkout, or reinstall specreg)"
+_MISSING = object()
+
+
+def _damaged(path: Path, where: str, value: Any, want: str) -> FactsError:
+    """One line naming the file, the JSON path and the value found (or that it is missing)."""
+    if value is _MISSING:
+        return FactsError(f"{path}: {where} is missing; {DAMAGED}")
+    text = json.dumps(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return FactsError(f"{path}: {where}: {text} is not {want}; {DAMAGED}")
+
+
+def read_releases(path: Path) -> list[dict[str, Any]]:
+    """The records of a releases.json, each checked (`release` "X.Y", `wheel` "X.Y.Z", `tested_by` a
+    list of names, `plugin_tested` a bool, no release twice): the first that is not is a FactsError
+    naming the file, the JSON path and the value."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise _damaged(path, "$", data, "an object")
+    records = data.get("releases", _MISSING)
+    if not isinstance(records, list) or not records:
+        raise _damaged(path, "$.releases", records, "a list of releases")
+    seen: set[str] = set()
+    for i, record in enumerate(records):
+        where = f"$.releases[{i}]"
+        if not isinstance(record, dict):
+            raise _damaged(path, where, record, "a release's record")
+        for key, want, good in _RELEASE_FIELDS:
+            value = record.get(key, _MISSING)
+            if not good(value):
+                raise _damaged(path, f"{where}.{key}", value, want)
+        if record["release"] in seen:
+            raise _damaged(path, f"{where}.release", record["release"], "listed once (it is listed twice)")
+        seen.add(record["release"])
+    return records
+
+
+#: each field of a releases.json record: its key, what it must be, and the test of it
+_RELEASE_FIELDS = (
+    ("release", 'a release "X.Y"', lambda v: isinstance(v, str) and bool(re.fullmatch(r"\d+\.\d+", v))),
+    ("wheel", 'a wheel version "X.Y.Z"', lambda v: isinstance(v, str) and bool(re.fullmatch(r"\d+\.\d+\.\d+", v))),
+    ("plugin_tested", "true or false", lambda v: isinstance(v, bool)),
+    ("tested_by", "a list of group names", lambda v: isinstance(v, list) and all(isinstance(g, str) and g for g in v)),
+)
+
+
+def _section(name: str, key: str) -> dict[str, Any]:
+    """The object under `key` of a committed facts file (a file without it is a FactsError naming it)."""
+    data = _read(name)
+    found = data.get(key, _MISSING) if isinstance(data, dict) else data
+    if not isinstance(found, dict):
+        raise _damaged(FOLDER / name, f"$.{key}", found, "an object")
+    return found
 
 
 @lru_cache(maxsize=1)
 def _releases() -> dict[str, dict[str, Any]]:
-    records = _read("releases.json")["releases"]
+    records = read_releases(FOLDER / "releases.json")
     return {r["release"]: r for r in sorted(records, key=lambda r: Version(r["release"]))}
 
 
@@ -79,7 +146,7 @@ NOT_EXTRACTED = {"extractable", "held_by", "why"}
 
 
 def _metadata() -> dict[str, dict[str, Any]]:
-    return _read("rules.json")["rules"]
+    return _section("rules.json", "rules")
 
 
 def metadata() -> dict[str, dict[str, Any]]:
@@ -93,7 +160,7 @@ def _rules_of(release: str) -> dict[str, Any]:
     path = folder(release) / "rules.json"
     if not path.is_file():
         raise FactsError(f"{path} is missing: `python -m specreg.facts refresh {release}` computes it")
-    return _read(f"{release}/rules.json")["rules"]
+    return _section(f"{release}/rules.json", "rules")
 
 
 def release_rules(release: str) -> dict[str, Any]:
@@ -107,6 +174,7 @@ def release_rules(release: str) -> dict[str, Any]:
 
 def refused(release: str) -> dict[str, str]:
     """algorithm -> a known release's own refusal of it (its rules.json "refused"; empty: none), a copy."""
+    _section(f"{release}/rules.json", "rules")
     return dict(_read(f"{release}/rules.json").get("refused", {}))
 
 

@@ -29,6 +29,19 @@ def _known(command: str, text: str) -> str | None:
 
 
 def main(argv: list[str] | None = None, extract=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv, extract)
+    except facts.FactsError as e:  # a damaged committed file: one line naming it, whatever the command
+        command = next((f"{PROG} {a}" for a in argv[:1] if a in COMMANDS), PROG)
+        print(f"{command}: {printable(str(e))!s}", file=sys.stderr)
+        return 2
+
+
+COMMANDS = ("list", "path", "diff", "refresh", "mark-tested")
+
+
+def _main(argv: list[str], extract) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the known vLLM releases, oldest first")
@@ -66,8 +79,6 @@ def main(argv: list[str] | None = None, extract=None) -> int:
 
 
 def _diff(old_text: str, new_text: str) -> int:
-    import json
-
     from specreg.facts.diff import diff, read_committed
 
     old, new = _known("diff", old_text), _known("diff", new_text)
@@ -76,8 +87,7 @@ def _diff(old_text: str, new_text: str) -> int:
     if facts.known().index(old) >= facts.known().index(new):
         print(f"{PROG} diff: {old} is not older than {new}: give the older release first", file=sys.stderr)
         return 2
-    rules = json.loads((facts.FOLDER / "rules.json").read_text(encoding="utf-8"))["rules"]
-    print("\n".join(diff(old, new, read_committed, rules)))
+    print("\n".join(diff(old, new, read_committed, facts.metadata())))
     return 0
 
 

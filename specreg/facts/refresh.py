@@ -240,7 +240,7 @@ def add_release(path: Path, release: str, wheel: str) -> bool:
     """Add `release` to the list in `path` (False: it was there). A new release is tested by the
     conformance groups that test the newest known one, and is not plugin-tested: `mark-tested` says so
     once its conformance tier passed."""
-    records = json.loads(path.read_text(encoding="utf-8"))["releases"]
+    records = facts.read_releases(path)
     if any(r["release"] == release for r in records):
         return False
     newest = max(records, key=lambda r: Version(r["release"]))
@@ -253,7 +253,7 @@ def mark_tested(release: str, path: Path | None = None) -> None:
     """Mark the newest known release plugin-tested (after its conformance tier passed); an older release
     is refused (the plugin's range ends at the newest tested release)."""
     path = path or facts.FOLDER / "releases.json"
-    records = json.loads(path.read_text(encoding="utf-8"))["releases"]
+    records = facts.read_releases(path)
     newest = max(records, key=lambda r: Version(r["release"]))
     if newest["release"] != release:
         raise RefreshError(
