@@ -222,10 +222,12 @@ def test_refresh_writes_into_out_and_reports_each_file_unchanged_or_changed(tmp_
 def test_refresh_into_an_empty_out_counts_every_record_and_leaves_the_list_alone(tmp_path):
     doc = {"_about": "by tests/conformance/x.py", "a": {"b": 1, "c": [1, 2]}, "d": {}}
     documents = {**every_kind(facts.known()[-1]), "kv_cache": doc}
-    lines = facts_refresh.refresh("7.1", tmp_path / "new", extract=fake_extractor(documents), root=tmp_path)
+    root = tmp_path / "facts"
+    root.mkdir()
+    lines = facts_refresh.refresh("7.1", tmp_path / "new", extract=fake_extractor(documents), root=root)
     assert "kv_cache.json: changed (2 records)" in lines and len(lines) == len(documents)
     assert (tmp_path / "new" / "kv_cache.json").read_text(encoding="utf-8") == facts_text(doc)
-    assert not (tmp_path / "releases.json").exists()
+    assert not (root / "releases.json").exists()
 
 
 def test_a_refresh_missing_a_kind_writes_nothing_and_keeps_what_it_computed(tmp_path):
@@ -465,6 +467,238 @@ def test_refresh_of_a_release_into_an_empty_folder_is_the_committed_facts(releas
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in facts.folder(release).iterdir())
     for path in facts.folder(release).iterdir():
         assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+# refresh's writes: the committed facts, --out's files, links, special files, interruptions -------------
+
+
+def facts_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "facts"
+    shutil.copytree(facts.FOLDER, root)
+    return root
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("where", ["the root", "a release's folder"])
+def test_refresh_refuses_an_out_in_the_committed_facts_and_writes_nothing(tmp_path, where):
+    """--out at the committed facts' root once replaced its top rules.json with a release's, and every
+    command then failed; a release's folder there is refreshed without --out, whole."""
+    root = facts_copy(tmp_path)
+    newest = facts.known()[-1]
+    out = root if where == "the root" else root / facts.known()[-2]
+    before = {
+        name: tree(root / name) if (root / name).is_dir() else (root / name).read_bytes() for name in os.listdir(root)
+    }
+    calls: list = []
+    with pytest.raises(facts_refresh.RefreshError) as caught:
+        facts_refresh.refresh(newest, out, extract=fake_extractor(every_kind(newest), calls), root=root)
+    assert str(caught.value) == (
+        f"--out {out} is in the committed facts ({root}): without --out, refresh replaces the release's folder "
+        "there whole and lists it in releases.json"
+    )
+    assert calls == []  # refused before the extractors' minutes
+    assert before == {
+        name: tree(root / name) if (root / name).is_dir() else (root / name).read_bytes() for name in os.listdir(root)
+    }
+
+
+def test_refresh_refuses_a_fifo_in_out_without_opening_it(tmp_path):
+    """A FIFO named rules.json in --out hung the refresh (it opened it to read the old facts): in a
+    subprocess, so that a regression fails on the timeout instead of hanging the suite."""
+    out = tmp_path / "o"
+    out.mkdir()
+    os.mkfifo(out / "rules.json")
+    newest = facts.known()[-1]
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import test_facts_refresh as t; "
+        f"from specreg.facts import __main__ as m; "
+        f"sys.exit(m.main(['refresh', {newest!r}, '--out', {str(out)!r}], extract=t.fake_extractor(t.every_kind({newest!r}))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"python -m specreg.facts refresh: {out / 'rules.json'} is not a facts file (a FIFO): move it away and "
+        "refresh again\n"
+    )
+    assert sorted(os.listdir(out)) == ["rules.json"]
+
+
+def test_refresh_refuses_a_users_file_in_out_unless_forced(tmp_path):
+    newest = facts.known()[-1]
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "kv_cache.json").write_text('{"my": "notes"}\n', encoding="utf-8")
+    extract = fake_extractor(every_kind(newest))
+    code, stdout, err = run_cli("refresh", newest, "--out", str(out), extract=extract)
+    assert (code, stdout) == (2, "")
+    assert err == (
+        f"python -m specreg.facts refresh: {out / 'kv_cache.json'} is not a facts file as refresh writes it (a file "
+        "of your own?): refusing to replace it; move it away, or pass --force\n"
+    )
+    assert sorted(os.listdir(out)) == ["kv_cache.json"] and (out / "kv_cache.json").read_text() == '{"my": "notes"}\n'
+    code, stdout, err = run_cli("refresh", newest, "--out", str(out), "--force", extract=extract)
+    assert (code, err) == (0, "") and "kv_cache.json: changed" in stdout
+    assert (out / "kv_cache.json").read_bytes() == (facts.folder(newest) / "kv_cache.json").read_bytes()
+
+
+def test_a_link_in_out_is_refused_unless_forced_and_then_replaced_itself(tmp_path):
+    newest = facts.known()[-1]
+    out, elsewhere = tmp_path / "o", tmp_path / "elsewhere.json"
+    out.mkdir()
+    elsewhere.write_bytes((facts.folder(newest) / "rules.json").read_bytes())
+    (out / "rules.json").symlink_to(elsewhere)
+    extract = fake_extractor(every_kind(newest))
+    code, _, err = run_cli("refresh", newest, "--out", str(out), extract=extract)
+    assert code == 2 and err == (
+        f"python -m specreg.facts refresh: {out / 'rules.json'} is a link to {elsewhere}, not a facts file refresh "
+        "wrote: refusing to replace it (--force replaces the link itself, never what it points to)\n"
+    )
+    before = elsewhere.read_bytes()
+    code, _, err = run_cli("refresh", newest, "--out", str(out), "--force", extract=extract)
+    assert (code, err) == (0, "")
+    assert not (out / "rules.json").is_symlink() and elsewhere.read_bytes() == before
+
+
+def test_refresh_refuses_an_out_that_is_a_link_to_a_directory(tmp_path):
+    """As every writer of specreg (docs/reliability.md: every writer, every target shape)."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    newest = facts.known()[-1]
+    code, _, err = run_cli("refresh", newest, "--out", str(link), extract=fake_extractor(every_kind(newest)))
+    assert code == 2 and err == (
+        f"python -m specreg.facts refresh: --out {link} is a link to {real}: refresh writes through no link; give "
+        "the directory itself\n"
+    )
+    assert os.listdir(real) == []
+
+
+def interrupting_at(step: int, monkeypatch) -> list[str]:
+    """Make the `step`-th step of a refresh's writes (each staged file, each rename of the swap, the
+    old folder's removal, releases.json) raise KeyboardInterrupt instead of happening; returns the
+    steps seen."""
+    seen: list[str] = []
+
+    def counted(name, real):
+        def step_(*args, **kwargs):
+            if name == "rename" and kwargs:  # atomic.py's renames inside one file's write
+                return real(*args, **kwargs)
+            seen.append(name)
+            if len(seen) == step:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        return step_
+
+    monkeypatch.setattr(facts_refresh, "write_facts", counted("write", facts_refresh.write_facts))
+    monkeypatch.setattr(os, "rename", counted("rename", os.rename))
+    monkeypatch.setattr(shutil, "rmtree", counted("rmtree", shutil.rmtree))
+    monkeypatch.setattr(facts_refresh, "write_releases_list", counted("releases", facts_refresh.write_releases_list))
+    return seen
+
+
+def test_a_refresh_interrupted_at_every_step_leaves_the_old_folder_or_the_new_one_and_says_which(tmp_path, monkeypatch):
+    """Ctrl-C between the swap's two renames once left the release's folder under neither name while
+    the command said the facts were as they were. At every step: the folder is whole, old or new, and
+    the message says which; a plain rerun then finishes."""
+    newest = facts.known()[-1]
+    kv = committed(newest, "kv_cache")
+    kv["block_first"] = {**kv["block_first"], "NEW_BACKEND": True}
+    documents = every_kind(newest, kv_cache=kv)
+    old_facts = tree(facts.folder(newest))
+    new_facts = {f"{k}.json": facts_text(d).encode() for k, d in documents.items()}
+    records = json.loads((facts.FOLDER / "releases.json").read_text())["releases"]
+    step, outcomes = 0, []
+    try:
+        while True:
+            step += 1
+            root = tmp_path / f"step{step}"
+            shutil.copytree(facts.FOLDER, root)
+            listed = [r for r in records if r["release"] != newest]  # so that the refresh lists it: one step more
+            facts_refresh.write_releases_list(root / "releases.json", listed)
+            listed_text = (root / "releases.json").read_text()
+            with monkeypatch.context() as m:
+                seen = interrupting_at(step, m)
+                try:
+                    facts_refresh.refresh(newest, extract=fake_extractor(documents), root=root)
+                except KeyboardInterrupt as e:
+                    said = getattr(e, "state", None)
+                else:
+                    break
+            now = tree(root / newest)
+            leftovers = sorted(p.name for p in root.iterdir() if p.name.startswith("."))
+            if now == old_facts:
+                assert said is None, (step, seen, said)  # the CLI: "the committed facts are as they were"
+                assert (root / "releases.json").read_text() == listed_text and leftovers == [], (step, seen)
+                outcomes.append("old")
+            else:
+                assert now == new_facts, (step, seen)
+                assert said is not None and said.startswith(f"the new facts are in {root / newest}"), (step, said)
+                assert [p for p in leftovers if ".new-" in p] == [], (step, leftovers)
+                assert all(str(root / p) in said for p in leftovers), (step, said, leftovers)
+                outcomes.append("new")
+            facts_refresh.refresh(newest, extract=fake_extractor(documents), root=root)  # the plain rerun
+            assert tree(root / newest) == new_facts
+            assert newest in [r["release"] for r in facts.read_releases(root / "releases.json")]
+    finally:
+        facts.reread()
+    # the staged files, the swap, the old folder's removal, releases.json, the temporary folder's removal
+    assert seen == ["write"] * len(documents) + ["rename", "rename", "rmtree", "releases", "rmtree"]
+    assert outcomes == ["old"] * (len(documents) + 2) + ["new"] * 3
+
+
+def test_ctrl_c_between_the_two_renames_is_held_until_the_swap_is_whole(tmp_path, monkeypatch):
+    """A real SIGINT just after the first rename: held back, it lands after the second, and the
+    refresh says the new facts are in place."""
+    import signal
+
+    root = facts_copy(tmp_path)
+    newest = facts.known()[-1]
+    documents = every_kind(newest)
+    real = os.rename
+
+    def rename_then_sigint(src, dst, **kwargs):
+        real(src, dst, **kwargs)
+        if not kwargs and ".old-" in str(dst):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(os, "rename", rename_then_sigint)
+    caught = None
+    try:
+        facts_refresh.refresh(newest, extract=fake_extractor(documents), root=root)
+    except KeyboardInterrupt as e:  # caught here: one that reached pytest would end the session
+        caught = e
+    finally:
+        monkeypatch.undo()
+        facts.reread()
+    assert (root / newest).is_dir(), "the release's folder is under neither name"
+    (left,) = [p for p in root.iterdir() if p.name.startswith(f".{newest}.old-")]  # Ctrl-C stopped its removal
+    said = getattr(caught, "state", None)
+    assert said == f"the new facts are in {root / newest}; the old folder's remains are in {left}: remove it"
+    assert tree(root / newest) == {f"{k}.json": facts_text(d).encode() for k, d in documents.items()}
+
+
+def test_a_release_older_than_the_newest_is_tested_only_by_the_groups_whose_facts_it_has(tmp_path):
+    """A release older than the selector's range has its rules only: the selector's and the GPU
+    deployment groups compare facts it lacks (attention_backends, kv_cache, quantization_methods)."""
+    root = tmp_path / "facts"
+    root.mkdir()
+    shutil.copy(facts.FOLDER / "releases.json", root / "releases.json")
+    oldest = Version(facts.wheel(facts.known()[0]))
+    older = f"{oldest.major}.{oldest.minor - 1}"
+    assert facts_refresh.expected_kinds(older) == ("rules",)
+    try:
+        documents = {"rules": committed(facts.known()[-1], "rules")}
+        facts_refresh.refresh(older, extract=fake_extractor(documents), root=root)
+        record = next(r for r in facts.read_releases(root / "releases.json") if r["release"] == older)
+    finally:
+        facts.reread()
+    newest_groups = facts._releases()[facts.known()[-1]]["tested_by"]
+    assert "selector" in newest_groups and "deployment_rules_gpu" in newest_groups
+    assert record["tested_by"] == [g for g in newest_groups if g not in ("selector", "deployment_rules_gpu")]
 
 
 # the release watch ---------------------------------------------------------------------------------

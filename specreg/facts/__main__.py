@@ -1,4 +1,4 @@
-"""`python -m specreg.facts list | path VERSION | diff OLD NEW | refresh VERSION [--out DIR] | mark-tested
+"""`python -m specreg.facts list | path VERSION | diff OLD NEW | refresh VERSION [--out DIR [--force]] | mark-tested
 VERSION`: the known vLLM releases, where their facts live, what changed between two, recomputing one
 from its wheel, and marking the newest plugin-tested once its conformance tier passed
 (docs/maintaining.md)."""
@@ -53,6 +53,9 @@ def _main(argv: list[str], extract) -> int:
     refresh = commands.add_parser("refresh", help="compute one release's facts from its wheel and write them")
     refresh.add_argument("version", help="X.Y or X.Y.0 (a new release is added to the list)")
     refresh.add_argument("--out", type=Path, help="write the facts files here instead of the committed folder")
+    refresh.add_argument(
+        "--force", action="store_true", help="in --out, replace files that are not facts files as refresh writes them"
+    )
     mark = commands.add_parser(
         "mark-tested", help="mark the newest known release plugin-tested, once its conformance tier passed"
     )
@@ -72,9 +75,10 @@ def _main(argv: list[str], extract) -> int:
     if args.command == "mark-tested":
         return _mark_tested(args.version)
     try:
-        return _refresh(args.version, args.out, extract)
-    except KeyboardInterrupt:
-        print(f"{PROG} refresh: interrupted; the committed facts are as they were", file=sys.stderr)
+        return _refresh(args.version, args.out, extract, args.force)
+    except KeyboardInterrupt as e:  # what is new, when something was written (refresh.Interrupted)
+        state = getattr(e, "state", "the committed facts are as they were")
+        print(f"{PROG} refresh: interrupted; {printable(state)!s}", file=sys.stderr)
         return 130
 
 
@@ -91,11 +95,11 @@ def _diff(old_text: str, new_text: str) -> int:
     return 0
 
 
-def _refresh(version: str, out: Path | None, extract) -> int:
+def _refresh(version: str, out: Path | None, extract, force: bool) -> int:
     from specreg.facts import refresh
 
     try:
-        lines = refresh.refresh(version, out, **({"extract": extract} if extract else {}))
+        lines = refresh.refresh(version, out, force=force, **({"extract": extract} if extract else {}))
     except refresh.RefreshError as e:
         if e.report:
             print("\n".join(e.report))
