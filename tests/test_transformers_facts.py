@@ -5,8 +5,10 @@ wheel; tests/engine_tier/test_composite_types.py runs it on the real wheels)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +123,60 @@ def test_refresh_of_a_file_that_is_no_wheel_is_one_line_and_writes_nothing(tmp_p
     err = capsys.readouterr().err
     assert err.startswith(f"error: {bad}: not a readable wheel") and err.count("\n") == 1
     assert not (tmp_path / "facts").exists()
+
+
+def stand_in_python(tmp_path: Path, writes: str | None) -> Path:
+    """An executable standing in for `--python`: called as `PYTHON -c CODE OUT TYPES`, it writes
+    `writes` to OUT (nothing when None) and exits 0."""
+    script = tmp_path / "python"
+    body = "exit 0\n" if writes is None else f"cat > \"$3\" <<'END'\n{writes}\nEND\n"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script
+
+
+LISTS = '"model_types": [], "composite_model_types": [], "config_keys": []'
+
+
+@pytest.mark.parametrize(
+    "writes, said",
+    [
+        (None, "exited 0 but wrote no facts (is it a Python with transformers?)"),
+        ("{", "wrote no facts file that reads as JSON (Expecting property name"),
+        ("[1]", "reported $ = [1]: not an object"),
+        ('{"transformers": "../x", ' + LISTS + "}", "reported $.transformers = '../x': not a transformers version"),
+        ('{"transformers": 5, ' + LISTS + "}", "reported $.transformers = 5: not a transformers version"),
+        ('{"transformers": "9.01", ' + LISTS + "}", "reported $.transformers = '9.01': not a transformers version"),
+        (
+            '{"transformers": "9.1.0", "model_types": "all", "composite_model_types": [], "config_keys": []}',
+            "reported $.model_types = 'all': not a list of names",
+        ),
+    ],
+    ids=["writes nothing", "invalid JSON", "no object", "a path", "a number", "not canonical", "no list"],
+)
+def test_a_child_that_reports_no_facts_is_one_line_and_writes_nothing(tmp_path, capsys, writes, said):
+    """These were tracebacks, or (a version "../x") a file written outside --out."""
+    python = stand_in_python(tmp_path, writes)
+    out = tmp_path / "out" / "facts"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert refresh.main(["refresh", "--python", str(python), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: {python}: {said}")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("shape", ["a regular file", "a link to a directory"])
+def test_refresh_refuses_an_out_that_is_no_directory_of_its_own(tmp_path, capsys, shape):
+    python = stand_in_python(tmp_path, '{"transformers": "9.1.0", ' + LISTS + "}")
+    out, real = tmp_path / "out", tmp_path / "real"
+    if shape == "a regular file":
+        out.write_text("mine\n")
+        said = f"error: {out}: is not a directory: --out names the folder <version>.json is written into\n"
+    else:
+        real.mkdir()
+        out.symlink_to(real)
+        said = f"error: {out}: is a link to {real}: give the directory itself\n"
+    assert refresh.main(["refresh", "--python", str(python), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == said
+    assert (out.read_text() == "mine\n") if shape == "a regular file" else os.listdir(real) == []

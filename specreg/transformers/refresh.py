@@ -76,7 +76,7 @@ def extract(python: str, wheel: Path | None = None) -> dict:
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise RefreshError(f"could not read transformers' facts: {last}", source=python)
-        found = json.loads(out.read_text(encoding="utf-8"))
+        found = read_found(out, python)
     if wheel is not None and not Path(wheel).name.startswith(f"transformers-{found['transformers']}-"):
         raise RefreshError(
             f"gave transformers {found['transformers']}: is a transformers package installed in a way "
@@ -84,6 +84,45 @@ def extract(python: str, wheel: Path | None = None) -> dict:
             source=str(wheel),
         )
     return found
+
+
+#: the most the child's answer may hold (the committed 5.25.0.json is 20 KiB)
+MAX_FOUND_BYTES = 16 * 1024 * 1024
+#: the lists of names the child reports
+LISTS = ("model_types", "composite_model_types", "config_keys")
+
+
+def read_found(out: Path, python: str) -> dict:
+    """What the child wrote, checked: an object whose `transformers` is a version in its canonical
+    spelling (it names the file written: "../x" would place it elsewhere) and whose lists hold names;
+    anything else is one error naming the interpreter, the JSON path and the value."""
+    from packaging.version import InvalidVersion, Version
+
+    from specreg.errors import printable
+    from specreg.sources.files import read_regular
+
+    try:
+        data = json.loads(read_regular(out, MAX_FOUND_BYTES).decode("utf-8"))
+    except FileNotFoundError:
+        raise RefreshError("exited 0 but wrote no facts (is it a Python with transformers?)", source=python) from None
+    except (OSError, ValueError) as exc:  # invalid JSON, not UTF-8, too large, not a file
+        raise RefreshError(f"wrote no facts file that reads as JSON ({exc})", source=python) from None
+    if not isinstance(data, dict):
+        raise RefreshError(f"reported $ = {printable(repr(data))[:80]}: not an object", source=python)
+    version = data.get("transformers")
+    try:
+        canonical = isinstance(version, str) and str(Version(version)) == version
+    except InvalidVersion:
+        canonical = False
+    if not canonical:
+        raise RefreshError(
+            f"reported $.transformers = {printable(repr(version))[:80]}: not a transformers version", source=python
+        )
+    for key in LISTS:
+        names = data.get(key)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise RefreshError(f"reported $.{key} = {printable(repr(names))[:80]}: not a list of names", source=python)
+    return data
 
 
 def download(version: str, into: Path) -> Path:
@@ -111,16 +150,33 @@ def refresh(version: str | None, wheel: Path | None, python: str, out: Path) -> 
     """Compute and write one release's facts; returns the file written."""
     from specreg import atomic
 
+    check_out(out)
     with tempfile.TemporaryDirectory(prefix="specreg-transformers-wheel-") as tmp:
         if version is not None and wheel is None:
             wheel = download(version, Path(tmp))
         found = extract(python, wheel)
     if version is not None and found["transformers"] != version:
         raise RefreshError(f"asked for transformers {version}, read {found['transformers']}", source=version)
-    out.mkdir(parents=True, exist_ok=True)
     target = out / f"{found['transformers']}.json"
-    atomic.write_bytes(target, text(found).encode("utf-8"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic.write_bytes(target, text(found).encode("utf-8"))
+    except OSError as exc:
+        raise RefreshError(f"cannot write {target}: {exc.strerror or exc}", source=str(out)) from None
     return target
+
+
+def check_out(out: Path) -> None:
+    """--out must be a directory or not exist yet (a link, even to a directory, or a file is refused,
+    as every writer of specreg refuses them); checked before the wheel is downloaded."""
+    from specreg.errors import printable
+
+    if out.is_symlink():
+        raise RefreshError(
+            f"is a link to {printable(os.path.realpath(out))}: give the directory itself", source=str(out)
+        )
+    if out.exists() and not out.is_dir():
+        raise RefreshError("is not a directory: --out names the folder <version>.json is written into", source=str(out))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         written = refresh(args.version, args.wheel, args.python, args.out)
     except SpecregError as exc:
         print(f"error: {exc.line()}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the machine said no (a temporary folder, a full disk): one line, not a traceback
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: nothing was written", file=sys.stderr)
