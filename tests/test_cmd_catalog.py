@@ -84,6 +84,21 @@ def test_an_entry_file_that_links_out_of_the_catalog_is_refused(tmp_path):
     assert r.returncode == 1 and "outside the catalog directory" in r.stderr
 
 
+def test_a_snapshot_that_links_out_of_the_catalog_is_a_problem_and_not_read(tmp_path):
+    from conftest import run_in_process
+
+    outside = tmp_path / "outside.config.json"
+    outside.write_text("{}")
+    reg = registry_with(tmp_path, x=lambda p: p.write_text(MINIMAL.format(id="org/x")))
+    (reg / "org" / "x.config.json").symlink_to(outside)
+    r = run_in_process("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1
+    assert (
+        f"{reg / 'org' / 'x.config.json'}: $: leads to {outside}, outside the catalog directory {reg}: not read"
+        in r.stderr
+    )
+
+
 @pytest.mark.parametrize("kind", ["fifo", "directory", "dangling link"])
 def test_an_entry_path_that_is_not_a_file_is_reported_not_dropped(tmp_path, kind):
     make = {

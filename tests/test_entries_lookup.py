@@ -173,3 +173,31 @@ def test_the_hubs_refusal_is_never_replaced_by_the_pin(pinned, hub):
     hub.repos.clear()
     with pytest.raises(specreg.RepoNotFoundError):
         specreg.load(REPO)
+
+
+@pytest.mark.parametrize("how", ["the snapshot", "its org folder"])
+def test_a_snapshot_that_links_out_of_the_catalog_is_not_read(pinned, tmp_path, monkeypatch, how):
+    """As an entry file linked out is refused: the pinned content outside the catalog (a link the user
+    did not mean, or one planted) is never read, and the load says why in one error."""
+    root, commit = pinned()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    snapshot = root / "org" / "draft.config.json"
+    if how == "the snapshot":
+        (outside / "draft.config.json").write_bytes(snapshot.read_bytes())  # the pinned content itself
+        snapshot.unlink()
+        snapshot.symlink_to(outside / "draft.config.json")
+        real = outside / "draft.config.json"
+    else:  # the entry and its snapshot in a folder outside, linked in as the org folder
+        (root / "org").rename(outside / "org")
+        (root / "org").symlink_to(outside / "org")
+        real = outside / "org" / "draft.config.json"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(specreg.OfflineError) as caught:
+        specreg.load(REPO)
+    message = str(caught.value)
+    assert (
+        f"the snapshot beside the catalog entry ({snapshot}) leads to {real}, outside the catalog directory "
+        f"{root}: not read"
+    ) in message
+    assert "hub-pinned-copy" not in message

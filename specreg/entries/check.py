@@ -30,11 +30,13 @@ def check(directory: str | os.PathLike[str] | None = None) -> CheckReport:
     """Every problem of every entry: schema, ids, algorithms, pins, and stored config snapshots
     (which must match their pinned sha256 and, in the speculators format, normalize without error
     findings). Offline: nothing is fetched."""
+    from specreg.entries.lookup import _root
     from specreg.errors import ConfigError
-    from specreg.sources.files import read_config
+    from specreg.sources.files import link_outside, read_config
     from specreg.normalization.core import normalize
 
     entries, found = read_catalog(directory)
+    root = _root(directory)
     warned: list[tuple[str, Problem]] = []
     for entry in entries:
         warned += [(entry.path, w) for w in warnings(entry)]
@@ -42,6 +44,9 @@ def check(directory: str | os.PathLike[str] | None = None) -> CheckReport:
         if snap is None or not snap.is_file():
             continue
         where = str(snap)
+        if (real := link_outside(snap, root)) is not None:  # as an entry file linked out: never read
+            found.append((where, Problem("$", f"leads to {real}, outside the catalog directory {root}: not read")))
+            continue
         try:
             config, digest = read_config(snap, source=where)
         except ConfigError as exc:

@@ -22,7 +22,7 @@ import attrs
 from specreg.entries.rules import parse_entry
 from specreg.entries.schema import CatalogError, Entry
 from specreg.errors import Problem, SpecregError
-from specreg.sources.files import FileTooLarge, read_regular
+from specreg.sources.files import FileTooLarge, link_outside, read_regular
 
 #: an entry is a page of TOML; anything larger is not read whole
 MAX_ENTRY_BYTES = 1024 * 1024
@@ -276,11 +276,18 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
         else "the Hub kept failing"
     )
     differing: list[str] = []  # the copies found that are not the pinned content
+    catalog_root = _root(None)
     for path, where in (
         (hub.cached(repo_id, hub.CONFIG_NAME, entry.revision), "huggingface_hub's cache"),
         (entry.snapshot_path, "the snapshot beside the catalog entry"),
     ):
         if path is None or not path.is_file():
+            continue
+        if path == entry.snapshot_path and (real := link_outside(path, catalog_root)) is not None:
+            # as an entry file linked out of the catalog is refused (read_entry_text): never read
+            differing.append(
+                f"{where} ({path}) leads to {real}, outside the catalog directory {catalog_root}: not read"
+            )
             continue
         try:
             config, digest = read_config(path, source=text)
@@ -318,10 +325,12 @@ def pinned_copy(failure: SpecregError, text: str, revision: str | None):
             f"{entry.revision} was used, from {where} ({path})",
         )
     if differing:
+        linked_out = any("outside the catalog directory" in d for d in differing)
+        unused = "a copy outside the catalog, or one" if linked_out else "a copy"
         raise type(failure)(
             f"{failure.message}; {why}, and the catalog pins {entry.id} at revision {entry.revision}, but "
             + "; ".join(differing)
-            + f": a copy that no longer matches its pin is not used. Restore it, or re-pin where the Hub "
+            + f": {unused} that no longer matches its pin is not used. Restore it, or re-pin where the Hub "
             f"is reachable (`specreg catalog pin {entry.id}`)",
             source=failure.source,
             transient=failure.transient,
