@@ -30,13 +30,15 @@ def check(directory: str | os.PathLike[str] | None = None) -> CheckReport:
     """Every problem of every entry: schema, ids, algorithms, pins, and stored config snapshots
     (which must match their pinned sha256 and, in the speculators format, normalize without error
     findings). Offline: nothing is fetched."""
-    from specreg.entries.lookup import _root
+    from pathlib import Path
+
+    from specreg.entries.lookup import default_registry
     from specreg.errors import ConfigError
     from specreg.sources.files import link_outside, read_config
     from specreg.normalization.core import normalize
 
     entries, found = read_catalog(directory)
-    root = _root(directory)
+    root = Path(directory).expanduser() if directory is not None else default_registry()
     warned: list[tuple[str, Problem]] = []
     for entry in entries:
         warned += [(entry.path, w) for w in warnings(entry)]
