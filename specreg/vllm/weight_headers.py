@@ -356,31 +356,50 @@ def _dspark_own_vocab(d: Mapping[str, Any], tensors: Mapping[str, Tensor], verif
     refused such a checkpoint (qwen3_dspark.py, 0.30.0-0.33.0: "Reduced-vocabulary Qwen3 DSpark
     checkpoints must include lm_head weights", "... whose input vocab_size is larger than the target
     vocabulary must include embed_tokens weights"); qwen3_dspark.py of 0.34.0 dropped both checks and
-    loads it, sharing the verifier's tensors in place of the missing ones."""
+    loads it, sharing the verifier's tensors in place of the missing ones.
+
+    Only the names that load_weights maps onto the head and the embedding count, whatever else a name
+    holds: qwen3_dspark.py (0.30.0-0.34.0) passes a name holding "lm_head" on unchanged and puts
+    "model." before any other, then AutoWeightsLoader (model_executor/models/utils.py, _load_module)
+    places `lm_head.weight` on the head and `model.embed_tokens.weight` (saved as `embed_tokens.weight`)
+    on the embedding, and refuses a name under any other prefix ("There is no module or parameter
+    named ..."): a `model.lm_head.weight` or `draft.embed_tokens.weight` is no head or embedding there."""
     out = []
     dv, vocab = positive_int(d.get("draft_vocab_size")), positive_int(d.get("vocab_size"))
-    if dv and verifier_vocab and dv < verifier_vocab and _find(tensors, "lm_head.weight") is None:
+    if dv and verifier_vocab and dv < verifier_vocab and DSPARK_HEAD not in tensors:
         out.append(
             Finding.of(
                 "weights-lm-head-missing",
-                f"draft_vocab_size {dv} < the verifier's {verifier_vocab}, but the weights carry no lm_head.weight: "
-                "the verifier's full-vocabulary head cannot score the draft's reduced vocabulary",
+                f"draft_vocab_size {dv} < the verifier's {verifier_vocab}, but the weights carry no {DSPARK_HEAD}"
+                f"{_unmapped(tensors, DSPARK_HEAD)}: the verifier's full-vocabulary head cannot score the draft's "
+                "reduced vocabulary",
                 "draft_config.draft_vocab_size",
                 fix="save the draft with its own lm_head (its rows are the reduced vocabulary), or train it on the "
                 "verifier's full vocabulary",
             )
         )
-    if vocab and verifier_vocab and vocab > verifier_vocab and _find(tensors, "embed_tokens.weight") is None:
+    if vocab and verifier_vocab and vocab > verifier_vocab and DSPARK_EMBED not in tensors:
         out.append(
             Finding.of(
                 "weights-embed-missing",
-                f"vocab_size {vocab} > the verifier's {verifier_vocab}, but the weights carry no embed_tokens.weight: "
-                f"the verifier's embedding has no rows for ids {verifier_vocab} and up",
+                f"vocab_size {vocab} > the verifier's {verifier_vocab}, but the weights carry no {DSPARK_EMBED}"
+                f"{_unmapped(tensors, DSPARK_EMBED)}: the verifier's embedding has no rows for ids {verifier_vocab} "
+                "and up",
                 "draft_config.vocab_size",
                 fix="save the draft with its own embed_tokens, or set vocab_size to the verifier's",
             )
         )
     return out
+
+
+#: the names vLLM's DSpark load_weights maps onto the draft's own head and embedding (_dspark_own_vocab)
+DSPARK_HEAD, DSPARK_EMBED = "lm_head.weight", "embed_tokens.weight"
+
+
+def _unmapped(tensors: Mapping[str, Tensor], name: str) -> str:
+    """The words for a tensor saved under another prefix than the one name vLLM maps (empty: none)."""
+    others = sorted(n for n in tensors if n.endswith("." + name))
+    return f" ({others[0]} is not a name vLLM's DSpark loader maps)" if others else ""
 
 
 def summarize(tensors: Mapping[str, Tensor], files: tuple[str, ...], header_bytes: int | None) -> WeightsSummary:
