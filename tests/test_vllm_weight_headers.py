@@ -118,3 +118,17 @@ def test_a_dspark_embedding_under_the_model_prefix_is_no_embedding_vllms_loader_
         "(model.embed_tokens.weight is not a name vLLM's DSpark loader maps): the verifier's embedding has no rows "
         f"for ids {tiny.VOCAB // 2} and up"
     ]
+
+
+def test_a_dspark_markov_head_under_the_model_prefix_is_no_head_vllms_loader_maps(tmp_path):
+    """load_weights puts "model." before it: `model.markov_head...` becomes `model.model.markov_head...`."""
+    from test_preflight import checked, pair
+
+    def change(c, v, w):
+        w["model.markov_head.markov_w1.weight"] = w.pop("markov_head.markov_w1.weight")
+
+    spec = checked(*pair(tmp_path, "dspark", change))
+    assert [f.message for f in spec.findings if f.code == "weights-dspark-heads"] == [
+        "markov_head.markov_w1.weight is missing (expected [64, 4]) (model.markov_head.markov_w1.weight is not a "
+        "name vLLM's DSpark loader maps)"
+    ]

@@ -328,12 +328,12 @@ def _dspark_heads(d: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> list[F
         want["confidence_head.proj.weight"] = (1, width)
     out = []
     for name, shape in want.items():
-        found = _find(tensors, name)
+        found = tensors.get(name)  # the one name vLLM's loader maps (see _dspark_own_vocab): no other prefix
         if found is None:
             out.append(
                 Finding.of(
                     "weights-dspark-heads",
-                    f"{name} is missing (expected {list(shape)})",
+                    f"{name} is missing (expected {list(shape)}){_unmapped(tensors, name)}",
                     None,
                     fix="markov_rank/markov_head_type/enable_confidence_head in config.json must match the weights",
                 )
