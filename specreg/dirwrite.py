@@ -40,7 +40,7 @@ import shutil
 import stat
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -150,7 +150,52 @@ class Copy:
     source: str
 
 
-Content = bytes | Link | Copy
+@attrs.frozen
+class Later:
+    """Bytes made once every other file is built, from their records (`record`): the signed manifest
+    that lists what the write wrote, hashed as it was built (a copied weight is read once)."""
+
+    make: Callable[[dict[str, dict[str, Any]]], bytes]
+
+
+Content = bytes | Link | Copy | Later
+
+
+def record(content: bytes | Link, digest: Any = None, size: int | None = None) -> dict[str, Any]:
+    """What a written entry is, to be recognised again: a link by its target; a file by its size and
+    sha256 (`digest`, a hashlib object fed while copying, or the bytes themselves)."""
+    if isinstance(content, Link):
+        return {"link": content.target}
+    if digest is None:
+        digest, size = hashlib.sha256(content), len(content)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def differs(dir_fd: int, name: str, recorded: Any) -> str | None:
+    """How the entry `name` of the open directory differs from its record: None when it is what was
+    written (or absent: nothing of the user's is lost by writing it again), "replaced" when its kind
+    changed (a link now a file, a file now a link or a folder), "changed" when its target or bytes did.
+    A file is hashed only when its size matches (the cost: one read of each copied weight)."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not isinstance(recorded, dict):
+        return "changed"  # listed, never recorded: nothing shows it is what specreg wrote
+    if "link" in recorded:
+        if not stat.S_ISLNK(st.st_mode):
+            return "replaced"
+        return None if os.readlink(name, dir_fd=dir_fd) == recorded["link"] else "changed"
+    if not stat.S_ISREG(st.st_mode):
+        return "replaced"
+    if st.st_size != recorded.get("size"):
+        return "changed"
+    digest = hashlib.sha256()
+    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return None if digest.hexdigest() == recorded.get("sha256") else "changed"
 
 
 @attrs.frozen
@@ -164,6 +209,10 @@ class Directory:
     def identity(self) -> str:
         st = os.fstat(self.fd)
         return f"{st.st_dev}:{st.st_ino}"
+
+    def inode(self) -> int:
+        """DIR's inode: what a signed manifest is bound to (a copy of the folder has another one)."""
+        return os.fstat(self.fd).st_ino
 
     def work_name(self, kind: str, tag: str) -> str:
         proof = mac(f"specreg {kind} {tag} {self.identity()}".encode())[:32]
@@ -248,11 +297,12 @@ def write(
     *,
     set_aside: list[str] | tuple[str, ...] = (),
     say: Callable[[str], None] = lambda _m: None,
-) -> None:
+) -> dict[str, dict[str, Any]]:
     """Replace the entries `files` names in `directory` with the new contents, and set aside the names in
     `set_aside` (a previous draft's files the new one has not), as one write: see the module docstring.
     Entries not named are never touched. A name whose entry is a directory is refused before anything
-    is written. KEYSTONE (the file that makes DIR loadable) is out of DIR for the whole commit."""
+    is written. KEYSTONE (the file that makes DIR loadable) is out of DIR for the whole commit. A `Later`
+    content is built last, from the records of the others; returns every record but a Later's."""
     for name in files:
         mode = directory.kind(name)
         if mode is not None and stat.S_ISDIR(mode):
@@ -272,10 +322,15 @@ def write(
             built, old, new = (_open_dir(sub, sfd) for sub in _PARTS)
             try:
                 copies = [n for n, c in files.items() if isinstance(c, Copy)]
+                records: dict[str, dict[str, Any]] = {}
                 for name, content in files.items():
                     if isinstance(content, Copy):
                         say(f"copying {name} ({copies.index(name) + 1}/{len(copies)})")
-                    _build(built, name, content)
+                    if not isinstance(content, Later):
+                        records[name] = _build(built, name, content)
+                for name, content in files.items():
+                    if isinstance(content, Later):
+                        _build(built, name, content.make(dict(records)))
                 os.fsync(built)
                 # the KEYSTONE leaves DIR first and comes back last: a kill in between leaves a DIR that
                 # no engine loads (no config.json), never one that loads as a mix of two drafts
@@ -305,27 +360,43 @@ def write(
         raise
     os.fsync(directory.fd)
     _remove_tree(directory, finished)
+    return records
 
 
 def _open_dir(name: str, dir_fd: int) -> int:
     return os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=dir_fd)
 
 
-def _build(sfd: int, name: str, content: Content) -> None:
-    """Make `name` inside the stage (its descriptor `sfd`) from `content`, synced to disk."""
+def _build(sfd: int, name: str, content: bytes | Link | Copy) -> dict[str, Any]:
+    """Make `name` inside the stage (its descriptor `sfd`) from `content`, synced to disk; its record
+    (a copy is hashed as it is copied, never read a second time)."""
     _step(f"build {name}")
     if isinstance(content, Link):
         os.symlink(content.target, name, dir_fd=sfd)
-        return
+        return record(content)
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=sfd)
     with os.fdopen(fd, "wb") as out:
+        hashed = _Hashing(out)
         if isinstance(content, Copy):
             with open(content.source, "rb") as src:
-                shutil.copyfileobj(src, out, 1 << 20)
+                shutil.copyfileobj(src, hashed, 1 << 20)
         else:
-            out.write(content)
+            hashed.write(content)
         out.flush()
         os.fsync(out.fileno())
+    return record(b"", hashed.digest, hashed.size)
+
+
+class _Hashing:
+    """A file that hashes what is written through it: a copied weight is hashed as it is copied."""
+
+    def __init__(self, out: Any) -> None:
+        self.out, self.digest, self.size = out, hashlib.sha256(), 0
+
+    def write(self, chunk: bytes) -> int:
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        return self.out.write(chunk)
 
 
 def _set_aside(directory: Directory, name: str, old: int, new: int | None) -> None:

@@ -25,13 +25,17 @@ from weights import write_draft
 
 
 def snapshot(directory):
-    """Every entry of DIR: a link's target, a file's bytes, a folder's own snapshot."""
+    """Every entry of DIR: a link's target, a file's bytes, a folder's own snapshot; a manifest less the
+    folder it is bound to (a DIR made again has another inode) and so its signature."""
     out = {}
     for p in sorted(directory.iterdir()):
         if p.is_symlink():
             out[p.name] = ("link", os.readlink(p))
         elif p.is_dir():
             out[p.name] = ("dir", snapshot(p))
+        elif p.name == "specreg.json" and b'"folder"' in (body := p.read_bytes()):
+            doc = json.loads(body)
+            out[p.name] = ("manifest", {k: v for k, v in doc.items() if k not in ("folder", "signature")})
         else:
             out[p.name] = ("file", p.read_bytes())
     return out
@@ -111,6 +115,9 @@ SCENARIOS = {
     "force over a draft": dict(before="a", weights="copy", force=True),
     # --force over files the user made (no manifest): config.json is the user's until the new one is whole
     "force over the user's files": dict(before="user", weights="link", force=True),
+    # no --force over specreg's unchanged write of this same draft (config only): the content check passes
+    # after every kill and every rollback, and still refuses once the user edits a file
+    "again over this draft": dict(before="b", weights="copy", force=False),
 }
 
 
@@ -118,6 +125,9 @@ def prepare(kind, out, drafts):
     if out.exists():
         shutil.rmtree(out)
     if kind is None:
+        return
+    if kind == "b":
+        specreg.load(drafts[1]).materialize(out, weights="none")
         return
     if kind == "a":
         specreg.load(drafts[0]).materialize(out, weights="copy")
@@ -181,6 +191,11 @@ def kill_every_step(scenario: str, tmp_path: Path) -> None:
             recovery += 1
         assert status == 0, (n, steps[n - 1], recovery)
         assert snapshot(out) == after, (n, steps[n - 1])  # the plain rerun: whole, no leftovers
+    if not how["force"]:
+        (out / "config.json").write_text('{"my": "edit"}')
+        with pytest.raises(specreg.SpecregError, match=r"changed since specreg wrote it: config\.json \(changed\)"):
+            write()
+        assert (out / "config.json").read_text() == '{"my": "edit"}'
 
 
 def test_a_write_that_raises_at_any_step_leaves_the_directory_as_it_was(drafts, tmp_path, monkeypatch):
@@ -562,3 +577,130 @@ def test_every_writer_meets_every_target_shape_without_touching_what_is_not_its_
         import stat
 
         assert stat.S_ISFIFO(os.lstat(target).st_mode)
+
+
+# -- what specreg wrote is recognised by its content -----------------------------------------------------------
+
+
+def _edit_config(out):
+    (out / "config.json").write_text('{"my": "edit"}')
+
+
+def _change_a_copied_weight(out):
+    (out / "model.safetensors").write_bytes((out / "model.safetensors").read_bytes()[:-4] + b"mine")
+
+
+def _replace_a_linked_weight(out):
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors").write_bytes(b"my own fine-tuned weights")
+
+
+def _add_a_file(out):
+    (out / "notes.txt").write_text("mine")
+
+
+#: what a user does to a directory specreg wrote, the weights it was written with, and the name the refusal gives
+USER_EDITS = {
+    "config.json edited": (_edit_config, "link", "config.json (changed)"),
+    "a copied weight changed": (_change_a_copied_weight, "copy", "model.safetensors (changed)"),
+    "a weight link replaced by a file": (
+        _replace_a_linked_weight,
+        "link",
+        "model.safetensors (replaced: specreg wrote a link)",
+    ),
+    "a file added": (_add_a_file, "link", "notes.txt (added)"),
+}
+
+
+def _write_args(command, src, out, weights):
+    flags = {"link": [], "copy": ["--copy"], "none": ["--config-only"]}[weights]
+    if command == "materialize":
+        return ["materialize", str(src), str(out), *flags]
+    if command == "serve --dir":
+        return ["serve", str(src), "--dir", str(out), "--vllm", "0.33", *flags]
+    return ["serve", str(src), "--engine", "sglang", "--dir", str(out), *flags]
+
+
+@pytest.mark.parametrize("command", ["materialize", "serve --dir", "serve --engine sglang --dir"])
+@pytest.mark.parametrize("edit", sorted(USER_EDITS))
+def test_a_rerun_without_force_refuses_what_the_user_changed_and_names_it(edit, command, tmp_path):
+    """docs/reliability.md: only a directory holding exactly what the same write wrote is rewritten
+    without --force. The names alone were compared: an edited config.json was written back, exit 0."""
+    from conftest import run_in_process
+    from tiny import write_pair
+
+    change, weights, named = USER_EDITS[edit]
+    if command != "materialize" and weights == "copy":
+        pytest.skip("serve writes no copies")
+    if command == "serve --engine sglang --dir":
+        src, _verifier = write_pair(tmp_path, "dspark")
+    else:
+        src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    out = tmp_path / "out"
+    r = run_in_process(*_write_args(command, src, out, weights))
+    assert r.returncode == 0, r.stderr
+    change(out)
+    before = snapshot(out)
+    r = run_in_process(*_write_args(command, src, out, weights))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (error,) = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert error == f"error: {out}: changed since specreg wrote it: {named}; " + (
+        "specreg rewrites only a directory holding exactly what it wrote; move your files out, or pass --force "
+        "to replace specreg's own names (a file not named here is kept)"
+    )
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("command", ["materialize", "serve --dir", "serve --engine sglang --dir"])
+def test_a_rerun_over_an_unchanged_directory_succeeds_without_force(command, tmp_path):
+    from conftest import run_in_process
+    from tiny import write_pair
+
+    if command == "serve --engine sglang --dir":
+        src, _verifier = write_pair(tmp_path, "dspark")
+    else:
+        src = write_draft(tmp_path / "src", fixture_config("dflash"))
+    out = tmp_path / "out"
+    for _ in range(2):
+        r = run_in_process(*_write_args(command, src, out, "link"))
+        assert r.returncode == 0, r.stderr
+
+
+def test_the_manifest_records_each_file_by_content_and_is_bound_to_its_folder(drafts, tmp_path):
+    out = tmp_path / "out"
+    specreg.load(drafts[0]).materialize(out, weights="copy")
+    specreg.load(drafts[0]).materialize(tmp_path / "linked", weights="link")
+    doc = json.loads((out / "specreg.json").read_text())
+    assert doc["folder"] == {"inode": out.stat().st_ino}
+    for name in doc["files"]:
+        if name != "specreg.json":
+            body = (out / name).read_bytes()
+            assert doc["written"][name] == {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+    linked = json.loads((tmp_path / "linked" / "specreg.json").read_text())["written"]
+    shard = next(n for n in linked if n.endswith(".safetensors"))
+    assert linked[shard] == {"link": os.path.realpath(drafts[0] / shard)}
+    assert "specreg.json" not in doc["written"]
+
+
+def test_force_replaces_the_users_edit_of_specregs_names_and_keeps_a_changed_file_it_would_remove(drafts, tmp_path):
+    """--force replaces the names it writes; a previous draft's file it would set aside is removed only
+    while it is still what specreg wrote."""
+    out = tmp_path / "out"
+    specreg.load(drafts[0]).materialize(out, weights="copy")  # draft A: two shards and an index
+    shard = next(p for p in out.iterdir() if p.name.endswith("1-of-00002.safetensors"))
+    shard.write_bytes(b"my edit of a shard")
+    said: list[str] = []
+    specreg.load(drafts[1]).materialize(out, weights="copy", force=True, progress=said.append)
+    assert shard.read_bytes() == b"my edit of a shard"
+    assert any(shard.name in line and "changed since specreg wrote it" in line for line in said), said
+
+
+def test_a_copy_of_a_written_directory_is_not_specregs(drafts, tmp_path):
+    """The manifest is bound to its folder: `cp -a` of it proves nothing, so a rerun into the copy is
+    refused as a directory of the user's."""
+    out = tmp_path / "out"
+    specreg.load(drafts[0]).materialize(out, weights="link")
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, symlinks=True)
+    r = run("materialize", str(drafts[0]), str(copy))
+    assert r.returncode == 2 and "written into another folder (a copy)" in r.stderr, r.stderr

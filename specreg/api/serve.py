@@ -209,7 +209,7 @@ def serve_plan(
     is made (and the materialize steps). A `verifier` other than the one the draft names is checked
     first (as `specreg check` does): an error there raises NotServable, unless force_verifier (then
     each is a warning in `findings`). Raises NotServable, ConfigError, SpecregError."""
-    from specreg.vllm.manifest import default_directory, same_draft
+    from specreg.vllm.manifest import default_directory
 
     from specreg.api import validation
 
@@ -237,10 +237,9 @@ def serve_plan(
     else:
         target = Path(directory).expanduser() if directory else default_directory(spec)
         if write:
-            # specreg's own cache directory is replaced freely; a given directory too when it holds this same draft
+            # written again without force where it holds exactly what specreg wrote of this same draft
             weights = "none" if config_only else "link"
-            again = not directory or force or same_draft(target, spec, weights)
-            done = spec.materialize(target, weights=weights, force=again, progress=say)
+            done = spec.materialize(target, weights=weights, force=force, progress=say)
             target, written = done.directory, True
         else:
             target = target.absolute()

@@ -67,7 +67,7 @@ def serve(args: argparse.Namespace) -> int:
     from specreg.api.serve import serve_line
     from specreg.sglang.flags import hint_flags, merge
     from specreg.sglang.rules import rules
-    from specreg.sglang.write import default_directory, same_draft
+    from specreg.sglang.write import default_directory
 
     plan = _plan(args, check_weights=not args.config_only)
     extra = merge(list(getattr(args, "vllm_args", []) or []), rules(plan.sglang_version))
@@ -78,11 +78,11 @@ def serve(args: argparse.Namespace) -> int:
     verifier = _verifier(plan, args)
     directory = args.dir or default_directory(plan)
     weights = "none" if args.config_only else "link"
-    force = not args.dir or args.force or same_draft(directory, plan, weights)
+    # written again without --force where it holds exactly what specreg wrote of this same draft
     done = plan.materialize(
         directory,
         weights=weights,
-        force=force,
+        force=args.force,
         progress=None if args.quiet else progress_line,
     )
     argv = done.argv(verifier=verifier, extra=tuple(extra))

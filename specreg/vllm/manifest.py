@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 #: the manifest field that proves specreg wrote it here: HMAC-SHA256 of the rest under specreg's key
 #: (dirwrite.key), so a planted specreg.json cannot make --force delete files specreg did not write
 SIGNATURE = "signature"
+#: the folder the manifest was written into ({"inode": N}, signed with the rest): a copy (`cp -a`) of the
+#: folder has another inode, so its specreg.json proves nothing there; a rename keeps it
+FOLDER = "folder"
+#: what each file the write made is ({"size", "sha256"}, or {"link": target}), so that a rewrite without
+#: --force and `cache clean` tell specreg's files from the user's by content, not by name
+WRITTEN = "written"
+#: the fields the write adds to a manifest (the rest is what the caller says the write is)
+STAMPS = (SIGNATURE, FOLDER, WRITTEN)
 
 
 def signature(doc: dict[str, Any]) -> str:
@@ -28,21 +36,38 @@ def signature(doc: dict[str, Any]) -> str:
 
 
 def trusted_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, Any] | None:
-    """The specreg.json in `directory` (or in the open directory `dir_fd`) if specreg wrote it with this
-    machine's key, else None."""
-    return _trusted(_read_manifest(directory, dir_fd=dir_fd))
+    """The specreg.json in `directory` (or in the open directory `dir_fd`) if specreg wrote it into this
+    very folder with this machine's key, else None (`inspect` says why)."""
+    doc, why = inspect(directory, dir_fd=dir_fd)
+    return doc if why is None else None
 
 
-def _trusted(doc: dict[str, Any] | None) -> dict[str, Any] | None:
+def inspect(directory: Path, *, dir_fd: int | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """The folder's specreg.json and, unless specreg wrote it into this folder with this machine's key,
+    why not (one phrase, for `cache list` and a refusal)."""
     import hmac
 
-    if doc is None or not isinstance(doc.get(SIGNATURE), str):
-        return None
+    doc = _read_manifest(directory, dir_fd=dir_fd)
+    if doc is None:
+        return None, f"no readable {MANIFEST}"
+    if not isinstance(doc.get(SIGNATURE), str):
+        return doc, f"its {MANIFEST} is not signed"
     try:
         expected = signature(doc)
     except dirwrite.KeyUnusable:
-        return None  # fails closed: nothing is trusted with a key that is not specreg's own
-    return doc if hmac.compare_digest(doc[SIGNATURE], expected) else None
+        return doc, "specreg's key is unusable"  # fails closed: nothing is trusted with a key not specreg's own
+    if not hmac.compare_digest(doc[SIGNATURE], expected):
+        return doc, f"its {MANIFEST} is not signed with this machine's key (edited, or written elsewhere)"
+    folder = doc.get(FOLDER)
+    if not isinstance(folder, dict):
+        return doc, f"its {MANIFEST} is an earlier specreg's, bound to no folder (a copy could not be told apart)"
+    try:
+        inode = os.fstat(dir_fd).st_ino if dir_fd is not None else os.stat(directory, follow_symlinks=False).st_ino
+    except OSError:
+        return doc, "the folder cannot be read"
+    if folder.get("inode") != inode:
+        return doc, f"its {MANIFEST} was written into another folder (a copy)"
+    return doc, None
 
 
 def _read_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, Any] | None:
@@ -57,6 +82,27 @@ def _read_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, A
         ]  # capped, strict JSON, an object
     except ConfigError:
         return None
+
+
+def user_changes(
+    doc: dict[str, Any], directory: dirwrite.Directory, only: list[str] | None = None
+) -> list[tuple[str, str]]:
+    """What the user did to a folder specreg wrote (`doc`, trusted): each name (of `only`, if given) the
+    user changed, replaced or added since, with that phrase. Names like a write's leftovers are named elsewhere
+    (`foreign_leftovers`)."""
+    files = doc.get("files") if isinstance(doc.get("files"), list) else []
+    records = doc.get(WRITTEN) if isinstance(doc.get(WRITTEN), dict) else {}
+    found = []
+    for name in directory.entries():
+        if name == MANIFEST or dirwrite.looks_like_leftover(name) or (only is not None and name not in only):
+            continue
+        how = dirwrite.differs(directory.fd, name, records.get(name)) if name in files else "added"
+        if how == "replaced":
+            was = "a link" if "link" in (records.get(name) or {}) else "a file"
+            how = f"replaced: specreg wrote {was}"
+        if how:
+            found.append((name, how))
+    return found
 
 
 cache_root = dirwrite.cache_root

@@ -31,7 +31,16 @@ from specreg.errors import SpecregError
 from specreg.normalization import speculator as _speculator
 from specreg.sources.files import MANIFEST
 from specreg.vllm.draft_weights import PLAIN_NAME, check_weight_mode, weight_sources
-from specreg.vllm.manifest import SIGNATURE, draft_identity, signature, trusted_manifest
+from specreg.vllm.manifest import (
+    FOLDER,
+    SIGNATURE,
+    STAMPS,
+    WRITTEN,
+    draft_identity,
+    inspect,
+    signature,
+    user_changes,
+)
 from specreg.vllm.vllm_config import HF_QUANT_CONFIG, hf_quant_config, plain_path_config
 
 if TYPE_CHECKING:
@@ -60,14 +69,18 @@ class Materialized:
 def _check_target(
     directory: dirwrite.Directory, force: bool, manifest: dict[str, Any], say: Callable[[str], None]
 ) -> list[str]:
-    """Refuse (without force) a non-empty DIR; return a previous signed manifest's files. Called under
-    DIR's lock, after `dirwrite.recover`: what looks like a leftover of specreg's but carries no proof is
-    named and never touched. A DIR holding only what the same write wrote before (its signed manifest
-    equal to `manifest`) is written again without force: rerunning a command, killed or not, succeeds."""
+    """Refuse (without force) a non-empty DIR unless it holds exactly what specreg wrote there of this
+    same write (`_replaceable`): every file as its signed manifest records it, by content, nothing
+    added; the refusal names each file the user changed, replaced or added. Returns the previous
+    manifest's files that are still what specreg wrote (only those are set aside with the write).
+    Called under DIR's lock, after `dirwrite.recover`: what looks like a leftover of specreg's but
+    carries no proof is named and never touched."""
     entries = directory.entries()
-    doc = trusted_manifest(directory.path, dir_fd=directory.fd) or {}
-    files = doc.get("files") if isinstance(doc.get("files"), list) else []
-    same = {k: v for k, v in doc.items() if k != SIGNATURE} == manifest and set(entries) <= set(files)
+    doc, why = inspect(directory.path, dir_fd=directory.fd)
+    trusted = doc if why is None else None
+    stale = [n for n in (trusted or {}).get("files", []) if isinstance(n, str) and n not in manifest["files"]]
+    # with --force only the files it would remove are looked at (each copied weight read once)
+    changed = user_changes(trusted, directory, only=stale if force else None) if trusted is not None else []
     foreign = dirwrite.foreign_leftovers(directory)
     unproven = (
         (
@@ -77,11 +90,44 @@ def _check_target(
         if foreign
         else ""
     )
-    if entries and not force and not same:
-        raise _not_empty(directory.path, entries, _held(doc) + unproven)
+    if entries and not force:
+        if trusted is None:
+            untrusted = f" ({MANIFEST} there, but {why})" if doc is not None else ""
+            raise _not_empty(directory.path, entries, untrusted + unproven)
+        if not _replaceable(trusted, manifest):
+            raise _not_empty(directory.path, entries, _held(trusted) + unproven)
+        if foreign:
+            raise _not_empty(directory.path, entries, unproven)
+        if changed:
+            raise SpecregError(
+                "changed since specreg wrote it: "
+                f"{', '.join(f'{name} ({how})' for name, how in changed)}; specreg rewrites only a directory "
+                "holding exactly what it wrote; move your files out, or pass --force to replace specreg's own names (a file not named here is kept)",
+                source=str(directory.path),
+            )
     if foreign:
         say(f"{directory.path}: left as it is{unproven}")
-    return [n for n in files if isinstance(n, str) and PLAIN_NAME.match(n)]
+    if trusted is None:
+        return []
+    kept = {name for name, _how in changed}
+    if force and (left := [n for n in stale if n in kept]):
+        say(f"{directory.path}: left {', '.join(left)}: changed since specreg wrote it, so yours now")
+    files = trusted.get("files") if isinstance(trusted.get("files"), list) else []
+    return [n for n in files if isinstance(n, str) and PLAIN_NAME.match(n) and n not in kept]
+
+
+def _replaceable(doc: dict[str, Any], manifest: dict[str, Any]) -> bool:
+    """Whether a trusted previous write may be replaced by `manifest` without --force (its files
+    unchanged): the same write again, or specreg's write of this same draft (source and weights,
+    `draft_identity`) for the same engine release; copied weights are never replaced by links."""
+    if {k: v for k, v in doc.items() if k not in STAMPS} == manifest:
+        return True
+    same = ("written_by", "engine", "vllm_version", "sglang_version", "identity")
+    return (
+        manifest.get("identity") is not None
+        and all(doc.get(k) == manifest.get(k) for k in same)
+        and (doc.get("weights") != "copy" or manifest.get("weights") == "copy")
+    )
 
 
 def _not_empty(path: Path, entries: list[str], why: str = "") -> SpecregError:
@@ -100,9 +146,12 @@ def refuse_before_download(target: Path, force: bool) -> None:
         entries = sorted(os.listdir(target))
     except OSError:  # absent, not a directory, unreadable: the write under the lock says what it is
         return
-    if not entries or any(dirwrite.looks_like_leftover(n) for n in entries) or trusted_manifest(target):
+    if not entries or any(dirwrite.looks_like_leftover(n) for n in entries):
         return
-    raise _not_empty(target, entries)
+    doc, why = inspect(target)
+    if why is None:
+        return
+    raise _not_empty(target, entries, f" ({MANIFEST} there, but {why})" if doc is not None else "")
 
 
 def _held(doc: dict[str, Any]) -> str:
@@ -216,9 +265,13 @@ def write_locked(
         for name, src in sources.items():
             real = os.path.realpath(src)
             files[name] = dirwrite.Link(real) if weights == "link" else dirwrite.Copy(real)
-        signed = dict(manifest)
-        signed[SIGNATURE] = signature(manifest)
-        files[MANIFEST] = _json_bytes(signed)
+        inode = directory.inode()
+
+        def signed(records: dict[str, dict[str, Any]]) -> bytes:
+            doc = {**manifest, FOLDER: {"inode": inode}, WRITTEN: records}
+            return _json_bytes({**doc, SIGNATURE: signature(doc)})
+
+        files[MANIFEST] = dirwrite.Later(signed)
         stale = [n for n in previous if n not in manifest["files"]]
         dirwrite.write(directory, files, set_aside=stale, say=say)
 
