@@ -13,7 +13,7 @@ import attrs
 from specreg.errors import SpecregError
 from specreg.sources.files import MANIFEST
 from specreg.vllm import materialize as vllm_dir
-from specreg.vllm.manifest import draft_identity, holds_this_draft, serve_folder
+from specreg.vllm.manifest import draft_identity, serve_folder
 
 #: a `specreg.sglang.export.SGLangPlan`: named, not imported, because its `materialize()` calls this
 #: module (one arrow, export -> write; tests/test_architecture.py finds import circles)
@@ -76,14 +76,3 @@ def materialize(
 def default_directory(plan: "SGLangPlan") -> Path:
     """Where `specreg serve --engine sglang` writes a draft: one directory per source, weights and SGLang release."""
     return serve_folder(plan.speculator, f"sglang{plan.sglang_version}")
-
-
-def same_draft(directory: str | os.PathLike[str], plan: "SGLangPlan", weights: str = "link") -> bool:
-    """Whether `directory` holds what specreg wrote for SGLang from this same draft (source and weights)
-    and release, so that writing it again with `weights` loses nothing."""
-    manifest = vllm_dir.trusted_manifest(Path(directory).expanduser()) or {}
-    return (
-        manifest.get("engine") == "sglang"
-        and manifest.get("sglang_version") == plan.sglang_version
-        and holds_this_draft(manifest, plan.speculator, weights)
-    )
