@@ -285,3 +285,19 @@ def test_serve_refuses_to_write_over_an_edit_in_its_cache_folder(served, cache, 
     assert (cache / served / "config.json").read_text() == '{"my": "edit"}'
     r = run_in_process("cache", "clean", "--yes")  # and clean leaves the edit too
     assert r.returncode == 1 and os.listdir(cache / served) == ["config.json"]
+
+
+def test_two_drafts_normalized_from_dicts_are_served_from_two_folders(cache):
+    """A draft without a source has no identity: its cache folder is keyed by its draft config, so a
+    second one is not refused at (nor, before, written over) the first one's folder."""
+    import specreg
+    from specreg.api.serve import serve_plan
+
+    first, second = fixture_config("dflash"), fixture_config("dflash")
+    second["block_size"] = 17
+    second["speculators_config"]["proposal_methods"][0]["speculative_tokens"] = 16
+    folders = [
+        serve_plan(specreg.normalize(c, vllm="0.33"), config_only=True).directory for c in (first, second, first)
+    ]
+    assert folders[0] != folders[1] and folders[0] == folders[2]
+    assert len(os.listdir(cache)) == 2

@@ -134,10 +134,15 @@ def draft_identity(spec: "Speculator") -> dict[str, Any] | None:
 
 
 def identity_digest(spec: "Speculator") -> str:
-    """16 hex digits of the draft's identity (`draft_identity`): the serve cache folder's key."""
+    """16 hex digits of the draft's identity (`draft_identity`): the serve cache folder's key. A draft
+    normalized from a dict has none: what the folder is written from (its draft config and speculative
+    config) is the key, so two such drafts never share a folder."""
     import hashlib
 
-    body = json.dumps(draft_identity(spec), sort_keys=True).encode()
+    identity = draft_identity(spec)
+    if identity is None:
+        identity = {"draft_config": spec.draft_config_dict(), "speculative_config": spec.speculative_config_dict()}
+    body = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.sha256(body).hexdigest()[:16]
 
 
