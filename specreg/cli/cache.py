@@ -218,7 +218,11 @@ def _remove_one(name: str, fd: int, parent: int, wait: LockWait, say: Callable[[
     rest = sorted(os.listdir(fd))
     if rest:
         return f"{', '.join(rest)}: not specreg's (added, or changed since specreg wrote them); the rest is removed"
-    st, here = os.fstat(fd), os.stat(name, dir_fd=parent, follow_symlinks=False)
+    st = os.fstat(fd)
+    try:
+        here = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return "(emptied; it was moved away from its name, and is left where it went)"
     if (st.st_dev, st.st_ino) != (here.st_dev, here.st_ino):
         return "(emptied; its name now holds another folder, left as it is)"
     dirwrite._step(f"remove the folder {name}")
