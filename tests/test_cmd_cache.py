@@ -181,7 +181,7 @@ def test_a_folder_renamed_into_place_after_the_check_survives(served, cache, tmp
 
         return check
 
-    for reader in ("inspect", "trusted_manifest"):  # (the unfixed clean checked with trusted_manifest alone)
+    for reader in ("judged_manifest", "trusted_manifest"):  # (the unfixed clean checked with trusted_manifest alone)
         if hasattr(manifest, reader):
             monkeypatch.setattr(manifest, reader, checked_then_swapped(getattr(manifest, reader)))
     r = run_in_process("cache", "clean", served, "--yes")

@@ -90,14 +90,14 @@ def _size(fd: int) -> tuple[int, int, float]:
 
 def _describe(name: str, parent: int) -> Cached | None:
     """The folder `name` of the open drafts folder; None for anything but a real directory."""
-    from specreg.vllm.manifest import inspect
+    from specreg.vllm.manifest import judged_manifest
 
     try:
         fd = _open_dir(name, parent)
     except OSError:
         return None  # a file, a link, or gone
     try:
-        doc, why = inspect(Path(name), dir_fd=fd)
+        doc, why = judged_manifest(Path(name), dir_fd=fd)
         manifest = doc if why is None else None
         entries = len(os.listdir(fd))
         files, size, modified = _size(fd)
@@ -192,7 +192,7 @@ def _remove_one(name: str, fd: int, parent: int, wait: LockWait, say: Callable[[
     what was left and why."""
     from specreg import dirwrite
     from specreg.sources.files import MANIFEST
-    from specreg.vllm.manifest import WRITTEN, inspect
+    from specreg.vllm.manifest import WRITTEN, judged_manifest
 
     if not _lock(
         fd, wait, lambda: say(f"{name}: another specreg process is writing it; waiting up to {wait.seconds:g} s")
@@ -203,7 +203,7 @@ def _remove_one(name: str, fd: int, parent: int, wait: LockWait, say: Callable[[
         return f"(the working directory of process {', '.join(users)}: leave it, then run `specreg cache clean` again)"
     directory = dirwrite.Directory(path=drafts_folder() / name, fd=fd, created=False)
     dirwrite.recover(directory)  # a killed write of specreg's inside: rolled back (proven by its MAC) first
-    doc, why = inspect(Path(name), dir_fd=fd)
+    doc, why = judged_manifest(Path(name), dir_fd=fd)
     if why is None and doc is not None:
         listed = [n for n in doc.get("files", []) if isinstance(n, str) and n != MANIFEST]
         records = doc.get(WRITTEN) if isinstance(doc.get(WRITTEN), dict) else {}

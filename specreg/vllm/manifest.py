@@ -37,12 +37,12 @@ def signature(doc: dict[str, Any]) -> str:
 
 def trusted_manifest(directory: Path, *, dir_fd: int | None = None) -> dict[str, Any] | None:
     """The specreg.json in `directory` (or in the open directory `dir_fd`) if specreg wrote it into this
-    very folder with this machine's key, else None (`inspect` says why)."""
-    doc, why = inspect(directory, dir_fd=dir_fd)
+    very folder with this machine's key, else None (`judged_manifest` says why)."""
+    doc, why = judged_manifest(directory, dir_fd=dir_fd)
     return doc if why is None else None
 
 
-def inspect(directory: Path, *, dir_fd: int | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def judged_manifest(directory: Path, *, dir_fd: int | None = None) -> tuple[dict[str, Any] | None, str | None]:
     """The folder's specreg.json and, unless specreg wrote it into this folder with this machine's key,
     why not (one phrase, for `cache list` and a refusal)."""
     import hmac

@@ -37,7 +37,7 @@ from specreg.vllm.manifest import (
     STAMPS,
     WRITTEN,
     draft_identity,
-    inspect,
+    judged_manifest,
     signature,
     user_changes,
 )
@@ -76,7 +76,7 @@ def _check_target(
     Called under DIR's lock, after `dirwrite.recover`: what looks like a leftover of specreg's but
     carries no proof is named and never touched."""
     entries = directory.entries()
-    doc, why = inspect(directory.path, dir_fd=directory.fd)
+    doc, why = judged_manifest(directory.path, dir_fd=directory.fd)
     trusted = doc if why is None else None
     stale = [n for n in (trusted or {}).get("files", []) if isinstance(n, str) and n not in manifest["files"]]
     # with --force only the files it would remove are looked at (each copied weight read once)
@@ -148,7 +148,7 @@ def refuse_before_download(target: Path, force: bool) -> None:
         return
     if not entries or any(dirwrite.looks_like_leftover(n) for n in entries):
         return
-    doc, why = inspect(target)
+    doc, why = judged_manifest(target)
     if why is None:
         return
     raise _not_empty(target, entries, f" ({MANIFEST} there, but {why})" if doc is not None else "")
