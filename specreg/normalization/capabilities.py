@@ -191,11 +191,19 @@ def aux_capture(version: str | Version) -> tuple[str, frozenset[str]] | None:
     return None if release is None else (release, _aux_capture_in(release))
 
 
+def layer_zero_capture(version: str | Version) -> tuple[str, frozenset[str]] | None:
+    """As `aux_capture`, for the architectures whose class also captures aux id 0, the state entering
+    its first layer (the embedding output; a DFlash-family target id -1): aux_capture.json's
+    "layer_zero", read from each wheel's code (tests/conformance/vllm_mapping.py)."""
+    release = facts.release_for(parse_version(version))
+    return None if release is None else (release, _aux_capture_in(release, "layer_zero"))
+
+
 @cache
-def _aux_capture_in(release: str) -> frozenset[str]:
+def _aux_capture_in(release: str, table: str = "architectures") -> frozenset[str]:
     at = Version(release)
     return frozenset(
         arch
-        for arch, runs in facts.aux_capture()["architectures"].items()
+        for arch, runs in facts.aux_capture().get(table, {}).items()
         if any(Version(first) <= at and (last is None or at <= Version(last)) for first, last in runs)
     )

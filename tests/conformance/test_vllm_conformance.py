@@ -228,3 +228,44 @@ def test_the_aux_capture_table_is_every_known_wheels():
     if os.environ.get("SPECREG_REGENERATE") == "1":
         write_aux_table(path, got)
     assert {k: v for k, v in json.loads(path.read_text()).items() if k != "_about"} == got
+
+
+def _rope_aliases(version: str) -> dict[str, tuple[str, ...]]:
+    """The `names = [...]` lists of the wheel's patch_rope_parameters (vllm/transformers_utils/config.py),
+    by the name each folds into (the first of the list), read with ast."""
+    import ast
+    import zipfile
+
+    from conformance.vllm_mapping import wheel
+
+    with zipfile.ZipFile(wheel(version)) as z:
+        tree = ast.parse(z.read("vllm/transformers_utils/config.py").decode())
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "patch_rope_parameters")
+    lists = [
+        tuple(e.value for e in node.value.elts)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List) and ast.unparse(node.targets[0]) == "names"
+    ]
+    return {names[0]: names for names in lists}
+
+
+@pytest.mark.parametrize("release", list(facts.known()))
+def test_the_rope_names_compared_are_each_wheels_patch_rope_parameters(release):
+    """specreg.vllm.agreement compares the RoPE names vLLM folds into rope_parameters: the lists of every
+    known wheel's patch_rope_parameters, not a list of its own."""
+    from specreg.vllm.agreement import ROPE_ALIASES
+
+    assert _rope_aliases(facts.wheel(release)) == ROPE_ALIASES
+
+
+def test_layer_zero_is_captured_where_the_class_records_the_state_before_its_first_layer():
+    """The issue's reading of 0.34: qwen2.py and llama.py call `_maybe_add_hidden_state(...,
+    self.start_layer, ...)` before the layer loop, so Qwen2/Qwen3/Llama verifiers give aux id 0; the
+    Transformers backend records layer `i - 1`'s output (transformers/base.py) and DeepSeek-V4 captures
+    `idx + 1` after each layer (models/deepseek_v4): neither gives it."""
+    from conformance.vllm_mapping import layer_zero_capture_architectures
+
+    newest = facts.wheel(facts.known()[-1])
+    zero = layer_zero_capture_architectures(newest)
+    assert {"Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "Qwen3MoeForCausalLM"} <= zero
+    assert not {"TransformersForCausalLM", "DeepseekV4ForCausalLM"} & zero
