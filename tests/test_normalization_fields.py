@@ -55,7 +55,7 @@ CASES = [
         "$.aux_hidden_state_layer_ids[2]",
         "smaller than the one before",
     ),
-    ("dflash", {"aux_hidden_state_layer_ids": [0, 10, 18]}, "$.aux_hidden_state_layer_ids[0]", "below 1"),
+    ("dflash", {"aux_hidden_state_layer_ids": [-1, 10, 18]}, "$.aux_hidden_state_layer_ids", "integer >= 0"),
     (
         "dflash",
         {"aux_hidden_state_layer_ids": [2, "10"]},

@@ -36,7 +36,24 @@ PREFLIGHT_CODES = {
     "weights-dspark-heads",
     "weights-layer-count",
     "weights-unavailable",
+    "verifier-rope-mismatch",
+    "verifier-head-dim-mismatch",
+    "verifier-no-layer-zero-capture",
+    "speculative-tokens-beyond-draft",
+    "speculative-tokens-untrained",
 }
+
+
+def no_layer_zero_architecture() -> str:
+    """An architecture whose class captures aux states but not the one entering its first layer in the
+    newest known release (aux_capture.json, read from the wheels)."""
+    table = json.loads((specreg.facts.FOLDER / "aux_capture.json").read_text())
+
+    def now(runs):
+        return any(last is None for _first, last in runs)
+
+    zero = {a for a, runs in table["layer_zero"].items() if now(runs)}
+    return next(a for a, runs in sorted(table["architectures"].items()) if now(runs) and a not in zero)
 
 
 def run(*args):
@@ -90,6 +107,20 @@ BREAKS = {
     ),
     "weights-layer-count": ("dflash", lambda c, v, w: [w.pop(k) for k in list(w) if k.startswith("layers.4.")], {}),
     "weights-unavailable": ("dflash", "no-weights", {}),
+    # the draft's rope_parameters.rope_theta is 1000000 (tiny.draft_config)
+    "verifier-rope-mismatch": ("dflash", lambda c, v, w: v.update(rope_theta=10000.0), {}),
+    "verifier-head-dim-mismatch": ("dflash", lambda c, v, w: v.update(head_dim=4), {}),
+    "verifier-no-layer-zero-capture": (
+        "dflash",
+        lambda c, v, w: (
+            c.update(aux_hidden_state_layer_ids=[0, 1, 2, 3, 4]),
+            v.update(architectures=[no_layer_zero_architecture()]),
+        ),
+        {},
+    ),
+    # block_size 16: the draft produces 15 tokens a step; Eagle-3 was trained for 3
+    "speculative-tokens-beyond-draft": ("dflash", None, {"num_speculative_tokens": 16}),
+    "speculative-tokens-untrained": ("eagle3", None, {"num_speculative_tokens": 4}),
 }
 
 

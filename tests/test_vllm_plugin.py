@@ -476,11 +476,11 @@ def test_parallel_drafting_the_user_turns_off_stays_off_and_is_logged(caplog):
     ]
 
 
-def dflash_at_layer_zero() -> dict:
+def dflash_out_of_order() -> dict:
     from conftest import fixture_config
 
     cfg = fixture_config("dflash")
-    cfg["aux_hidden_state_layer_ids"] = [0, 5]  # id 0 names the embeddings: never what DFlash reads
+    cfg["aux_hidden_state_layer_ids"] = [5, 2]  # ids must increase: vLLM's mapping takes them as given
     return cfg
 
 
@@ -491,11 +491,11 @@ def test_a_file_specreg_calls_invalid_stops_vllm_with_specregs_error_and_the_way
     plugin.install(m.algos, m.config_class, "0.33.0")
     for read in (m.draft_config, m.speculative_config):
         with pytest.raises(plugin.Refusal) as info:
-            read(dflash_at_layer_zero())
+            read(dflash_out_of_order())
         assert str(info.value) == (
             "specreg: this draft cannot be served as it was trained by this vLLM:\n"
-            "  $.aux_hidden_state_layer_ids[0]: layer id 0 is below 1: the DFlash family reads the output of "
-            "layer i - 1, and aux id i counts the state entering layer i\n"
+            "  $.aux_hidden_state_layer_ids[1]: layer id 2 is smaller than the one before; ids must be unique and "
+            "increasing\n"
             "(specreg check explains; SPECREG_VLLM_PLUGIN=0 serves it with vLLM's own mapping anyway)"
         )
     assert m.vllms == []  # vLLM's own mapping never ran
@@ -505,8 +505,8 @@ def test_a_file_specreg_calls_invalid_stops_vllm_with_specregs_error_and_the_way
 def test_a_named_draft_specreg_calls_invalid_is_refused_before_vllm_reads_it(tmp_path):
     from specreg.vllm import plugin
 
-    (tmp_path / "config.json").write_text(json.dumps(dflash_at_layer_zero()))
-    with pytest.raises(plugin.Refusal, match="layer id 0 is below 1"):
+    (tmp_path / "config.json").write_text(json.dumps(dflash_out_of_order()))
+    with pytest.raises(plugin.Refusal, match="layer id 2 is smaller than the one before"):
         plugin._fill_named_draft(Args(speculative_config={"model": str(tmp_path)}), "0.33.0")
 
 

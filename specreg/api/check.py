@@ -62,12 +62,15 @@ def check(
     kv_cache_dtype: str = "auto",
     dtype: str | None = None,
     attention_backend: str | None = None,
+    num_speculative_tokens: int | None = None,
 ) -> CheckReport:
     """Check a draft before serving it (`specreg check`): against its verifier's config.json (`verifier`,
     else the one the config names), its safetensors headers (unless weights=False; never the weights
     themselves), the deployment rules for the tensor-parallel sizes and model length given, the KV
     cache, and with `gpu` (H100, sm_90, ...) the attention backends vLLM picks for its layers there
-    (kv_cache_dtype, dtype and attention_backend as the server's flags of those names)."""
+    (kv_cache_dtype, dtype and attention_backend as the server's flags of those names), and the draft
+    length it will be served with (`num_speculative_tokens`, vLLM's key) against what it can produce and
+    was trained for."""
     from specreg.api import validation
     from specreg.vllm.preflight import preflight
 
@@ -77,6 +80,7 @@ def check(
         "draft_tensor_parallel_size", draft_tensor_parallel_size, "tensor_parallel_size"
     )
     max_model_len = validation.integer("max_model_len", max_model_len)
+    num_speculative_tokens = validation.integer("num_speculative_tokens", num_speculative_tokens, "k")
     validation.flag("weights", weights), validation.flag("hybrid_kv_cache_manager", hybrid_kv_cache_manager)
     gpu = validation.gpu(gpu)
     for name, value in (("kv_cache_dtype", kv_cache_dtype), ("dtype", dtype), ("attention_backend", attention_backend)):
@@ -99,5 +103,6 @@ def check(
         kv_cache_dtype=kv_cache_dtype,
         dtype=dtype,
         attention_backend=attention_backend.upper() if attention_backend else None,
+        num_speculative_tokens=num_speculative_tokens,
     )
     return CheckReport(spec)

@@ -12,6 +12,7 @@ from specreg import facts
 from specreg.errors import with_article
 from specreg.cli import sglang
 from specreg.cli.sglang import engine_arg
+from specreg.cli.show import tokens_arg
 from specreg.cli.common import (
     EXIT_OK,
     Refused,
@@ -66,6 +67,7 @@ def add_serve(sub: Any) -> None:
     serve.add_argument(
         "-q", "--quiet", action="store_true", help="no download progress bars, notes or warnings (errors still print)"
     )
+    tokens_arg(serve)
     force_verifier_arg(serve)
     engine_arg(serve)
 
@@ -107,6 +109,7 @@ def _report(spec, quiet: bool = False) -> None:
 def _checked(args: argparse.Namespace):
     """The draft checked against a --verifier other than its own (its errors warnings with
     --force-verifier), its findings reported."""
+    from specreg.vllm.agreement import served_with
     from specreg.vllm.preflight import accept_verifier, against_verifier
 
     spec = load_draft(args, check_verifier=False)
@@ -114,6 +117,7 @@ def _checked(args: argparse.Namespace):
         spec = against_verifier(spec, args.verifier)
     if args.force_verifier:
         spec = accept_verifier(spec)
+    spec = served_with(spec, getattr(args, "num_speculative_tokens", None))
     _report(spec, args.quiet)
     return spec
 

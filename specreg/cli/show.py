@@ -44,6 +44,7 @@ def add_check(sub: Any) -> None:
         "--max-model-len (default: the verifier's max_position_embeddings), held against the draft's "
         "max_position_embeddings",
     )
+    tokens_arg(chk)
     chk.add_argument(
         "--disable-hybrid-kv-cache-manager",
         action="store_true",
@@ -77,6 +78,17 @@ def add_check(sub: Any) -> None:
         help="the draft's own backend "
         "(speculative_config.attention_backend; vLLM's names: FLASH_ATTN, FLASHINFER, TRITON_ATTN, "
         "FLEX_ATTENTION)",
+    )
+
+
+def tokens_arg(parser: Any) -> None:
+    """`--num-speculative-tokens K` (vLLM's key): the draft length the user will serve with."""
+    parser.add_argument(
+        "--num-speculative-tokens",
+        type=harness_int("k"),
+        metavar="K",
+        help="the num_speculative_tokens you will serve with (default: the trained length): an error past "
+        "what the draft can produce, a warning past what it was trained for",
     )
 
 
@@ -220,6 +232,7 @@ def _check(args: argparse.Namespace) -> int:
         kv_cache_dtype=args.kv_cache_dtype,
         dtype=args.dtype,
         attention_backend=args.attention_backend,
+        num_speculative_tokens=args.num_speculative_tokens,
     )
     spec = report.speculator
     if args.json:

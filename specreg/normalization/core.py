@@ -374,6 +374,7 @@ def _normalize_speculators(
             vllm_version=str(version),
             source_config=config,
             origin=origin,
+            token_limits=plan.token_limits,
         )
     except RecursionError:
         raise ConfigError("the config is nested too deeply", "$", source=source) from None

@@ -3,7 +3,8 @@
 Each family member's module describes itself with a `Variant` and calls `normalize`; a fix here
 reaches all three. The facts (speculators 0.9 training, vLLM from 0.20 serving):
 
-- Layer ids: speculators' aux ids mean "the hidden state entering layer i"; DFlash and DSpark
+- Layer ids: speculators' aux ids mean "the hidden state entering layer i" (0: the embedding output,
+  captured only by some verifier classes: verifier_check); DFlash and DSpark
   target ids mean "the output of layer t" = i - 1 (vLLM >= 0.22; 0.20-0.21 stored aux unchanged).
 - Masks as trained: full-attention layers are bidirectional inside the block; a sliding layer is
   causal unless ``sliding_window_non_causal`` (missing: the field predates it, non-causal).
@@ -25,7 +26,7 @@ from typing import Any, Mapping
 import attrs
 from packaging.version import Version
 
-from specreg.normalization.capabilities import first, short
+from specreg.normalization.capabilities import aux_capture, first, layer_zero_capture, short
 from specreg.normalization.fields import (
     BOOL,
     COUNT,
@@ -38,7 +39,7 @@ from specreg.normalization.fields import (
     Kind,
     check_layer_ids,
 )
-from specreg.normalization.plan import Context, Plan
+from specreg.normalization.plan import Context, Plan, TokenLimits
 from specreg.normalization.shape import check_layer_shape, check_startup
 from specreg.normalization.speculator import LayerAttention
 
@@ -110,6 +111,15 @@ def vllm_layer_causal(ctx: Context, dspark: bool, draft: Mapping[str, Any], n: i
     return [bool(types) and types[i] == SLIDING for i in range(n)]
 
 
+def _zero_capturers(ctx: Context) -> str:
+    """How many of the verifier architectures whose class captures aux states give aux id 0 too, in the
+    targeted release (aux_capture.json, read from each wheel)."""
+    zero, aux = layer_zero_capture(ctx.vllm), aux_capture(ctx.vllm)
+    if zero is None or aux is None:
+        return "no known release says which"
+    return f"{len(zero[1])} of the {len(aux[1])} architectures whose class captures aux states"
+
+
 def mapped_by_vllm(ctx: Context, variant: Variant, layer_data: dict, non_causal_in_file: bool | None) -> dict:
     """The mask-deciding keys of the draft config vLLM's speculators mapping builds from the file."""
     draft = {k: layer_data[k] for k in ("layer_types", "is_causal") if k in layer_data}
@@ -124,13 +134,9 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
 
     layer_cfg = cfg.obj("transformer_layer_config", required=True)
     aux = cfg.get("aux_hidden_state_layer_ids", LAYER_IDS, required=True)
-    check_layer_ids(
-        cfg,
-        "aux_hidden_state_layer_ids",
-        aux,
-        minimum=1,
-        why="the DFlash family reads the output of layer i - 1, and aux id i counts the state entering layer i",
-    )
+    # aux id 0 (target id -1) is the embedding output: whether vLLM captures it is the verifier class's
+    # (verifier_check's `verifier-no-layer-zero-capture`), so it is accepted here and said
+    check_layer_ids(cfg, "aux_hidden_state_layer_ids", aux)
     mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True)
     draft_vocab = cfg.get("draft_vocab_size", POS_INT)
     target_hidden = cfg.get("target_hidden_size", POS_INT)
@@ -187,6 +193,14 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
             dest = "draft_config" if where == "top" else "draft_config.dflash_config"
             plan.copy(f"{dest}.{key}", extras[key], cfg.at(key))
 
+    if 0 in aux:
+        plan.find(
+            "aux-layer-zero",
+            "aux id 0 is the state entering the verifier's first layer (its embedding output; target id -1): "
+            f"{ctx.vllm_label} captures it only where the verifier's class does ({_zero_capturers(ctx)}); "
+            "`specreg check` and the vLLM plugin compare it with the verifier served",
+            "$.aux_hidden_state_layer_ids",
+        )
     if nope and not ctx.holds("dflash2_nope_layers"):
         plan.find(
             "vllm-unsupported-feature",
@@ -353,6 +367,15 @@ def _draft_length(
         )
     else:
         plan.copy("num_speculative_tokens", k, env.tokens_path)
+    served = plan.num_speculative_tokens
+    plan.token_limits = TokenLimits(
+        most=served,
+        most_why=f"a block of {block if block is not None else 'block_size'} positions drafts {rule} = {served} "
+        "after its anchor in one pass; vLLM fills K mask positions and refuses none past the block "
+        "(qwen3_dflash.py), where the draft was never trained to predict",
+        trained=served,
+        trained_why=f"{rule} of the trained block",
+    )
     if variant.top_level and block is None:
         derived_block = k if anchor else k + 1
         plan.derive(

@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from specreg.normalization.capabilities import first, short
 from specreg.normalization.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
-from specreg.normalization.plan import Context, Plan
+from specreg.normalization.plan import TokenLimits, Context, Plan
 from specreg.normalization.shape import check_layer_shape, check_startup
 from specreg.normalization.speculator import LayerAttention
 
@@ -182,4 +182,10 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
         why="parallel drafting (P-EAGLE drafts k tokens in one pass)",
     )
     plan.copy("num_speculative_tokens", k, ctx.envelope.tokens_path)
+    plan.token_limits = TokenLimits(
+        most=None,
+        most_why="",
+        trained=k,
+        trained_why=f"{ctx.envelope.tokens_path}, the draft length its trainer wrote",
+    )
     return plan

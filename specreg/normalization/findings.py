@@ -317,6 +317,73 @@ CODES: dict[str, Code] = {
             "past the newest, the newest's).",
         ),
         Code(
+            "verifier-no-layer-zero-capture",
+            "error",
+            "the verifier's class does not capture aux id 0, the embedding output the draft reads",
+            "The draft's aux ids include 0 (a DFlash-family target id -1): the state entering the verifier's "
+            "first layer, its embedding output. vLLM captures it only where the verifier's class records an aux "
+            "state before its first layer (qwen2.py and llama.py call `_maybe_add_hidden_state(..., "
+            "self.start_layer, ...)` before the layer loop); a class that records after each layer, or another "
+            "way (the Transformers backend), never gives id 0, and the draft reads other features than trained. "
+            "Read from each known release's model code (aux_capture.json's layer_zero); the vLLM plugin refuses "
+            "such a pairing at startup.",
+            fix="serve a vLLM release whose class for the verifier captures the state entering layer 0, or a "
+            "draft trained without layer 0",
+        ),
+        Code(
+            "verifier-rope-mismatch",
+            "warning",
+            "the draft's RoPE differs from its verifier's",
+            "A RoPE parameter both configs state differs (rope_theta, rope_type or a scaling factor of "
+            "rope_parameters/rope_scaling, partial_rotary_factor: what vLLM's `get_rope` reads after "
+            "`patch_rope_parameters` folds the legacy names in). vLLM rotates the draft's positions with the "
+            "draft's own parameters, so the draft and the verifier whose hidden states it reads disagree on the "
+            "angle of every position (a dynamic-NTK difference: from original_max_position_embeddings on): the "
+            "draft was trained beside another verifier, or its layer config was edited. The message gives both "
+            "values.",
+            fix="pair the draft with the verifier it was trained beside",
+        ),
+        Code(
+            "verifier-head-dim-mismatch",
+            "warning",
+            "the draft's attention head size differs from its verifier's",
+            "head_dim (else hidden_size // num_attention_heads) differs between the draft's layer config and "
+            "the verifier's: `get_rope` rotates head size x partial_rotary_factor dimensions, so the two rotate "
+            "different parts of their heads: a draft trained beside this verifier has its layer shape.",
+            fix="pair the draft with the verifier it was trained beside",
+        ),
+        Code(
+            "speculative-tokens-beyond-draft",
+            "error",
+            "num_speculative_tokens is more than the draft produces a step",
+            "The K given (`--num-speculative-tokens`, or the one vLLM was given, read by the plugin) is larger "
+            "than what the draft can produce: a DFlash-family draft drafts the positions of one trained block "
+            "(block_size - 1 after its anchor, block_size with sample_from_anchor) in one pass, and vLLM fills K "
+            "mask positions without refusing more, past the block where the draft was never trained. The "
+            "plugin refuses it at startup.",
+            fix="serve with the draft's trained num_speculative_tokens or less",
+        ),
+        Code(
+            "speculative-tokens-untrained",
+            "warning",
+            "num_speculative_tokens is more than the draft was trained for",
+            "The K given is larger than the draft length its trainer wrote "
+            "(speculators_config.proposal_methods[0].speculative_tokens): vLLM drafts an Eagle-3 draft one step "
+            "after another and fills K parallel slots of a P-EAGLE one, so it drafts past the trained depth, "
+            "where the tokens are accepted less often. The message names the trained value.",
+            fix="serve with the trained num_speculative_tokens, or measure the acceptance at the K you want",
+        ),
+        Code(
+            "aux-layer-zero",
+            "info",
+            "the draft reads the verifier's embedding output (aux id 0)",
+            "A DFlash-family aux id 0 (native target id -1, as speculators' DSpark converter writes it) is the "
+            "state entering the verifier's first layer. Whether vLLM captures it is a fact of the verifier's "
+            "class in the targeted release, so the draft alone is accepted and `specreg check` (against the "
+            "named or given verifier) and the vLLM plugin (against the verifier served) say whether it is "
+            "(`verifier-no-layer-zero-capture`).",
+        ),
+        Code(
             "draft-tp-invalid",
             "error",
             "a draft tensor parallel size vLLM refuses",

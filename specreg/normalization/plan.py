@@ -26,6 +26,18 @@ class Envelope:
 
 
 @attrs.frozen
+class TokenLimits:
+    """An algorithm's draft-length traits for one draft: the most tokens it can produce a step (`most`;
+    None: any number, one after another) and the length it was trained for (`trained`; None: the file
+    does not say), each with why. `specreg.vllm.agreement.tokens_findings` holds the user's K to them."""
+
+    most: int | None
+    most_why: str
+    trained: int | None
+    trained_why: str
+
+
+@attrs.frozen
 class Context:
     """What a module may know besides the config: the target vLLM, the source's name, the envelope."""
 
@@ -63,6 +75,8 @@ class Plan:
         self.provenance: dict[str, Provenance] = {}
         self.findings: list[Finding] = []
         self.attention: list[LayerAttention] = []
+        #: the draft-length traits the algorithm declares (`TokenLimits`); None: it declares none
+        self.token_limits: TokenLimits | None = None
 
     # -- values ----------------------------------------------------------------------------------
     def _put(self, field: str, value: Any, prov: Provenance) -> None:

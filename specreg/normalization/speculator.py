@@ -158,6 +158,8 @@ class Speculator:
     catalog: Any = None
     #: pre-flight results (`specreg.vllm.preflight.Checks`) when load() ran the checks
     checks: Any = None
+    #: the draft-length traits its algorithm declared (`specreg.normalization.plan.TokenLimits`), not in to_dict
+    token_limits: Any = attrs.field(default=None, kw_only=True)
 
     @property
     def servable(self) -> bool:
@@ -269,7 +271,10 @@ class Speculator:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form printed by ``specreg show SOURCE --json``."""
         return attrs.asdict(
-            self, recurse=False, filter=lambda field, _: field.name != "source_config", value_serializer=_json_value
+            self,
+            recurse=False,
+            filter=lambda field, _: field.name not in ("source_config", "token_limits"),
+            value_serializer=_json_value,
         )
 
     def to_json(self) -> str:

@@ -17,9 +17,10 @@ refuses a type its table lacks) is wrapped so that a type vLLM's table does not 
 
 A draft that vLLM would not serve as it was trained is refused at startup, before any weight is
 loaded, with specreg's error and fix (`Refusal`, a ValueError; `SPECREG_VLLM_PLUGIN=0` is the way
-out): a plan with errors, a file specreg's rules call invalid (a ConfigError: DFlash aux ids naming
-layer 0, say), and a draft that does not fit the verifier vLLM runs it with (aux layer ids out of
-its range, another hidden size). specreg's findings are logged once through vLLM's logger. Safe by
+out): a plan with errors, a file specreg's rules call invalid (a ConfigError), and a draft that does
+not fit the verifier vLLM runs it with (aux layer ids out of its range, aux id 0 where its class does
+not capture the embedding output, another hidden size), or a num_speculative_tokens past what the draft
+can produce (past what it was trained for is logged). specreg's findings are logged once through vLLM's logger. Safe by
 construction: idempotent; a vLLM version outside `TESTED` gets one log line and no change;
 `SPECREG_VLLM_PLUGIN=0` turns it off; a non-speculators model never reaches the mapping, and a
 named draft is read only when it is a speculators draft or a native layout specreg plans, at the
@@ -203,6 +204,7 @@ def watch_native_drafts(engine_args_class: Any, version: Version | str) -> None:
         if planned:
             _guarded("compare the draft with what vLLM was told", _check_method, sc, planned[-1])
             _guarded("check the draft against its verifier", _check_verifier, planned[-1], target_model_config)
+            _guarded("check the draft length vLLM was given", _check_tokens, sc, planned[-1])
         else:
             _guarded("check the native draft", _compare_native, sc, str(version))
         return sc
@@ -313,6 +315,7 @@ VERIFIER_REFUSALS = frozenset(
         "verifier-hidden-size-mismatch",
         "verifier-vocab-too-small",
         "mask-token-out-of-vocab",
+        "verifier-no-layer-zero-capture",
     }
 )
 
@@ -333,6 +336,23 @@ def _check_verifier(spec: Any, target_model_config: Any) -> None:
             [f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in wrong],
             f"`specreg check DRAFT --verifier {name}` explains",
         )
+
+
+def _check_tokens(sc: Any, spec: Any) -> None:
+    """The num_speculative_tokens vLLM was given (its SpeculativeConfig's, after its own defaults)
+    against the draft's limits (agreement.tokens_findings): past what the draft can produce is refused,
+    past what it was trained for logged once with the trained length."""
+    from specreg.vllm.agreement import tokens_findings
+
+    k = getattr(sc, "num_speculative_tokens", None)
+    if not isinstance(k, int) or isinstance(k, bool):
+        return
+    found = tokens_findings(spec, k, flag="num_speculative_tokens")
+    wrong = [f for f in found if f.severity == "error"]
+    if wrong:
+        raise _refusal([f"{f.code}: {f.message}" + (f" Fix: {f.fix}" if f.fix else "") for f in wrong])
+    for f in found:
+        _once(f"tokens:{getattr(sc, 'model', None)}:{k}", f"specreg: {f.code}: {f.message}", logging.WARNING)
 
 
 def _compare_native(sc: Any, version: str) -> None:

@@ -24,6 +24,7 @@ from specreg.vllm.deployment import (
     quantization_gpu_findings,
 )
 from specreg.sources.decoder import positive_int
+from specreg.vllm.agreement import tokens_findings
 from specreg.sources.verifier import LOCAL_VERIFIER_FIX
 from specreg.vllm.verifier_check import (
     VerifierFacts,
@@ -95,9 +96,11 @@ def preflight(
     kv_cache_dtype: str = "auto",
     dtype: str | None = None,
     attention_backend: str | None = None,
+    num_speculative_tokens: int | None = None,
 ) -> "Speculator":
     """`spec` with the pre-flight findings added and `checks` set (verifier facts, weights summary, and
-    with `gpu` the attention backends vLLM picks there: specreg.vllm.gpu_plan.gpu_check)."""
+    with `gpu` the attention backends vLLM picks there: specreg.vllm.gpu_plan.gpu_check; with
+    `num_speculative_tokens` the K it is served with against what it can produce and was trained for)."""
     source = spec.origin.source if spec.origin else None
     facts = None
     found: list[Finding] = []
@@ -131,6 +134,7 @@ def preflight(
             hybrid_kv_cache_manager,
         )
     found += quant_name_findings(spec, verifier_layers=facts.num_hidden_layers if facts else None)
+    found += tokens_findings(spec, num_speculative_tokens)
     summary = None
     if check_weights:
         origin = spec.origin

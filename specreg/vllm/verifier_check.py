@@ -1,7 +1,7 @@
 """The draft against its verifier: the verifier's config.json read into `VerifierFacts` (its
 `text_config` for multimodal verifiers; never its weights), and the findings it gives: layers,
-hidden size, vocabulary, mask token, aux-layer capture, tensor parallelism, and the KV cache of the
-two as served."""
+hidden size, vocabulary, mask token, aux-layer capture (aux id 0 too), RoPE and head size
+(agreement.py), tensor parallelism, and the KV cache of the two as served."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from specreg.normalization.capabilities import (
     aux_capture,
     first,
     holds,
+    layer_zero_capture,
     parse_version,
     short,
 )
 from specreg.normalization.speculator import Finding
+from specreg.vllm.agreement import rope_findings
 from specreg.vllm.deployment import quant_method
 from specreg.vllm.gpu_plan import VerifierGroup, verifier_groups
 from specreg.vllm.kv_cache import draft_kv_layers, kv_cache_findings, verifier_kv_layers
@@ -45,9 +47,12 @@ class VerifierFacts:
     sliding_window: int | None = None
     mla_latent: int | None = None  # kv_lora_rank + qk_rope_head_dim (MLA); None: not MLA
     state_layers: tuple[int, ...] = ()  # Mamba-type layers (decoder.STATE_LAYER_TYPES in layer_types)
+    #: the language model's config as read (text_config for a multimodal verifier): what the agreement
+    #: rules read beyond these fields (specreg.vllm.agreement); not in to_dict
+    body: Mapping[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attrs.asdict(self, filter=lambda field, _: field.name != "body")
 
 
 def verifier_facts(verifier: str, *, source: str, hub_only: bool = False) -> VerifierFacts:
@@ -87,6 +92,7 @@ def _facts(read: VerifierConfig) -> VerifierFacts:
         sliding_window=read.sliding_window,
         mla_latent=read.mla_latent,
         state_layers=read.state_layers,
+        body=read.body,
     )
 
 
@@ -202,6 +208,25 @@ def verifier_findings(
                 fix="serve a verifier architecture vLLM supports for Eagle-3/DFlash drafts",
             )
         )
+    out += rope_findings(spec, facts.id, facts.body)
+    zero = layer_zero_capture(version)
+    if ids is not None and 0 in ids and facts.architectures and zero is not None:
+        if not any(a in zero[1] for a in facts.architectures):
+            read_as = (
+                "" if f"{version.major}.{version.minor}" == zero[0] else f" (as {zero[0]}, the newest release read)"
+            )
+            out.append(
+                Finding.of(
+                    "verifier-no-layer-zero-capture",
+                    f"aux id 0 (the embedding output, target id -1) is the state entering {facts.id}'s first "
+                    f"layer; vLLM {short(version)}{read_as}'s class for {', '.join(facts.architectures)} does not "
+                    "capture it (its aux states are taken after each layer, or another way), so the draft would "
+                    "read other features than trained",
+                    "draft_config.eagle_aux_hidden_state_layer_ids",
+                    fix="serve with a vLLM whose class for this verifier captures the state entering layer 0 "
+                    "(`specreg facts` lists them), or a draft trained without layer 0",
+                )
+            )
     if draft_tensor_parallel_size is not None:
         tp = tensor_parallel_size or 1
         if draft_tensor_parallel_size not in (1, tp):

@@ -90,15 +90,15 @@ def test_install_is_idempotent_and_uninstall_restores_vllms_mapping(fresh, versi
 
 
 def test_a_config_specreg_calls_invalid_is_refused_where_vllms_own_mapping_would_serve_it(fresh):
-    """DFlash aux id 0 names the embeddings, which the draft was never trained on: vLLM's own mapping
-    serves it anyway; the plugin stops it with specreg's error and the way out (issue 45)."""
+    """DFlash aux ids out of order name other layers than the trained order: vLLM's own mapping serves
+    them anyway; the plugin stops it with specreg's error and the way out (issue 45)."""
     m = fresh("0.33.0")
     cfg = fixture_config("dflash")
-    cfg["aux_hidden_state_layer_ids"] = [0, 5]  # specreg refuses id 0 for the DFlash family; vLLM maps it
+    cfg["aux_hidden_state_layer_ids"] = [5, 2]  # specreg refuses ids that do not increase; vLLM maps them
     vllm_plugin.uninstall(m.algos, m.config_class)
     m.draft_config(cfg)
     vllm_plugin.install(m.algos, m.config_class, "0.33.0")
-    with pytest.raises(vllm_plugin.Refusal, match=r"layer id 0 is below 1(.|\n)*SPECREG_VLLM_PLUGIN=0"):
+    with pytest.raises(vllm_plugin.Refusal, match=r"smaller than the one before(.|\n)*SPECREG_VLLM_PLUGIN=0"):
         m.draft_config(cfg)
 
 

@@ -56,9 +56,9 @@ def test_an_mrope_dflash_is_refused_by_specreg_and_by_the_engine(tmp_path):
 
 
 def test_the_plugin_stops_a_draft_specreg_calls_invalid_or_one_that_does_not_fit_the_verifier_vllm_runs(tmp_path):
-    """Issue 45. A DFlash whose aux ids name layer 0 (the embeddings, which the family never reads):
-    vLLM's own mapping serves it; with the plugin vLLM stops at startup with specreg's error. An
-    EAGLE-3 reading verifier layers up to 3, named beside a verifier of 2 layers: refused the same way."""
+    """Issue 45, as issue 56 left it. A DFlash whose aux ids name layer 0 (the embedding output) is served
+    beside a verifier whose class captures it, with the plugin and without. An
+    EAGLE-3 reading verifier layers up to 3, named beside a verifier of 2 layers: refused at startup."""
     zero = constructed.verifier(tmp_path / "verifier", "zero")
     layer_zero = constructed.dflash(tmp_path / "layer-zero", zero, aux=(0, 2, 3))
     verifier = constructed.verifier(tmp_path / "next", "next_token")
@@ -77,7 +77,9 @@ def test_the_plugin_stops_a_draft_specreg_calls_invalid_or_one_that_does_not_fit
     results = collect(start_engines([(True, on), (False, off)], tmp_path), tmp_path)
     refused = "specreg: this draft cannot be served as it was trained by this vLLM"
     error = results["layer-zero"].get("error", "")
-    assert refused in error and "layer id 0 is below 1" in error and "SPECREG_VLLM_PLUGIN=0" in error, results
+    # issue 56: aux id 0 is the embedding output, which this verifier's class (Qwen3) captures in the
+    # releases the tier runs (aux_capture.json's layer_zero): served as trained, with and without the plugin
+    assert "error" not in results["layer-zero"], results["layer-zero"]
     assert "error" not in results["layer-zero/vllm"], results["layer-zero/vllm"]  # vLLM alone serves it
     error = results["small-verifier"].get("error", "")
     assert (
