@@ -186,6 +186,8 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
         most=None,
         most_why="",
         trained=k,
-        trained_why=f"{ctx.envelope.tokens_path}, the draft length its trainer wrote",
+        # speculators' scripts/train.py writes speculative_tokens=args.ttt_steps: the test-time-training
+        # steps the draft was trained to chain
+        trained_why=f"{ctx.envelope.tokens_path}: the TTT steps its trainer ran",
     )
     return plan

@@ -368,7 +368,9 @@ CODES: dict[str, Code] = {
             "warning",
             "num_speculative_tokens is more than the draft was trained for",
             "The K given is larger than the draft length its trainer wrote "
-            "(speculators_config.proposal_methods[0].speculative_tokens): vLLM drafts an Eagle-3 draft one step "
+            "(speculators_config.proposal_methods[0].speculative_tokens; speculators' Eagle-3 trainer, "
+            "scripts/train.py, writes its test-time-training steps there: `speculative_tokens=args.ttt_steps`): "
+            "vLLM drafts an Eagle-3 draft one step "
             "after another and fills K parallel slots of a P-EAGLE one, so it drafts past the trained depth, "
             "where the tokens are accepted less often. The message names the trained value.",
             fix="serve with the trained num_speculative_tokens, or measure the acceptance at the K you want",
