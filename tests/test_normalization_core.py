@@ -150,7 +150,7 @@ def test_a_default_proposal_method_that_is_not_listed_is_bad_input(variant):
     assert info.value.path == "$.speculators_config.default_proposal_method"
 
 
-@pytest.mark.parametrize("value", [None, DROP])
+@pytest.mark.parametrize("value", [None, DROP, "", "  "])
 def test_a_missing_verifier_is_reported(variant, value):
     spec = specreg.normalize(variant("dflash", speculators_config__verifier__name_or_path=value))
     assert spec.verifier is None

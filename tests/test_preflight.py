@@ -218,6 +218,21 @@ def test_check_exits_0_on_a_consistent_pair_and_prints_a_table(tmp_path):
     assert r.stdout.rstrip().endswith("ok: no errors")
 
 
+def test_an_empty_verifier_name_is_a_warning_and_verifier_fills_it(tmp_path):
+    # a real checkpoint leaves speculators_config.verifier.name_or_path "" and names the verifier on the
+    # command line: the draft alone is checked, with a warning; --verifier checks the pair
+    draft, ver = pair(tmp_path, "eagle3", lambda c, v, w: c["speculators_config"]["verifier"].update(name_or_path=""))
+    r = run("check", str(draft), "--json")
+    assert r.returncode == 0, r.stderr
+    found = {f["code"]: f for f in json.loads(r.stdout)["findings"]}
+    assert found["verifier-missing"]["severity"] == "warning"
+    assert "empty string" in found["verifier-missing"]["message"]
+    r = run("check", str(draft), "--verifier", str(ver), "--json")
+    assert r.returncode == 0, r.stderr
+    assert "verifier-missing" not in [f["code"] for f in json.loads(r.stdout)["findings"]]
+    assert json.loads(r.stdout)["checks"]["verifier"]["id"] == str(ver)
+
+
 def test_check_exits_1_with_the_finding_and_its_fix(tmp_path):
     draft, ver = pair(tmp_path, "eagle3", lambda c, v, w: w.update(reshape(w, "fc.weight", (8, 16))))
     r = run("check", str(draft), "--verifier", str(ver))

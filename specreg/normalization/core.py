@@ -52,13 +52,20 @@ def _read_envelope(root: Fields, version: Version) -> tuple[Envelope, list[Findi
                 )
         ver = spec.obj("verifier")
         verifier_path = "$.speculators_config.verifier.name_or_path"
-        if ver is not None:
+        # an empty name is a real checkpoint's way of leaving the verifier to the command line: the
+        # pair cannot be checked from the file alone, which is a warning, not a malformed field
+        blank = ver is not None and isinstance(ver.raw("name_or_path"), str) and not ver.raw("name_or_path").strip()
+        if ver is not None and not blank:
             verifier = ver.get("name_or_path", STR)
         if verifier is None:
             findings.append(
                 Finding.of(
                     "verifier-missing",
-                    "the config names no verifier (speculators_config.verifier.name_or_path); "
+                    "the config names no verifier (speculators_config.verifier.name_or_path is an empty "
+                    "string): the pair cannot be checked from the file alone, and vLLM's automatic path "
+                    "needs one: pass it explicitly (--verifier)"
+                    if blank
+                    else "the config names no verifier (speculators_config.verifier.name_or_path); "
                     "vLLM's automatic path needs one: pass it explicitly",
                     verifier_path,
                 )

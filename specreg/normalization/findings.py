@@ -117,7 +117,9 @@ CODES: dict[str, Code] = {
             "verifier-missing",
             "warning",
             "no verifier named",
-            "`speculators_config.verifier.name_or_path` is missing or null; vLLM's automatic path "
+            "`speculators_config.verifier.name_or_path` is missing, null or an empty string (a checkpoint "
+            "whose verifier is named on the command line); the pair cannot be checked from the file alone, "
+            "and vLLM's automatic path "
             "needs it. Pass the verifier explicitly (`vllm serve VERIFIER --speculative-config ...`).",
             fix="name the verifier: `--verifier ORG/NAME` (or `vllm serve VERIFIER --speculative-config ...`)",
         ),

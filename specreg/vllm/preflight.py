@@ -106,8 +106,10 @@ def preflight(
     found: list[Finding] = []
     if check_verifier:
         name = verifier or spec.verifier
-        if not name:
-            raise SpecregError("the config names no verifier; pass one (--verifier ORG/NAME)", source=source)
+        # no verifier named (a checkpoint whose verifier is given on the command line): the draft alone is
+        # checked, and its `verifier-missing` warning says the pair could not be
+        check_verifier = bool(name)
+    if check_verifier:
         from_hub = verifier is None and spec.origin is not None and spec.origin.repo_id is not None
         facts = verifier_facts(name, source=source or name, hub_only=from_hub)
         found += verifier_findings(
@@ -188,9 +190,11 @@ def preflight(
             gpu=gpu_label(gpu),
             verifier_method=facts.quantization if facts else None,
         )
+    # a verifier given (--verifier) fills the one the file leaves out: the pair was checked
+    kept = tuple(f for f in spec.findings if not (verifier and facts is not None and f.code == "verifier-missing"))
     return attrs.evolve(
         spec,
-        findings=(*spec.findings, *found),
+        findings=(*kept, *found),
         checks=Checks(verifier=facts, weights=summary, gpu=report, found=found),
     )
 
