@@ -307,8 +307,10 @@ def rule_spans(rule: str) -> tuple[tuple[str, str | None], ...]:
 
 def holds(rule: str, version: str | Version) -> bool:
     """Whether vLLM `version` ("X.Y", "X.Y.Z" or a Version) has the dated rule `rule`: its release's
-    record (a patch release is its X.Y's); past the newest known release, the newest's; before the oldest,
-    the typed first version of a rule older than every tracked release, else no."""
+    record (a patch release is its X.Y's); past the newest known release, the newest's. Before the oldest
+    (where `state` says None: not known), a rule typed as older than every tracked release by its typed
+    first version, any other as the oldest known release has it: specreg plans as that release would,
+    never "needs vLLM >= the oldest release" for a rule whose start the facts do not hold."""
     v = Version(str(version))
     release = f"{v.major}.{v.minor}"
     values = _release_values(rule)
@@ -317,7 +319,31 @@ def holds(rule: str, version: str | Version) -> bool:
     if v > newest():
         return values[known()[-1]]
     typed = _metadata()[rule].get("since")
-    return typed is not None and v >= Version(typed)
+    if typed is not None:
+        return v >= Version(typed)
+    return values[known()[0]]
+
+
+def oldest() -> Version:
+    """The oldest known release, as its wheel's version: below it, no release's facts were computed."""
+    return Version(wheel(known()[0]))
+
+
+def below(version: str | Version) -> bool:
+    """Whether vLLM `version` is older than every known release (what it does is not in the facts)."""
+    v = Version(str(version))
+    return Version(f"{v.major}.{v.minor}") < Version(known()[0])
+
+
+def state(rule: str, version: str | Version) -> bool | None:
+    """Whether vLLM `version` has `rule` where the facts back the answer, else None (not known): a
+    release older than every known one has no computed record, so only a rule typed as older than every
+    known release is known there, from its typed version on. `holds` answers for every version."""
+    v = Version(str(version))
+    if not below(v):
+        return holds(rule, v)
+    typed = _metadata()[rule].get("since")
+    return True if typed is not None and v >= Version(typed) else None
 
 
 @cache

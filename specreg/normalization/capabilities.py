@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache, lru_cache
+from typing import Iterator
 
 from packaging.version import InvalidVersion, Version
 
@@ -83,9 +86,37 @@ RULES: tuple[str, ...] = (
 )
 
 
+#: the rules asked while planning one config whose value for the asked version the facts do not hold
+_UNKNOWN: ContextVar[set[str] | None] = ContextVar("specreg_unknown_rules", default=None)
+
+
 def holds(rule: str, version: Version) -> bool:
-    """Whether vLLM `version` has the dated rule `rule` (its release's record in the facts)."""
+    """Whether vLLM `version` has the dated rule `rule` (its release's record in the facts). Where the
+    facts do not know (`facts.state` None: a release older than every known one), the answer is the
+    oldest known release's, and the rule is noted as unknown for `unknown_rules`."""
+    asked = _UNKNOWN.get()
+    if asked is not None and facts.state(rule, version) is None:
+        asked.add(rule)
     return facts.holds(rule, version)
+
+
+def note_unknown(rule: str) -> None:
+    """Note `rule` as asked and not known (for a caller that asks `facts.state` itself)."""
+    asked = _UNKNOWN.get()
+    if asked is not None:
+        asked.add(rule)
+
+
+@contextmanager
+def unknown_rules() -> Iterator[set[str]]:
+    """The rules asked inside the block (through `holds`) whose value the facts do not hold for the
+    version asked: one config's plan reports each as not known, never as false."""
+    asked: set[str] = set()
+    token = _UNKNOWN.set(asked)
+    try:
+        yield asked
+    finally:
+        _UNKNOWN.reset(token)
 
 
 def first(rule: str) -> Version:
@@ -184,11 +215,23 @@ def short(version: Version) -> str:
 
 def aux_capture(version: str | Version) -> tuple[str, frozenset[str]] | None:
     """(the release, the verifier architectures whose registered vLLM class captures aux hidden states
-    there: it implements SupportsEagle3, directly or through a base class) for vLLM `version`, as the
-    release `facts.release_for` names has them; None where no known release covers it. Read from
+    there: it implements SupportsEagle3, directly or through a base class) for vLLM `version`, as its
+    release has them (past the newest read, the newest's); None where no release read covers it. Read from
     specreg/vllm/facts/aux_capture.json, which tests/conformance computes from every known wheel."""
-    release = facts.release_for(parse_version(version))
-    return None if release is None else (release, _aux_capture_in(release))
+    read = aux_capture_releases()
+    v = parse_version(version)
+    release = f"{v.major}.{v.minor}"
+    if release not in read:
+        newest = read[-1]
+        if Version(release) < Version(newest):
+            return None  # older than the table, or a release it skipped: not known
+        release = newest
+    return release, _aux_capture_in(release)
+
+
+def aux_capture_releases() -> tuple[str, ...]:
+    """The releases whose model files were read for aux capture (aux_capture.json "releases"), oldest first."""
+    return tuple(sorted(facts.aux_capture()["releases"], key=Version))
 
 
 def layer_zero_capture(version: str | Version) -> tuple[str, frozenset[str]] | None:

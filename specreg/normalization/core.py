@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import attrs
+
 from packaging.version import InvalidVersion, Version
 
 from specreg.normalization import algorithms
 from specreg import facts
-from specreg.normalization.capabilities import NEWEST_KNOWN, short, target_version
+from specreg.normalization.capabilities import NEWEST_KNOWN, note_unknown, short, target_version, unknown_rules
 from specreg.errors import ConfigError, Problem
 from specreg.normalization.fields import COUNT, STR, Fields, near_misses, type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
@@ -108,6 +110,12 @@ def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -
                 "$.auto_map",
             )
         )
+    if algo.method is not None and algo.rule is not None and facts.state(algo.rule, ctx.vllm) is None:
+        # a release older than every one with facts: only a start the facts saw (a later release serves
+        # it, the oldest does not) says it does not; a typed edge or the oldest's answer does not
+        if algo.served_by(facts.oldest()):
+            note_unknown(algo.rule)
+            return findings
     removed_after = algo.last_served_before(ctx.vllm) if algo.method is not None else None
     if algo.method is not None and not algo.served_by(ctx.vllm) and removed_after is not None:
         words = facts.refusal(ctx.vllm, algo.name)
@@ -285,7 +293,26 @@ def _run_algorithm(algo: Any, fields: Fields, ctx: Context, source: str | None) 
         ) from exc
 
 
-def _normalize_speculators(
+def _normalize_speculators(config: Mapping[str, Any], **how: Any) -> Speculator:
+    """The speculators config planned; for a vLLM older than every release with facts, with the one
+    finding that says so and names each rule the plan asked whose value there is not known."""
+    with unknown_rules() as unknown:
+        spec = _plan_speculators(config, **how)
+    version = Version(spec.vllm_version)
+    if not facts.below(version):
+        return spec
+    oldest = short(facts.oldest())
+    asked = f"; not known for {short(version)}: {', '.join(sorted(unknown))}" if unknown else ""
+    finding = Finding.of(
+        "vllm-before-facts",
+        f"vLLM {short(version)} is older than {oldest}, the oldest release specreg has facts for: the plan is "
+        f"{oldest}'s, not checked against {short(version)}{asked}",
+        None,
+    )
+    return attrs.evolve(spec, findings=tuple(_ordered([*spec.findings, finding])))
+
+
+def _plan_speculators(
     config: Mapping[str, Any],
     *,
     vllm: str | Version | None = None,

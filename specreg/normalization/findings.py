@@ -685,6 +685,33 @@ CODES: dict[str, Code] = {
             fix="upgrade specreg (`pip install -U specreg`) to rules checked against that vLLM",
         ),
         Code(
+            "gpu-facts-unknown",
+            "warning",
+            "no attention-backend facts for the target vLLM",
+            "`--gpu` asks which attention backend vLLM picks for the draft's layers on that GPU; the target "
+            "release is older than the oldest whose selector specreg ran, so that, the KV-cache layout and "
+            "the quantization methods on the GPU are not known. Everything else is checked.",
+            fix="check the GPU on a release with attention facts (`--vllm`), or on the GPU itself",
+        ),
+        Code(
+            "verifier-aux-capture-unknown",
+            "warning",
+            "whether vLLM captures the verifier's aux hidden states is not known",
+            "The target release is older than the oldest release whose model files specreg read for aux "
+            "hidden-state capture (`SupportsEagle3`), so whether its class for the verifier can hand aux "
+            "hidden states to an Eagle-3 or DFlash draft is not known: neither passed nor refused.",
+            fix="check the verifier's class in that vLLM's model file (`SupportsEagle3`), or target a release with facts",
+        ),
+        Code(
+            "vllm-before-facts",
+            "warning",
+            "the target vLLM is older than specreg's facts",
+            "The target vLLM release is older than the oldest release whose facts specreg computed from its "
+            "wheel. Nothing is refused or passed on a rule the facts do not hold for it: each rule the plan "
+            "asked is named as not known, and the plan is the oldest known release's.",
+            fix="check the draft on the oldest release with facts (`--vllm`), or against that vLLM's own code",
+        ),
+        Code(
             "markov-head-off",
             "info",
             "a DSpark draft without a Markov head",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import attrs
+from packaging.version import Version
 
 from specreg.errors import ConfigError, OfflineError, Problem, SpecregError, show_value
 from specreg.normalization.speculator import Finding, as_tuple, thaw
@@ -169,6 +170,11 @@ def preflight(
         bad = _head_size_problems(spec, gpu)
         if bad:
             raise ConfigError(bad, source=source)
+        unknown = _gpu_facts_unknown(spec, gpu)
+        if unknown is not None:
+            found.append(unknown)
+            gpu = None  # the rest is answered; what the GPU does with the draft is said to be unknown
+    if gpu is not None:
         try:
             report, more = gpu_check(
                 spec,
@@ -196,6 +202,27 @@ def preflight(
         spec,
         findings=(*kept, *found),
         checks=Checks(verifier=facts, weights=summary, gpu=report, found=found),
+    )
+
+
+def _gpu_facts_unknown(spec: "Speculator", gpu: str) -> Finding | None:
+    """The finding for a release with no attention-backend facts (older than the attention selector's
+    range): what --gpu would check there is not known, and said so, instead of stopping the check."""
+    from specreg.vllm.attention import capability, versions
+    from specreg.vllm.deployment import minor_release
+
+    release = minor_release(spec.vllm_version)
+    have = versions()
+    if release in have or Version(release) > Version(have[-1]):
+        return None
+    cap = capability(gpu)
+    return Finding.of(
+        "gpu-facts-unknown",
+        f"--gpu {gpu} (sm_{cap[0]}{cap[1]}): vLLM {release} is older than {have[0]}, the oldest release with "
+        f"attention-backend facts: which backend serves the draft's layers there, its KV-cache layout and the "
+        f"quantization methods it takes on this GPU are not known (not checked); everything else is",
+        None,
+        fix=f"check the GPU on a release with facts (--vllm {have[0]} or later), or on the GPU itself",
     )
 
 

@@ -11,6 +11,7 @@ import attrs
 
 from specreg.normalization.capabilities import (
     aux_capture,
+    aux_capture_releases,
     first,
     holds,
     layer_zero_capture,
@@ -197,6 +198,18 @@ def verifier_findings(
             )
         )
     aux = aux_capture(version)
+    if facts.architectures and aux is None:
+        oldest = aux_capture_releases()[0]
+        out.append(
+            Finding.of(
+                "verifier-aux-capture-unknown",
+                f"vLLM {short(version)} is older than {oldest}, the oldest release whose model files were read for aux "
+                f"hidden-state capture: whether its class for {', '.join(facts.architectures)} captures them is not "
+                "known (not checked)",
+                None,
+                fix="check the verifier's class in that vLLM's model file (SupportsEagle3), or target a release with facts",
+            )
+        )
     if facts.architectures and aux is not None and not any(a in aux[1] for a in facts.architectures):
         read_as = "" if f"{version.major}.{version.minor}" == aux[0] else f" (as {aux[0]}, the newest release read)"
         out.append(
