@@ -136,9 +136,41 @@ def test_diff_of_the_real_facts_0_28_to_0_29():
     turned); 0.29's quantization_methods.json has deepseek_v4_fp8 (min capability 75), 0.30's none."""
     _, out, _ = run_cli("diff", "0.28", "0.29")
     assert "kv_cache: 8 records changed [get_kv_cache_groups, by tests/conformance/kv_cache_groups.py]" in out
-    assert "kv_cache: block_first FLASHINFER: true -> false" in out.splitlines()
+    (line,) = [line for line in out.splitlines() if line.startswith("kv_cache: block_first")]
+    assert line.startswith("kv_cache: block_first *: true -> false, for * = FLASHINFER, FLASHINFER_MLA,")
+    assert line.endswith("(8 records)")
     _, out, _ = run_cli("diff", "0.29", "0.30")
     assert "quantization: deepseek_v4_fp8 min_capability is gone (was 75)" in out.splitlines()
+
+
+def test_diff_puts_rule_changes_first_and_one_reworded_refusal_on_one_line():
+    """0.33 -> 0.34 (specreg/vllm/facts): 324 attention records are one FP8 refusal reworded under 162
+    (capability, combination) keys, their values unchanged; six rules changed."""
+    _, out, _ = run_cli("diff", "0.33", "0.34")
+    lines = out.splitlines()
+    assert lines[0].startswith("rules: 6 rules changed")
+    assert all(line.startswith("rules:") for line in lines[:7])
+    assert lines[7].startswith("attention: 324 records changed")
+    (renamed,) = [line for line in lines if " renamed " in line]
+    assert renamed.endswith("the values unchanged (162 records)")
+    assert len(lines) < 30
+
+
+def test_diff_groups_records_that_changed_alike_and_keeps_a_lone_change_on_its_own_line():
+    old = {"_about": ABOUT, "block_first": {b: True for b in ("A", "B", "C", "D")}, "other": {"x": 1}}
+    new = {"_about": ABOUT, "block_first": {"A": False, "B": False, "C": False, "D": True}, "other": {"x": 2}}
+    assert facts_diff.kind_lines("kv_cache", old, new, ("A", "B"))[1:] == [
+        "kv_cache: block_first *: true -> false, for * = A, B, C (3 records)",
+        "kv_cache: other x: 1 -> 2",
+    ]
+    moved = {"_about": ABOUT, "r": {k: {"why one": [1, k]} for k in "abcd"}}
+    reworded = {"_about": ABOUT, "r": {k: {"why two": [1, k]} for k in "abcd"}}
+    reworded["r"]["d"] = {"why two": [9]}  # reworded and changed: its own lines
+    assert facts_diff.kind_lines("kv_cache", moved, reworded, ("A", "B"))[1:] == [
+        'kv_cache: r {a,b,c} *: * renamed "why one" -> "why two", the values unchanged (3 records)',
+        'kv_cache: r d why one is gone (was [1, "d"])',
+        "kv_cache: r d why two is new: [9]",
+    ]
 
 
 @pytest.mark.parametrize(

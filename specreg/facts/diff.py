@@ -86,10 +86,12 @@ def _subject(kind: str, path: Key) -> str:
         prefix = ""
         if path and path[0] == "cubins":  # what differs with FlashInfer's TRTLLM cubins installed
             prefix, path = "with cubins, ", path[1:]
-        if len(path) >= 2 and re.fullmatch(r"\d+\.\d+", path[0]):
-            sm = "sm_" + path[0].replace(".", "")
+        if len(path) >= 2 and (re.fullmatch(r"\d+\.\d+", path[0]) or path[0].startswith("{")):
+            sm = path[0] if path[0].startswith("{") else "sm_" + path[0].replace(".", "")
             if path[1] == "backends" and len(path) >= 3:
-                rest = [json.dumps(p) if " " in p else p for p in path[3:]]  # a refusal's reason is quoted
+                rest = [
+                    json.dumps(p) if " " in p and not p.startswith("{") else p for p in path[3:]
+                ]  # a refusal's reason is quoted
                 return prefix + " ".join([f"{path[2]} on {sm}", *rest])
             return prefix + " ".join([sm, *path[1:]])
         return prefix + " ".join(path)
@@ -135,7 +137,93 @@ def kind_lines(kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None
     if not found:
         return [f"{short}: unchanged [{source}]"]
     head = f"{short}: {len(found)} record{'s' if len(found) != 1 else ''} changed [{source}]"
-    return [head, *(f"{short}: {_change_line(kind, p, a, b)}" for p, a, b in found)]
+    return [head, *(f"{short}: {line}" for line in grouped(kind, found))]
+
+
+#: the fewest records changed the same way that make one line instead of one each
+GROUP = 3
+
+
+def grouped(kind: str, found: list[tuple[Key, Any, Any]]) -> list[str]:
+    """The changes in words, records that changed the same way on one line: a key renamed under records
+    whose values stayed (a reworded refusal), then one change made to several records that differ in one
+    key (`block_first` of eight backends turned false); the rest one line each, in path order."""
+    lines, rest = _renamed(kind, found)
+    while True:
+        group = _same_change(rest)
+        if group is None:
+            break
+        i, members = group
+        rest = [c for c in rest if c not in members]
+        path, old, new = members[0]
+        keys = [m[0][i] for m in members]
+        shown = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+        subject = _subject(kind, (*path[:i], "*", *path[i + 1 :]))
+        change = _change_line(kind, path, old, new).removeprefix(_subject(kind, path))
+        if old is not MISSING and new is not MISSING and not (_is_ranges(old) and _is_ranges(new)):
+            change = f": {_text(old)} -> {_text(new)}"
+        lines.append(f"{subject}{change}, for * = {shown} ({len(members)} records)")
+    return lines + [_change_line(kind, p, a, b) for p, a, b in rest]
+
+
+def _renamed(kind: str, found: list[tuple[Key, Any, Any]]) -> tuple[list[str], list[tuple[Key, Any, Any]]]:
+    """Lines for the records that only moved: each gone record with a new one of the same value whose path
+    differs in one key, grouped by (position, old key, new key) where GROUP or more records moved alike."""
+    added: dict[tuple[int, Key, str], list[Key]] = {}
+    for p, a, b in found:
+        if a is MISSING:
+            for i in range(len(p)):
+                added.setdefault((i, (*p[:i], *p[i + 1 :]), _text(b)), []).append(p)
+    moves: dict[tuple[int, str, str], list[tuple[Key, Key]]] = {}
+    for p, a, b in found:
+        if b is MISSING:
+            for i in range(len(p)):
+                for q in added.get((i, (*p[:i], *p[i + 1 :]), _text(a)), []):
+                    moves.setdefault((i, p[i], q[i]), []).append((p, q))
+    used: set[Key] = set()
+    lines = []
+    for (i, was, now), pairs in sorted(moves.items(), key=lambda m: (-len(m[1]), m[0])):
+        pairs = [(p, q) for p, q in pairs if p not in used and q not in used]
+        if len(pairs) < GROUP:
+            continue
+        used |= {x for pair in pairs for x in pair}
+        where = _subject(kind, _pattern([p for p, _ in pairs], i))
+        lines.append(
+            f"{where}: * renamed {json.dumps(was)} -> {json.dumps(now)}, the values unchanged ({len(pairs)} records)"
+        )
+    return lines, [c for c in found if c[0] not in used]
+
+
+def _pattern(paths: list[Key], i: int) -> Key:
+    """The paths as one: "*" at position i, a key the paths share as it is, other keys as {a,b} (or
+    {N keys} past four)."""
+    out = []
+    for j in range(len(paths[0])):
+        keys = sorted({p[j] for p in paths})
+        if j == i:
+            out.append("*")
+        elif len(keys) == 1:
+            out.append(keys[0])
+        elif all(re.fullmatch(r"\d+\.\d+", k) for k in keys):
+            out.append(f"{{{len(keys)} compute capabilities}}")
+        else:
+            out.append("{" + (",".join(keys) if len(keys) <= 4 else f"{len(keys)} keys") + "}")
+    return tuple(out)
+
+
+def _same_change(found: list[tuple[Key, Any, Any]]) -> tuple[int, list[tuple[Key, Any, Any]]] | None:
+    """The largest set (GROUP or more) of records changed from the same old to the same new value whose
+    paths differ in one position only: (that position, the records), or None."""
+    groups: dict[tuple[int, Key, str, str], list[tuple[Key, Any, Any]]] = {}
+    for c in found:
+        p, a, b = c
+        olds, news = "-" if a is MISSING else _text(a), "-" if b is MISSING else _text(b)
+        for i in range(len(p)):
+            groups.setdefault((i, (*p[:i], *p[i + 1 :]), olds, news), []).append(c)
+    if not groups:
+        return None
+    key, members = max(groups.items(), key=lambda g: (len(g[1]), [-g[0][0]]))
+    return (key[0], members) if len(members) >= GROUP else None
 
 
 def _holding(value: Any) -> str:
@@ -183,10 +271,10 @@ def rule_lines(
 def diff(old: str, new: str, read: Any, rules: dict[str, dict[str, Any]]) -> list[str]:
     """Every line of `diff OLD NEW`. `read(release, kind)` gives a facts document with its `_about`, or
     None when that release has no file of that kind; `rules` is the top rules.json's metadata."""
-    out = []
+    out = rule_lines(rules, read(old, "rules"), read(new, "rules"), (old, new))  # what a reviewer reads first
     for kind in KINDS:
         out += kind_lines(kind, read(old, kind), read(new, kind), (old, new))
-    return out + rule_lines(rules, read(old, "rules"), read(new, "rules"), (old, new))
+    return out
 
 
 def read_committed(release: str, kind: str) -> dict[str, Any] | None:
