@@ -51,6 +51,10 @@ RULES: tuple[str, ...] = (
     "eagle3_fc_norm_norm_output",
     # dflash_config.causal = not sliding_window_non_causal (missing -> not causal), for all layers.
     "dflash_causal_from_sliding_window_non_causal",
+    # sliding_window_non_causal=false no longer sets dflash_config.causal=true for every layer: each
+    # layer's type decides (sliding causal, full non-causal, as speculators trains); true still sets
+    # causal=false (update_dflash after vLLM PR #56692).
+    "dflash_causal_false_keeps_full_non_causal",
     # sample_from_anchor mapped for DFlash and DSpark (missing -> false); before, DFlash never read
     # it and DSpark always served a bonus anchor (dspark_bonus_anchor = True).
     "sample_from_anchor_mapped",

@@ -124,8 +124,11 @@ def mapped_by_vllm(ctx: Context, variant: Variant, layer_data: dict, non_causal_
     """The mask-deciding keys of the draft config vLLM's speculators mapping builds from the file."""
     draft = {k: layer_data[k] for k in ("layer_types", "is_causal") if k in layer_data}
     if not variant.top_level and ctx.holds("dflash_causal_from_sliding_window_non_causal"):
-        # algos.py update_dflash: causal = not config.get("sliding_window_non_causal", True)
-        draft["dflash_config"] = {"causal": not (True if non_causal_in_file is None else non_causal_in_file)}
+        # algos.py update_dflash: causal = not config.get("sliding_window_non_causal", True); after vLLM PR
+        # #56692 only true (or absent) sets it (false), and false leaves each layer to its type
+        non_causal = True if non_causal_in_file is None else non_causal_in_file
+        if non_causal or not ctx.holds("dflash_causal_false_keeps_full_non_causal"):
+            draft["dflash_config"] = {"causal": not non_causal}
     return draft
 
 

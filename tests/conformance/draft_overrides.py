@@ -15,7 +15,7 @@ import ast
 import zipfile
 from typing import Any
 
-from tests.conformance.vllm_mapping import wheel
+from tests.conformance.vllm_mapping import wheel, wheel_file
 
 #: a class the draft would otherwise be built as; only the rewrite of it is looked for
 DRAFT_ARCHITECTURE = "Eagle3LlamaForCausalLM"
@@ -50,7 +50,7 @@ def rewrites(version: str) -> dict[str, str]:
     """model_type -> the architecture the draft becomes (or "refused"), for every model_type the
     wheel's hf_config_override does not leave as the draft class."""
     with zipfile.ZipFile(wheel(version)) as z:
-        source = z.read("vllm/config/speculative.py").decode()
+        source = wheel_file(z, "vllm/config/speculative.py")
     fn, names = _function(source)
     out = {}
     for model_type in sorted(names):

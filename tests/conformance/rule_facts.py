@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conformance import test_deployment_rules as deployment_rules
 from conformance import test_field_coverage as field_coverage
-from conformance.vllm_mapping import mapping, wheel
+from conformance.vllm_mapping import mapping, wheel, wheel_file
 from conformance.vllm_serving import serving
 from conftest import fixture_config
 
@@ -35,13 +35,37 @@ ABOUT = (
 
 ALGORITHMS = ("dflash", "dflash2", "dspark", "eagle3", "peagle")
 
-#: rule -> (fixture, predicate on the draft_config vLLM's mapping makes of it that means "has the rule");
-#: a wheel that serves no draft of the fixture's algorithm has none of them
-MAPPING_PROBES: dict[str, tuple[str, Callable[[dict], bool]]] = {
-    "dflash_target_layer_ids_minus_one": ("dflash", lambda d: d["dflash_config"]["target_layer_ids"][0] == 1),
-    "dflash_causal_from_sliding_window_non_causal": ("dflash", lambda d: "causal" in d["dflash_config"]),
-    "sample_from_anchor_mapped": ("dflash", lambda d: "sample_from_anchor" in d["dflash_config"]),
-    "eagle3_fc_norm_norm_output": ("eagle3_generated", lambda d: "fc_norm" in d),
+
+def _swnc(value: bool) -> dict:
+    return {"sliding_window_non_causal": value}
+
+
+#: rule -> (fixture, predicate that means "has the rule" on `draft(changes)`: the draft_config vLLM's
+#: mapping makes of the fixture with those top-level changes); a wheel that serves no draft of the
+#: fixture's algorithm has none of them
+MAPPING_PROBES: dict[str, tuple[str, Callable[[Callable[[dict], dict]], bool]]] = {
+    "dflash_target_layer_ids_minus_one": (
+        "dflash",
+        lambda draft: draft({})["dflash_config"]["target_layer_ids"][0] == 1,
+    ),
+    # the mapping reads the field into dflash_config.causal (true: causal=false, every layer non-causal)
+    "dflash_causal_from_sliding_window_non_causal": (
+        "dflash",
+        lambda draft: "causal" in draft(_swnc(True))["dflash_config"],
+    ),
+    # vLLM PR #56692: sliding_window_non_causal=false sets no global causal flag, so each layer's type
+    # decides (sliding causal, full non-causal, as speculators trains); true still makes every layer
+    # non-causal. Before, false made every layer causal, full attention included.
+    "dflash_causal_false_keeps_full_non_causal": (
+        "dflash",
+        lambda draft: (
+            draft(_swnc(True))["dflash_config"].get("causal") is False
+            and draft(_swnc(False))["dflash_config"].get("causal") is None
+            and draft(_swnc(False)).get("is_causal") is None
+        ),
+    ),
+    "sample_from_anchor_mapped": ("dflash", lambda draft: "sample_from_anchor" in draft({})["dflash_config"]),
+    "eagle3_fc_norm_norm_output": ("eagle3_generated", lambda draft: "fc_norm" in draft({})),
 }
 
 #: the fixture each algorithm's mapping is run on (whether the wheel serves it, or refuses it)
@@ -89,7 +113,7 @@ def mapped(version: str, rule: str) -> bool:
     config = fixture_config(fixture)
     if not serves(version, config["speculators_model_type"]):
         return False
-    return bool(has_rule(mapping(version).draft_config(config)))
+    return bool(has_rule(lambda changes: mapping(version).draft_config({**config, **changes})))
 
 
 def eagle_arch_by_model_type(version: str) -> bool:
@@ -136,7 +160,7 @@ SOURCE_PROBES = {
 def source(version: str, path: str) -> str:
     """A file of the wheel ("" when it has none)."""
     with zipfile.ZipFile(wheel(version)) as z:
-        return z.read(path).decode() if path in z.namelist() else ""
+        return wheel_file(z, path) or ""  # a module moved behind a sys.modules shim is followed
 
 
 def in_source(version: str, rule: str) -> bool:

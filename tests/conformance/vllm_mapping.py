@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from functools import lru_cache
 import sys
@@ -46,6 +47,68 @@ def wheel(version: str) -> Path:
     return found[-1]
 
 
+class MovedModuleError(RuntimeError):
+    """A file of the wheel is a `sys.modules` shim (the module moved, the old path kept for imports) whose
+    new home cannot be read: an extractor reading the shim would find nothing, so it fails loudly."""
+
+
+#: a module that replaces itself in sys.modules (vLLM PR #54654's pattern for a moved module)
+_SHIM = re.compile(r"sys\.modules\[[^\]]+\]\s*=")
+_IMPORTS = (
+    re.compile(r"import_module\(\s*[\"']([\w.]+)[\"']"),
+    re.compile(r"^\s*import\s+([\w.]+)\s+as\s+\w+", re.M),
+    re.compile(r"^\s*from\s+([\w.]+)\s+import\s+(\w+)", re.M),
+)
+
+
+def _module_path(names: set[str], module: str) -> str | None:
+    base = module.replace(".", "/")
+    return next((p for p in (f"{base}.py", f"{base}/__init__.py") if p in names), None)
+
+
+def _shim_home(z: zipfile.ZipFile, path: str, text: str) -> str:
+    """The module a shim at `path` stands for, as a path of the wheel (a package: its folder, "/"-ended)."""
+    names = set(z.namelist())
+    for pattern in _IMPORTS:
+        for found in pattern.finditer(text):
+            for module in (".".join(g for g in found.groups() if g), found.group(1)):
+                home = _module_path(names, module)
+                if home is not None and home != path:
+                    return home.removesuffix("__init__.py")
+    raise MovedModuleError(
+        f"{path} replaces itself in sys.modules, and the module it stands for is not in the wheel: "
+        "the extractors cannot read what moved (follow it in vllm_mapping.wheel_file)"
+    )
+
+
+def wheel_file(z: zipfile.ZipFile, path: str, _depth: int = 0) -> str | None:
+    """The text of a file of the wheel, a `sys.modules` shim followed to its new home (the file itself,
+    or one a shimmed package above it moved); None where the wheel has neither. A shim whose home cannot
+    be found raises MovedModuleError: never read as an empty module."""
+    if _depth > 4:
+        raise MovedModuleError(f"{path}: sys.modules shims lead to more shims")
+    names = set(z.namelist())
+    if path in names:
+        text = z.read(path).decode()
+        if not _SHIM.search(text):
+            return text
+        home = _shim_home(z, path, text)
+        if home.endswith("/"):  # a package's __init__.py shimmed to another package
+            return wheel_file(z, home + "__init__.py", _depth + 1)
+        return wheel_file(z, home, _depth + 1)
+    parts = path.split("/")
+    for i in range(len(parts) - 1, 0, -1):  # a package above it that moved, its files with it
+        init = "/".join(parts[:i]) + "/__init__.py"
+        if init in names:
+            text = z.read(init).decode()
+            if _SHIM.search(text):
+                home = _shim_home(z, init, text)
+                if not home.endswith("/"):
+                    raise MovedModuleError(f"{init} stands for the module {home}, not a package holding {path}")
+                return wheel_file(z, home + "/".join(parts[i:]), _depth + 1)
+    return None
+
+
 def sources(version: str) -> dict[str, str] | None:
     """The text of algos.py and base.py of vLLM `version` (None: it has no speculators path)."""
     out = CACHE / "mapping" / version
@@ -55,12 +118,12 @@ def sources(version: str) -> dict[str, str] | None:
     if not all((out / n).exists() for n in names):
         out.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel(version)) as z:
-            present = set(z.namelist())
-            if not all(f"{MAPPING}/{n}" in present for n in names):
+            texts = {n: wheel_file(z, f"{MAPPING}/{n}") for n in names}  # a moved mapping followed
+            if any(t is None for t in texts.values()):
                 (out / "NONE").write_text("this vLLM has no speculators mapping\n")
                 return None
-            for n in names:
-                (out / n).write_bytes(z.read(f"{MAPPING}/{n}"))
+            for n, text in texts.items():
+                (out / n).write_text(text)
     return {n: (out / n).read_text() for n in names}
 
 
