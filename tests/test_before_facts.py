@@ -9,7 +9,7 @@ from packaging.version import Version
 
 import specreg
 import tiny
-from conftest import fixture_config
+from conftest import DATA, fixture_config
 from specreg import facts
 from specreg.normalization import capabilities
 from specreg.vllm import attention
@@ -22,6 +22,9 @@ def _minor_before(release: str) -> str:
 
 
 BELOW = _minor_before(facts.known()[0])  # a release older than every known one
+#: older than every release whose wheel was read at all (older_releases.json starts at the first release
+#: with the speculators format): nothing is known there but the typed rules
+FAR = _minor_before((facts.older_releases() or facts.known())[0])
 
 
 def codes(spec):
@@ -33,33 +36,52 @@ def test_below_the_oldest_release_a_rule_is_not_known_unless_typed_older_than_ev
     untyped = sorted(set(facts.metadata()) - set(typed))
     assert typed and untyped
     for rule in untyped:
-        assert facts.state(rule, BELOW) is None, rule
+        assert facts.state(rule, FAR) is None, rule
         # planned as the oldest known release has it: never "needs the oldest release" for a start not seen
-        assert facts.holds(rule, BELOW) == facts.holds(rule, facts.known()[0]), rule
+        assert facts.holds(rule, FAR) == facts.holds(rule, facts.known()[0]), rule
     for rule, since in typed.items():
         v = Version(since)
         assert facts.state(rule, since) is True
         before = f"{v.major}.{v.minor}.{v.micro - 1}" if v.micro else _minor_before(since)
-        assert facts.state(rule, before) is None, rule
+        assert facts.state(rule, before) is not True, rule  # its wheel's own false, where it was read
+        assert facts.state(rule, FAR) is None, rule
     for rule in untyped:  # inside the facts every rule is known
         assert facts.state(rule, facts.known()[0]) is not None
 
 
-def test_a_typed_edge_refuses_nothing_below_the_facts_and_the_finding_names_the_rule():
+def test_a_typed_edge_refuses_nothing_a_wheel_did_not_say_and_a_native_layout_is_never_refused_below_the_facts():
     # algorithm_eagle3's typed edge is when vLLM read the speculators *format*, not when it first served
-    # Eagle-3: below it the answer is "not known", not "needs vLLM >= the edge"
+    # Eagle-3: a native EAGLE-3 file (served by its registry class) is "not known" below the facts
     since = Version(facts.metadata()["algorithm_eagle3"]["since"])
     before = f"{since.major}.{since.minor}.{since.micro - 1}" if since.micro else _minor_before(str(since))
-    spec = specreg.normalize(fixture_config("eagle3_converted"), vllm=before)
+    native = json.loads((DATA / "native" / "eagle3_release_llama3_70b.json").read_text())
+    spec = specreg.normalize(native, vllm=before, verifier="meta-llama/Llama-3.3-70B-Instruct")
     assert "vllm-unsupported-algorithm" not in codes(spec)
     (found,) = [f for f in spec.findings if f.code == "vllm-before-facts"]
     assert found.severity == "warning" and "algorithm_eagle3" in found.message
     assert facts.known()[0] in found.message
+    # the speculators format itself: refused there only where that release's own wheel says so
+    spec = specreg.normalize(fixture_config("eagle3_converted"), vllm=before)
+    read = facts.state("algorithm_eagle3", before)
+    assert ("vllm-unsupported-algorithm" in codes(spec)) is (read is False)
+    spec = specreg.normalize(fixture_config("eagle3_converted"), vllm=FAR)
+    assert "vllm-unsupported-algorithm" not in codes(spec)
+
+
+def test_a_rule_read_from_an_older_wheel_is_answered_and_not_listed_as_unknown():
+    assert facts.older_releases()
+    release = facts.older_releases()[-1]
+    spec = specreg.normalize(fixture_config("dflash"), vllm=release)
+    read = facts.state("algorithm_dflash", release)
+    assert read is not None
+    assert ("vllm-unsupported-algorithm" in codes(spec)) is (not read)
+    (found,) = [f for f in spec.findings if f.code == "vllm-before-facts"]
+    assert "algorithm_dflash" not in found.message.partition("not known for ")[2]
 
 
 def test_an_algorithm_the_oldest_release_serves_is_not_known_below_it_and_one_it_starts_later_is_refused():
     oldest = facts.known()[0]
-    spec = specreg.normalize(fixture_config("dflash"), vllm=BELOW)
+    spec = specreg.normalize(fixture_config("dflash"), vllm=FAR)
     assert facts.holds("algorithm_dflash", oldest)
     assert spec.servable and "vllm-unsupported-algorithm" not in codes(spec)
     (found,) = [f for f in spec.findings if f.code == "vllm-before-facts"]
@@ -67,7 +89,7 @@ def test_an_algorithm_the_oldest_release_serves_is_not_known_below_it_and_one_it
     assert "algorithm_dflash" in named and "dflash_causal_layers" in named
     # DSpark starts after the oldest release (a start the facts saw): still refused, and not "not known"
     assert not facts.holds("algorithm_dspark", oldest)
-    spec = specreg.normalize(fixture_config("dspark_generated"), vllm=BELOW)
+    spec = specreg.normalize(fixture_config("dspark_generated"), vllm=FAR)
     assert "vllm-unsupported-algorithm" in codes(spec)
     assert "algorithm_dspark" not in next(f for f in spec.findings if f.code == "vllm-before-facts").message
 
@@ -108,3 +130,17 @@ def test_a_verifier_before_the_aux_capture_table_is_unknown_not_passed(tmp_path)
     (ver / "config.json").write_text(json.dumps(v))
     spec = preflight(specreg.load(draft, vllm=read[0]), verifier=str(ver), check_weights=False)
     assert "verifier-no-aux-capture" in codes(spec)
+
+
+def test_the_older_releases_table_has_every_rule_for_every_release_it_read():
+    table = json.loads((facts.FOLDER / facts.OLDER).read_text())
+    assert table["releases"] == list(facts.older_releases())
+    assert Version(table["releases"][-1]) < Version(facts.known()[0])
+    assert set(table["rules"]) == set(facts.metadata())
+    for rule, per_release in table["rules"].items():
+        assert list(per_release) == table["releases"], rule
+        for release, value in per_release.items():
+            assert isinstance(value, bool) or (value["extractable"] is False and value["why"]), (rule, release)
+            assert facts.state(rule, release) == (value if isinstance(value, bool) else None) or (
+                "since" in facts.metadata()[rule]
+            ), (rule, release)

@@ -318,6 +318,9 @@ def holds(rule: str, version: str | Version) -> bool:
         return values[release]
     if v > newest():
         return values[known()[-1]]
+    read = state(rule, v)
+    if read is not None:
+        return read
     typed = _metadata()[rule].get("since")
     if typed is not None:
         return v >= Version(typed)
@@ -335,15 +338,38 @@ def below(version: str | Version) -> bool:
     return Version(f"{v.major}.{v.minor}") < Version(known()[0])
 
 
+def older_releases() -> tuple[str, ...]:
+    """The releases older than every known one whose wheels the rule extractors read where they could
+    (older_releases.json "releases", oldest first; empty without the file)."""
+    return tuple(_older().get("releases", ()))
+
+
+def _older() -> dict[str, Any]:
+    return _read(OLDER) if (FOLDER / OLDER).is_file() else {}
+
+
+#: per rule, its value in each release older than the oldest known one, where its extractor could read
+#: that wheel (tests/conformance/test_rule_facts.py writes and holds it)
+OLDER = "older_releases.json"
+
+
+def _older_value(rule: str, v: Version) -> bool | None:
+    value = _older().get("rules", {}).get(rule, {}).get(f"{v.major}.{v.minor}")
+    return value if isinstance(value, bool) else None
+
+
 def state(rule: str, version: str | Version) -> bool | None:
-    """Whether vLLM `version` has `rule` where the facts back the answer, else None (not known): a
-    release older than every known one has no computed record, so only a rule typed as older than every
-    known release is known there, from its typed version on. `holds` answers for every version."""
+    """Whether vLLM `version` has `rule` where the facts back the answer, else None (not known). Below
+    the oldest known release: a rule typed as older than every known release holds from its typed
+    version on; else the value its extractor read from that release's wheel (older_releases.json), where
+    it could; else not known. `holds` answers for every version."""
     v = Version(str(version))
     if not below(v):
         return holds(rule, v)
     typed = _metadata()[rule].get("since")
-    return True if typed is not None and v >= Version(typed) else None
+    if typed is not None and v >= Version(typed):
+        return True
+    return _older_value(rule, v)
 
 
 @cache

@@ -110,10 +110,12 @@ def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -
                 "$.auto_map",
             )
         )
-    if algo.method is not None and algo.rule is not None and facts.state(algo.rule, ctx.vllm) is None:
-        # a release older than every one with facts: only a start the facts saw (a later release serves
-        # it, the oldest does not) says it does not; a typed edge or the oldest's answer does not
-        if algo.served_by(facts.oldest()):
+    if algo.method is not None and algo.rule is not None and facts.below(ctx.vllm):
+        # a release older than every known one: a native layout is served by its registry class, not the
+        # speculators mapping the rule reads; a rule no wheel answered for it is refused only on a start
+        # the facts saw (a later release serves it, the oldest does not), never on a typed edge
+        read = facts.state(algo.rule, ctx.vllm)
+        if ctx.native_architecture is not None or (read is None and algo.served_by(facts.oldest())):
             note_unknown(algo.rule)
             return findings
     removed_after = algo.last_served_before(ctx.vllm) if algo.method is not None else None
@@ -303,10 +305,11 @@ def _normalize_speculators(config: Mapping[str, Any], **how: Any) -> Speculator:
         return spec
     oldest = short(facts.oldest())
     asked = f"; not known for {short(version)}: {', '.join(sorted(unknown))}" if unknown else ""
+    read = f"{short(version)}'s own rules where its wheel was read, the rest" if facts.older_releases() else "it"
     finding = Finding.of(
         "vllm-before-facts",
-        f"vLLM {short(version)} is older than {oldest}, the oldest release specreg has facts for: the plan is "
-        f"{oldest}'s, not checked against {short(version)}{asked}",
+        f"vLLM {short(version)} is older than {oldest}, the oldest release specreg has every fact for: the plan "
+        f"applies {read} as {oldest} has them, unchecked against {short(version)}{asked}",
         None,
     )
     return attrs.evolve(spec, findings=tuple(_ordered([*spec.findings, finding])))
