@@ -305,7 +305,8 @@ def _normalize_speculators(config: Mapping[str, Any], **how: Any) -> Speculator:
         return spec
     oldest = short(facts.oldest())
     asked = f"; not known for {short(version)}: {', '.join(sorted(unknown))}" if unknown else ""
-    read = f"{short(version)}'s own rules where its wheel was read, the rest" if facts.older_releases() else "it"
+    wheel_read = f"{version.major}.{version.minor}" in facts.older_releases()
+    read = f"{short(version)}'s own rules where its wheel was read, the rest" if wheel_read else "the rules"
     finding = Finding.of(
         "vllm-before-facts",
         f"vLLM {short(version)} is older than {oldest}, the oldest release specreg has every fact for: the plan "
