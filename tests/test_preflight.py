@@ -464,9 +464,9 @@ def _no_aux_capture(tmp_path, architecture, vllm):
 def test_aux_capture_is_read_for_the_target_release(tmp_path):
     """An architecture whose class gained SupportsEagle3 in a later release is warned about on a target
     before that release and not from it (the table holds every known release, not only the newest)."""
-    from specreg import facts
+    from specreg.normalization import capabilities
 
-    known = facts.known()
+    known = capabilities.aux_capture_releases()  # the known releases and the older ones read
     arch, runs = next((a, r) for a, r in sorted(_aux_runs().items()) if r[0][0] != known[0] and r[0][1] is None)
     first = known.index(runs[0][0])
     before = _no_aux_capture(tmp_path / "before", arch, known[first - 1])

@@ -286,9 +286,12 @@ def _file_summary(module: str, init: bool, text: str) -> dict:
     names_in: dict[str, list[str]] = {}
     builds: dict[str, list[list[str]]] = {}
     entry: list[str] = []
+    setters: list[str] = []  # classes defining set_aux_hidden_state_layers (before SupportsEagle3: 0.10)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             own.setdefault(node.name, []).append([_last_name(b) for b in node.bases])
+            if any(isinstance(f, ast.FunctionDef) and f.name == "set_aux_hidden_state_layers" for f in node.body):
+                setters.append(node.name)
             items = builds.setdefault(node.name, [])
             for item in node.body:  # `model_cls = DeepseekV2Model`
                 if isinstance(item, ast.Assign) and isinstance(item.value, ast.Name) and item.value.id[:1].isupper():
@@ -318,7 +321,7 @@ def _file_summary(module: str, init: bool, text: str) -> dict:
                 base = ".".join(anchor + ([base] if base else []))
             for alias in node.names:
                 names_in[alias.asname or alias.name] = [base, alias.name]
-    _SUMMARIES[key] = {"classes": own, "imported": names_in, "builds": builds, "entry": entry}
+    _SUMMARIES[key] = {"classes": own, "imported": names_in, "builds": builds, "entry": entry, "setters": setters}
     return _SUMMARIES[key]
 
 
@@ -389,6 +392,11 @@ def _capture_tables(version: str) -> tuple[frozenset[str], frozenset[str]]:
     imported: dict[str, dict[str, tuple[str, str]]] = {}  # module -> local name -> (module, name)
     built: dict[tuple[str, str], list[list[str]]] = {}  # (module, class) -> [kind, name] it builds
     entries_at: set[tuple[str, str]] = set()  # (module, class) whose forward captures aux id 0
+    # before the SupportsEagle3 interface (0.10), the runner calls set_aux_hidden_state_layers on whatever
+    # model it has: a class captures aux hidden states when it (or a base) defines that method
+    interfaces = texts.get("vllm.model_executor.models.interfaces", (False, ""))[1]
+    duck = not re.search(r"^class SupportsEagle3\b", interfaces, re.M)
+    setters: set[tuple[str, str]] = set()
     for module, (init, text) in texts.items():
         got = _file_summary(module, init, text)
         classes[module] = got["classes"]
@@ -396,6 +404,7 @@ def _capture_tables(version: str) -> tuple[frozenset[str], frozenset[str]]:
         for name, items in got["builds"].items():
             built[(module, name)] = items
         entries_at |= {(module, name) for name in got["entry"]}
+        setters |= {(module, name) for name in got["setters"]}
     by_name: dict[str, list[tuple[str, str]]] = {}
     for module, own in classes.items():
         for name in own:
@@ -416,6 +425,8 @@ def _capture_tables(version: str) -> tuple[frozenset[str], frozenset[str]]:
         if name == "SupportsEagle3":
             return True
         key = (module, name)
+        if duck and key in setters:
+            return True
         if key in memo or depth > 40:
             return memo.get(key, False)
         memo[key] = False
