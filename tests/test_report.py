@@ -120,8 +120,9 @@ def test_a_regression_on_one_baseline_is_not_hidden_by_later_runs_of_another(tmp
     reg, site = two_baseline_report(tmp_path)
     index = (site / "index.html").read_text()
     rows = re.findall(r"<tr class='([\w-]+)' data-model='([^']+)'>", index)
-    assert rows == [("regressed", "org/draft"), ("none", "org/other")]  # regressions first
-    assert "regressed 1</span>" in index and "none 1</span>" in index
+    assert rows == [("regressed", "org/draft")]  # org/other, in the catalog but never run, is no row
+    assert "regressed 1</span>" in index and "none 1</span>" not in index
+    assert "1 models measured (2 in the catalog; those not measured are not listed)" in index
     assert "vLLM of the newest runs: 0.33.0" in index
     page = (site / "models" / "org--draft.html").read_text()
     sections = re.findall(r"<section class='series' data-series='([^']+)'><h2>[^<]*<span class='([\w-]+)'>", page)
@@ -288,3 +289,21 @@ def test_summary_md_says_the_prompts_used():
     r["statistics"]["chunks"] = 10
     assert "Prompts: 8 of 80 (the verdict was decided: the rest was not run)" in summary_markdown(r)
     assert "Prompts:" not in summary_markdown({**r, "prompts_used": None})
+
+
+def test_a_site_of_one_draft_outside_the_catalog_is_one_row_with_its_algorithm_and_verifier(tmp_path):
+    """It was the catalog's 200 `none` rows and the draft's own row with `-` for both."""
+    results = tmp_path / "results"
+    draft = str(ROOT / "examples" / "qwen3-8b-dflash")
+    rows = tmp_path / "gsm8k.jsonl"
+    rows.write_text("".join(json.dumps({"question": f"q{i}"}) + "\n" for i in range(4)))
+    with OpenAIServer(model="Qwen/Qwen3-8B") as server:
+        r = run("verify", draft, "--server", server.url, "--dataset-file", str(rows), "--out", str(results / "mine"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run("report", str(results), "--out", str(tmp_path / "site"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    index = (tmp_path / "site" / "index.html").read_text()
+    cells = re.findall(
+        r"<tr class='([\w-]+)' data-model='[^']+'><td><a [^>]+>[^<]+</a></td><td>([^<]*)</td><td>([^<]*)</td>", index
+    )
+    assert cells == [("no-baseline", "dflash", "Qwen/Qwen3-8B")]

@@ -43,6 +43,12 @@ def add_verify(sub: Any) -> None:
         "primary baseline)",
     )
     h.add_argument(
+        "--against",
+        metavar="ENTRY[:N]",
+        help="judge MODEL (your own draft) against catalog ENTRY's baseline N (default: its primary): that "
+        "baseline's harness and gate, as `verify ENTRY` runs them; the result says the baseline is another draft's",
+    )
+    h.add_argument(
         "--dataset", help=" | ".join(sorted(DATASETS)) + " | speed-bench:CATEGORY | FILE.jsonl (default gsm8k)"
     )
     h.add_argument(
@@ -263,6 +269,7 @@ def verify_options(args: argparse.Namespace, entry: Any = None):
         compare_baseline_engine=getattr(args, "compare_baseline_engine", None),
         resume=bool(getattr(args, "resume", False)),
         early_stop=getattr(args, "early_stop", True),
+        against=entry.id if getattr(args, "against", None) else None,
         **values,
     )
 
@@ -330,7 +337,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise SpecregErrorLine("give a MODEL, or --all")
     from specreg.verify.run import catalog_entry
 
-    entry = catalog_entry(args.model, args.registry)
+    entry = _against_entry(args) if args.against else catalog_entry(args.model, args.registry)
     if entry is None and not os.path.exists(args.model):
         from specreg.entries.lookup import closest_id
         from specreg.errors import SpecregError
@@ -364,6 +371,8 @@ def _verify(args: argparse.Namespace) -> int:
     print(line)
     judgement = result.get("judgement") or {}
     origin = result.get("harness_from") or {}
+    if result.get("against"):
+        print(f"  {result['against']['text']}")
     if origin.get("baseline_index") is not None:
         line = f"  harness: baseline {origin['baseline_index']}'s"
         if origin.get("overridden"):
@@ -391,6 +400,37 @@ def _verify(args: argparse.Namespace) -> int:
     if out:
         print(f"  outputs in {out}")
     return _exit_status(result)
+
+
+def _against_entry(args: argparse.Namespace) -> Any:
+    """`--against ENTRY[:N]`: the catalog entry whose baseline judges the draft (N sets args.baseline)."""
+    from specreg.verify.run import catalog_entry
+
+    if args.all:
+        raise SpecregErrorLine("--against judges one draft: it does not go with --all")
+    name, sep, index = args.against.rpartition(":")
+    if not (sep and index.isdigit()):
+        name, index = args.against, None
+    if index is not None:
+        if args.baseline is not None and args.baseline != int(index):
+            raise SpecregErrorLine(f"--against {args.against} names baseline {index}, --baseline {args.baseline}")
+        args.baseline = int(index)
+    entry = catalog_entry(name, args.registry)
+    if entry is None:
+        from specreg.entries.lookup import closest_id
+        from specreg.errors import SpecregError
+
+        try:
+            close = closest_id(name, args.registry)
+        except SpecregError:
+            close = None
+        hint = f" (did you mean {close}?)" if close else ""
+        raise SpecregErrorLine(
+            f"--against {args.against}: {name} is not in the catalog{hint}; `specreg catalog list` lists the entries"
+        )
+    if not entry.baselines:
+        raise SpecregErrorLine(f"--against {args.against}: {entry.id} has no baseline to judge against")
+    return entry
 
 
 def _exit_status(result: dict[str, Any]) -> int:

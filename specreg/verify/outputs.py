@@ -47,6 +47,9 @@ def bounds_text(check: dict[str, Any]) -> str:
 def summary_markdown(r: dict[str, Any]) -> str:
     s, j, h = r.get("statistics") or {}, r.get("judgement") or {}, r["harness"]
     lines = [f"## {r['model']}: **{r['verdict']}**", ""]
+    against = r.get("against")
+    if isinstance(against, dict) and against.get("text"):
+        lines += [str(against["text"]), ""]
     if r.get("error"):
         lines += [f"Engine failure: `{r['error']}`", ""]
     if s:

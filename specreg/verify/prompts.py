@@ -45,6 +45,22 @@ DATASETS = {
     ),
     "speed-bench": DatasetSpec("nvidia/SPEED-Bench", "qualitative", "test", None, category_field="category"),
 }
+
+
+class RowsMismatch(SpecregError):
+    """A rows file given for a named dataset holds another dataset's rows; `fields` are its first
+    row's, so that a caller can name the baselines whose dataset the file does hold."""
+
+    def __init__(self, what: str, advice: str, fields: tuple[str, ...]) -> None:
+        super().__init__(f"{what}; {advice}")
+        self.what, self.fields = what, fields
+
+
+def datasets_of(fields: tuple[str, ...]) -> list[str]:
+    """The named datasets whose prompt field is among a row's `fields` (sorted)."""
+    return sorted(name for name, spec in DATASETS.items() if spec.prompt_field and spec.prompt_field in fields)
+
+
 _TEXT_FIELDS = ("question", "prompt", "turns", "text", "instruction", "messages")
 
 
@@ -145,10 +161,11 @@ def _check_fits(ds: Any, name: str, spec: DatasetSpec, path: Path) -> None:
     for n, row in enumerate(ds, 1):
         value = row.get(field)
         if not (isinstance(value, str) and value.strip()) and not (isinstance(value, list) and value):
-            raise SpecregError(
+            raise RowsMismatch(
                 f"{path}: row {n} has no {field!r} (every {name} row, {spec.hf_id}, has its prompt there; "
-                f"this row's fields: {', '.join(sorted(row)[:8]) or 'none'}): these are not {name} rows; give "
-                f"the file with the dataset it holds (--dataset NAME, or --dataset {path} for rows of its own)"
+                f"this row's fields: {', '.join(sorted(row)[:8]) or 'none'}): these are not {name} rows",
+                f"give the file with the dataset it holds (--dataset NAME, or --dataset {path} for rows of its own)",
+                tuple(sorted(row)),
             )
 
 

@@ -421,7 +421,9 @@ def build(
     _directory(site / "models")
     entries = list(catalog(registry).values())
     known = {e.id for e in entries}
-    order = [e.id for e in entries] + sorted((set(latest) | set(by_model)) - known)
+    measured = set(latest) | set(by_model)
+    # only what was run: a site of one draft is one row, not the catalog's 200 unmeasured ones
+    order = [e.id for e in entries if e.id in measured] + sorted(measured - known)
     summary: list[tuple[str, str, str | None, dict[str, Any] | None]] = []
     for model in order:
         series = _series(by_model.get(model, []))
@@ -445,8 +447,9 @@ def build(
                 "model": model,
                 "verdict": verdict,
                 "link": _url(f"models/{directory_name(model)}.html"),
-                "algorithm": entry.algorithm if entry else "-",
-                "verifier": entry.verifier.id if entry else "-",
+                # a draft outside the catalog: what its run read from its own config
+                "algorithm": entry.algorithm if entry else _said(r, "algorithm"),
+                "verifier": entry.verifier.id if entry else _said(r, "verifier"),
                 "change": "" if before is None or before == verdict else f"was {before}",
                 "al": "" if al is None else f"{al:.3f}",
                 "baseline": _number(base.get("value")) if base else "",
@@ -473,13 +476,19 @@ def build(
             rows=rows,
             warnings=warnings,
             versions=versions,
-            measured=sum(1 for _, v, _, _ in summary if v != "none"),
+            measured=len(summary),
             catalog_size=len(entries),
             changed=sum(1 for _, verdict, before, _ in summary if before is not None and before != verdict),
             counts=sorted(counts.items(), key=lambda kv: _rank(kv[0])),
         ),
     )
     return index
+
+
+def _said(r: dict[str, Any] | None, key: str) -> str:
+    """A text a result records (the draft's algorithm, its verifier), or "-"."""
+    value = (r or {}).get(key)
+    return value if isinstance(value, str) and value else "-"
 
 
 def _bounds(check: dict[str, Any] | None) -> str:
@@ -520,6 +529,7 @@ def _latest_run(r: dict[str, Any]) -> dict[str, Any]:
     env = r.get("environment") if isinstance(r.get("environment"), dict) else {}
     return {
         "started": str(r.get("started") or ""),
+        "against": _against(r),
         "error": r.get("error"),
         "metrics": metrics,
         "reason": j.get("reason"),
@@ -533,6 +543,12 @@ def _latest_run(r: dict[str, Any]) -> dict[str, Any]:
         "gpu": show(env.get("gpu")),
         "plot": None,
     }
+
+
+def _against(r: dict[str, Any]) -> str | None:
+    """The line of a run judged with `--against` (another draft's baseline), else None."""
+    against = r.get("against")
+    return str(against.get("text")) if isinstance(against, dict) and against.get("text") else None
 
 
 def _prompts_cell(r: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from specreg.verify.engines import (
 )
 from specreg.verify import sequential
 from specreg.verify.judge import decided as decided_verdict, judge
-from specreg.verify.prompts import load_prompts
+from specreg.verify.prompts import RowsMismatch, load_prompts
 from specreg.verify.stats import compute
 from specreg.verify.urls import redact
 from specreg.entries import Harness, PromptFormat
@@ -98,6 +98,18 @@ class Options:
     resume: bool = False
     #: stop as soon as the verdict is decided (specreg.verify.sequential); False: every planned prompt
     early_stop: bool = True
+    #: judge the draft against this catalog entry's baseline (`verify DRAFT --against ENTRY[:N]`): another
+    #: draft's baseline, its harness and its gate
+    against: str | None = None
+
+
+def against_text(entry_id: str, index: int | None) -> str:
+    """What a run judged with `--against` says, in the result, summary.md, the page and the command."""
+    which = f"baseline {index} of {entry_id}" if index is not None else entry_id
+    return (
+        f"judged against {which}: another draft's baseline (its harness and its gate), not this draft's own; "
+        "the verdict says how this draft compares with it"
+    )
 
 
 def _k_from_counters(stats: Any) -> int | None:
@@ -108,6 +120,26 @@ def _k_from_counters(stats: Any) -> int | None:
         return None
     k = c.draft_tokens / c.drafts
     return round(k) if abs(k - round(k)) < 1e-9 else None
+
+
+def matching_baselines(entry: Any, fields: tuple[str, ...]) -> str:
+    """For a rows file that is not the run's dataset: the entry's baselines whose dataset it does hold
+    (a dataset verify loads, a metric it measures), to run by `--baseline N` (not `--dataset`, which
+    would leave the run with no baseline to judge against); "" when none does."""
+    from specreg.verify.judge import describe, judged
+    from specreg.verify.prompts import datasets_of
+
+    if entry is None:
+        return ""
+    held = set(datasets_of(fields))  # each a dataset verify loads (harness.runnable's first half)
+    found = [(i, b) for i, b in enumerate(entry.baselines) if b.harness.dataset in held and judged(b)]
+    if not found:
+        return ""
+    return (
+        "it holds the rows of "
+        + "; ".join(describe(b, i) for i, b in found)
+        + f" of {entry.id}: run it with --baseline {found[0][0]} (that baseline's harness and dataset)"
+    )
 
 
 def utc_now() -> str:
@@ -214,7 +246,7 @@ def _verify(
     from specreg.api import load
     from specreg.version import __version__
 
-    entry = catalog_entry(model, opts.registry)
+    entry = catalog_entry(opts.against or model, opts.registry)
     spec, notes = None, []
     try:
         spec = load(model)
@@ -223,7 +255,13 @@ def _verify(
             raise
         notes.append(f"config not loaded ({exc.message}); the server's own configuration was measured")
     k = opts.k or (spec.num_speculative_tokens if spec else None) or (entry.serving.k if entry else None)
-    prompts = run_prompts(opts)
+    try:
+        prompts = run_prompts(opts)
+    except RowsMismatch as exc:
+        advice = matching_baselines(entry, exc.fields)
+        if not advice:
+            raise
+        raise SpecregError(f"{exc.what}; {advice}", source=exc.source) from None
     options = engine_options(opts, entry)
     max_model_len, tp = options["max_model_len"], options["tensor_parallel_size"]
     one_at_a_time = opts.mode == "prompt-at-a-time"
@@ -244,6 +282,17 @@ def _verify(
         "dataset_source": prompts.source,
         "dataset_revision": prompts.revision or "unpinned",
     }
+    if spec is not None:
+        # the draft's own identity, for a model the catalog does not know (the report's columns)
+        result["algorithm"], result["verifier"] = spec.algorithm, spec.verifier
+    if opts.against:
+        index = (opts.harness_from or {}).get("baseline_index")
+        result["against"] = {"entry": opts.against, "baseline_index": index, "text": against_text(opts.against, index)}
+        if spec is not None and spec.verifier and entry is not None and spec.verifier != entry.verifier.id:
+            notes.append(
+                f"the draft's verifier is {spec.verifier}, {opts.against}'s is {entry.verifier.id}: the baseline "
+                "was measured on another verifier"
+            )
     harness = Harness(
         dataset=prompts.dataset,
         subset=prompts.subset,
@@ -450,7 +499,11 @@ def _verify(
         },
     )
     if opts.update_baseline:
-        result["baseline_update"] = update_baseline(entry, judgement, harness, stats, environment, opts.registry)
+        result["baseline_update"] = (
+            {"written": False, "reason": f"the baseline is {opts.against}'s, another draft's: nothing written"}
+            if opts.against
+            else update_baseline(entry, judgement, harness, stats, environment, opts.registry)
+        )
     return _finish(result, out, history)
 
 
