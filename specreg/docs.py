@@ -123,17 +123,25 @@ EXAMPLE_KEEPS = ("dflash_config.target_layer_ids", "is_causal")
 
 
 def example_output() -> str:
-    """`specreg show EXAMPLE` as it prints (targeting the newest known vLLM, as it does where no vLLM is
-    installed), trimmed: of the draft_config section only EXAMPLE_KEEPS, each with its provenance."""
+    """`specreg show EXAMPLE` exactly as the README's command prints it: with no vLLM installed (its
+    setup installs none), so targeting the newest known release, trimmed: of the draft_config section
+    only EXAMPLE_KEEPS, each with its provenance. The command is the user's, with no flag added: a
+    flag would change what it prints (`--vllm` once put itself into the `next` line)."""
     import contextlib
     import io
 
     from specreg.cli.main import main
+    from specreg.normalization import capabilities
 
     root = Path(__file__).resolve().parent.parent
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        main(["show", str(root / EXAMPLE), "--vllm", str(NEWEST_KNOWN)])
+    installed = capabilities.installed_vllm
+    capabilities.installed_vllm = lambda: None  # type: ignore[assignment]  # the README's venv has no vLLM
+    try:
+        with contextlib.redirect_stdout(out):
+            main(["show", str(root / EXAMPLE)])
+    finally:
+        capabilities.installed_vllm = installed
     lines, section, keep = [], "", False
     for line in out.getvalue().replace(str(root / EXAMPLE), EXAMPLE).splitlines():
         if line and not line.startswith(" "):

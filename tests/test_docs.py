@@ -135,3 +135,25 @@ def test_a_readme_command_gives_its_documented_exit_status(hub, tmp_path, comman
         assert len(out.stderr.strip().splitlines()) >= 1 and out.stderr.strip().splitlines()[-1].startswith("error: ")
     if "--json" in argv and code == 0:
         json.loads(out.stdout)
+
+
+def test_the_readmes_copy_of_show_is_what_the_readmes_command_prints(monkeypatch):
+    """Every line of the generated copy, in order, is a line `specreg show examples/qwen3-8b-dflash`
+    prints as typed, with no vLLM installed (the README's setup installs none). The generator once
+    added `--vllm`, which show then repeated in its `next` line: a line the command never prints."""
+    from conftest import run_in_process
+    from specreg.normalization import capabilities
+
+    monkeypatch.setattr(capabilities, "installed_vllm", lambda: None)
+    monkeypatch.chdir(ROOT)
+    printed = run_in_process("show", docs.EXAMPLE).stdout.splitlines()
+    marker = f"what `specreg show {docs.EXAMPLE}` prints"
+    block = (ROOT / "README.md").read_text().split(f"{marker}; do not edit by hand -->\n", 1)[1]
+    copy = [line[4:] for line in block.split(f"<!-- end of {marker} -->", 1)[0].splitlines() if line]
+    assert [line for line in copy if line != "  ..."]
+    at = 0
+    for line in copy:
+        if line == "  ...":  # the trimmed draft_config entries
+            continue
+        assert line in printed[at:], f"the README shows a line show does not print: {line!r}"
+        at = printed.index(line, at) + 1

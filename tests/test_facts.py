@@ -263,3 +263,24 @@ def test_show_and_env_on_a_damaged_releases_list_name_it_and_exit_2(tmp_path, da
             f"error: {root / 'releases.json'}: "
         )
         assert said in done.stderr
+
+
+def test_facts_diff_into_a_reader_that_stopped_reading_ends_quietly(tmp_path):
+    """`python -m specreg.facts diff A B | head` once ended in a BrokenPipeError traceback; here the
+    reader has stopped before the first line, so every write meets the closed pipe."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    old, new = facts.known()[-2:]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "specreg.facts", "diff", old, new],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")

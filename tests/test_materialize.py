@@ -84,6 +84,14 @@ def test_llm_kwargs_point_vllm_at_the_materialized_directory(dflash_dir, tmp_pat
     }
 
 
+def test_spec_materialize_returns_the_verifier_and_env_docs_api_describes(dflash_dir, tmp_path):
+    spec = specreg.load(dflash_dir, vllm="0.33")
+    out = spec.materialize(tmp_path / "out", weights="none")
+    api = specreg.materialize(dflash_dir, tmp_path / "api", vllm="0.33", weights="none")
+    assert (out.verifier, out.env) == (spec.verifier, spec.serve_env) == (api.verifier, dict(api.env))
+    assert out.verifier == "Qwen/Qwen3-8B"
+
+
 def test_llm_kwargs_refuse_the_unmodified_file_when_it_would_be_served_differently(dflash_dir):
     spec = specreg.load(dflash_dir, vllm="0.33")
     with pytest.raises(specreg.SpecregError, match=r"served differently .*served-causal-mismatch.*materialize"):

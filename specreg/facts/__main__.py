@@ -128,5 +128,20 @@ def _mark_tested(version: str) -> int:
     return 0
 
 
+def run(argv: list[str] | None = None) -> int:
+    """`main`, for a reader that may stop reading (`... diff A B | head`): what it read is the answer,
+    so the closed pipe ends the command quietly (exit 0), not in a traceback."""
+    import os
+
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # stdout's last flush at exit would fail again: point it at /dev/null first
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

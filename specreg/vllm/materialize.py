@@ -65,6 +65,16 @@ class Materialized:
         """Keyword arguments for `vllm.LLM` that serve this directory as the draft."""
         return self.speculator.llm_kwargs(draft=str(self.directory), verifier=verifier)
 
+    @property
+    def verifier(self) -> str | None:
+        """The verifier the draft's config names (None where it names none: pass it to `llm_kwargs`)."""
+        return self.speculator.verifier
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment vLLM needs to serve the directory as trained (as `specreg.materialize`'s)."""
+        return dict(self.speculator.serve_env)
+
 
 def _check_target(
     directory: dirwrite.Directory, force: bool, manifest: dict[str, Any], say: Callable[[str], None]
