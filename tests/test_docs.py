@@ -157,3 +157,14 @@ def test_the_readmes_copy_of_show_is_what_the_readmes_command_prints(monkeypatch
             continue
         assert line in printed[at:], f"the README shows a line show does not print: {line!r}"
         at = printed.index(line, at) + 1
+
+
+def test_the_readme_says_to_activate_the_venv_and_installs_from_a_checkout():
+    """`pip install specreg` alone failed (not yet published) and the bare `specreg` of the everyday
+    commands is not on PATH without the venv activated."""
+    readme = (ROOT / "README.md").read_text()
+    everyday = readme.index("    specreg show DRAFT ")
+    assert "source .venv/bin/activate" in readme[readme.index("<!-- end of what") : everyday]
+    serving = readme.split("## Serving with vLLM", 1)[1].split("\n## ", 1)[0]
+    installs = [ln.split("#")[0].strip() for ln in serving.splitlines() if ln.strip().startswith("pip install")]
+    assert "pip install /path/to/specreg" in installs and "pip install specreg" in installs
