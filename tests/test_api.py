@@ -205,6 +205,13 @@ def test_serve_still_asks_for_a_recorded_local_verifier_that_is_not_here(tmp_pat
     assert "the config names no usable verifier; pass --verifier ORG/NAME" in r.stderr
 
 
+def test_serve_never_prints_a_relative_training_path_as_the_verifier_to_serve(tmp_path):
+    src = trained(tmp_path, "verifier")
+    r = run("serve", str(src), "--config-only", "--dir", str(tmp_path / "d"))
+    assert r.returncode == 2 and "vllm serve verifier" not in r.stdout
+    assert "the config names no usable verifier; pass --verifier ORG/NAME" in r.stderr
+
+
 def test_the_local_verifier_finding_names_the_vllm_targeted(tmp_path):
     src = trained(tmp_path, "/mnt/ckpt/Qwen3-8B")
     spec = specreg.load(src, vllm="0.30")
@@ -364,11 +371,24 @@ def test_a_mistyped_local_directory_says_it_is_neither_here_nor_on_the_hub(hub, 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "drafts" / "q8").mkdir(parents=True)
     with pytest.raises(specreg.RepoNotFoundError) as info:
-        specreg.load("drafts/q9")
+        specreg.load("drafts/q17")  # nothing close to it in drafts/: it may be a Hub repo
     assert str(info.value) == (
-        "drafts/q9: no local directory drafts/q9, and no repository drafts/q9 on the Hub "
+        "drafts/q17: no local directory drafts/q17, and no repository drafts/q17 on the Hub "
         "(or it is private and no valid token was sent)"
     )
+
+
+def test_a_local_folder_one_letter_away_is_suggested_before_the_hub_is_asked(hub, tmp_path, monkeypatch):
+    """It once waited for the Hub's three tries (3.7 s unreachable) and then named a catalog draft."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "drafts" / "q8").mkdir(parents=True)
+    with pytest.raises(specreg.ConfigError) as info:
+        specreg.load("drafts/q9")
+    assert str(info.value) == (
+        "drafts/q9: source: no such file or directory (did you mean drafts/q8?); a folder so close to it is "
+        "here, so the Hub was not asked"
+    )
+    assert hub.requests == []
 
 
 def test_a_mistyped_local_directory_offline_says_it_is_not_here(hub, tmp_path, monkeypatch):

@@ -477,3 +477,24 @@ def test_ctrl_c_while_the_command_line_is_imported_is_one_line_and_exit_130(tmp_
         preexec_fn=as_from_a_terminal,
     )
     assert (out.returncode, out.stderr, out.stdout) == (130, "interrupted: specreg show stopped\n", "")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["shwo", "x"], "invalid choice: 'shwo' (choose from 'show', "),
+        (["catalog", "lst"], "invalid choice: 'lst' (choose from 'list', 'show', 'check', 'pin'); did you mean list?"),
+        (["show", "x", "--vlm", "0.33"], "unrecognized arguments: --vlm 0.33; did you mean --vllm?"),
+        (["show", "x", "--jsn", "--vlm=0.33"], "did you mean --json for --jsn, --vllm for --vlm?"),
+    ],
+)
+def test_a_mistyped_command_or_option_is_answered_with_the_one_meant(argv, said):
+    r = run(*argv)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and said in r.stderr, r.stderr
+    if argv[0] == "shwo":
+        assert "; did you mean show? (see specreg --help)" in r.stderr
+
+
+def test_an_option_like_none_is_not_given_a_guess():
+    r = run("show", "x", "--zzzzzz")
+    assert r.returncode == 2 and "did you mean" not in r.stderr

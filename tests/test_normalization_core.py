@@ -164,6 +164,18 @@ def test_a_local_verifier_path_is_reported(variant):
     assert f.path == "$.speculators_config.verifier.name_or_path"
 
 
+@pytest.mark.parametrize("recorded", ["verifier", "Qwen3-8B", "models/base/Qwen3-8B", "./models/Qwen3-8B"])
+def test_a_verifier_recorded_as_any_path_but_org_name_is_local(variant, recorded):
+    """A relative path from training was once taken for a Hub id (`vllm serve verifier ...`)."""
+    spec = specreg.normalize(variant("dflash", speculators_config__verifier__name_or_path=recorded))
+    assert "verifier-local-path" in codes(spec)
+
+
+def test_an_org_name_verifier_is_a_hub_id(variant):
+    spec = specreg.normalize(variant("dflash", speculators_config__verifier__name_or_path="Qwen/Qwen3-8B"))
+    assert "verifier-local-path" not in codes(spec)
+
+
 def test_a_top_level_model_type_is_reported(variant):
     spec = specreg.normalize(variant("dflash", model_type="qwen3"))
     (f,) = [f for f in spec.findings if f.code == "top-level-model-type"]

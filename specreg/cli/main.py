@@ -84,7 +84,43 @@ class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line naming the command and the fix (`--help` shows the usage)."""
 
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise _UsageError(f"{self.prog}: {message}{did_you_mean(self, message)} (see {self.prog} --help)")
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long option of `parser` and of the command parsers built under it."""
+    found = []
+    for action in parser._actions:
+        found += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                found += _options(sub)
+    return sorted(set(found))
+
+
+def did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """ "; did you mean show?" for a mistyped command (`shwo`), "; did you mean --vllm?" for a mistyped
+    option (`--vlm`), else ""."""
+    import difflib
+    import re
+
+    choice = re.match(r"argument [^:]+: invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if choice:
+        choices = [c.strip().strip("'") for c in choice.group(2).split(",")]
+        close = difflib.get_close_matches(choice.group(1), choices, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]}?" if close else ""
+    if message.startswith("unrecognized arguments: "):
+        options = _options(parser)
+        hints = []
+        for word in message.removeprefix("unrecognized arguments: ").split():
+            if word.startswith("--"):
+                close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+                if close:
+                    hints.append((close[0], word.split("=", 1)[0]))
+        if len(hints) == 1:
+            return f"; did you mean {hints[0][0]}?"
+        return "; did you mean " + ", ".join(f"{o} for {w}" for o, w in hints) + "?" if hints else ""
+    return ""
 
 
 #: the longest run of characters without a space an error line echoes whole (a 4,000-digit number, a

@@ -72,7 +72,9 @@ def _read_envelope(root: Fields, version: Version) -> tuple[Envelope, list[Findi
                     verifier_path,
                 )
             )
-        elif not is_repo_id(verifier):
+        elif not (is_repo_id(verifier) and verifier.count("/") == 1):
+            # a Hub verifier is `org/name`; a bare name (`verifier`) or a deeper path is the trainer's
+            # folder, as an absolute path is
             findings.append(
                 Finding.of(
                     "verifier-local-path",

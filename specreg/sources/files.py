@@ -211,6 +211,33 @@ def _nowhere(text: str, exc: HubError) -> HubError:
     )
 
 
+def near_local(text: str) -> str | None:
+    """The local folder or file a mistyped path most likely meant: a name close to the last part of
+    `text` in the directory its other parts name, where that directory exists here (`drafts/q9` for
+    `drafts/q8`); None otherwise. One directory listing, no Hub request."""
+    local = Path(text).expanduser()
+    parent = local.parent
+    if not parent.is_dir():
+        return None
+    try:
+        names = sorted(entry.name for entry in os.scandir(parent) if not entry.name.startswith("."))
+    except OSError:
+        return None
+    most = 1 if len(local.name) <= 5 else 2  # a typo or two, never another name
+    scored = sorted((_edits(local.name, name), name) for name in names)
+    return str(parent / scored[0][1]) if scored and scored[0][0] <= most else None
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
 def read_source(text: str, revision: str | None = None) -> Read:
     """A local directory or config file, or a Hub "org/name[@revision]" (config.json only is fetched)."""
     if not isinstance(text, str) or not text.strip():
@@ -229,6 +256,15 @@ def read_source(text: str, revision: str | None = None) -> Read:
         )
     if text.startswith((".", "/", "~")) or text.endswith(".json") or os.sep + os.sep in text:
         raise ConfigError("no such file or directory", "source", source=text)
+    near = near_local(text)
+    if near is not None and revision is None and "@" not in text:
+        # before the Hub: a folder one letter away beside it is what was meant, not a Hub repo
+        raise ConfigError(
+            f"no such file or directory (did you mean {near}?); a folder so close to it is here, so the Hub "
+            "was not asked",
+            "source",
+            source=text,
+        )
     repo_id, rev = split_source(text, revision)
     try:
         fetched = hub.fetch_config(repo_id, rev, source=text, max_bytes=MAX_CONFIG_BYTES)
