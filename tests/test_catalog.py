@@ -414,7 +414,7 @@ def test_list_table_filters_and_json():
     r = run("catalog", "list", "--algorithm", "dspark")
     assert r.returncode == 0
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["id", "algorithm", "verifier", "status", "baselines", "AL"]
+    assert lines[0].split() == ["id", "algorithm", "verifier", "k", "status", "baselines", "AL"]
     tables = map(tomllib.loads, map(Path.read_text, SHIPPED.rglob("*.toml")))
     dspark = sorted(t["id"] for t in tables if t["algorithm"] == "dspark")
     assert len(dspark) == 32 and sorted(line.split()[0] for line in lines[1:]) == dspark

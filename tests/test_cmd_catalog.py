@@ -222,16 +222,27 @@ def test_catalog_list_for_a_verifier_ranks_only_figures_of_the_same_metric_k_dat
     out = run("catalog", "list", "--verifier", "QWEN/qwen3-8B", "--registry", str(reg))
     assert out.returncode == 0, out.stderr
     assert out.stdout == (
-        "metric  k   dataset   engine  #  value  id        baseline\n"
-        "AL      3   gsm8k     vllm    1  2.9    org/k3b   1\n"
-        "AL      3   mt-bench  vLLM    1  2.4    org/k3b   0\n"
-        "AL      3   mt-bench  vllm    2  2.26   org/k3    0\n"
-        "AL      7   mt-bench  sglang  1  3.9    org/k7    0\n"
-        "AL      15  mt-bench  ?       1  4.5    org/k15   0\n"
-        "AL      ?   gsm8k     ?       -  6      org/k3b   2\n"
-        "accept  3   mt-bench  vllm    1  0.42   org/k3    1\n"
-        "-       -   -         -       -  -      org/none  -\n"
+        "metric  k   dataset   engine  #  value  algorithm  id        baseline\n"
+        "AL      3   gsm8k     vllm    1  2.9    eagle3     org/k3b   1\n"
+        "AL      3   mt-bench  vLLM    1  2.4    eagle3     org/k3b   0\n"
+        "AL      3   mt-bench  vllm    2  2.26   eagle3     org/k3    0\n"
+        "AL      7   mt-bench  sglang  1  3.9    eagle3     org/k7    0\n"
+        "AL      15  mt-bench  ?       1  4.5    eagle3     org/k15   0\n"
+        "AL      ?   gsm8k     ?       -  6      eagle3     org/k3b   2\n"
+        "accept  3   mt-bench  vllm    1  0.42   eagle3     org/k3    1\n"
+        "-       -   -         -       -  -      eagle3     org/none  -\n"
     )
+    at_3 = run("catalog", "list", "--verifier", "Qwen/Qwen3-8B", "--k", "3", "--registry", str(reg))
+    assert at_3.returncode == 0, at_3.stderr
+    assert [line.split()[1] for line in at_3.stdout.splitlines()[1:]] == ["3", "3", "3", "3"]
+    assert {line.split()[-2] for line in at_3.stdout.splitlines()[1:]} == {"org/k3", "org/k3b"}
+    plain = run("catalog", "list", "--k", "7", "--registry", str(reg))
+    assert plain.stdout.splitlines() == [
+        "id      algorithm  verifier       k  status    baselines  AL",
+        "org/k7  eagle3     Qwen/Qwen3-8B  7  unpinned  1          3.9",
+    ]
+    every = run("catalog", "list", "org/k3b", "--registry", str(reg)).stdout.splitlines()[1]
+    assert every.split()[3] == "3"  # its third baseline states no k: "3", not "3,?"
     assert out.stderr == (
         "5 of 6 entries; figures ranked only within the same metric, k, dataset and engine (#1 starts a group); "
         "? is what the source does not say, and a figure without its k or dataset is not ranked (#-)\n"
@@ -248,3 +259,44 @@ def test_pin_of_a_mistyped_id_names_the_id_it_meant(tmp_path):
     r = run("catalog", "pin", "RedHatAI/Qwen3-8B-speculator.dflsh", "--registry", str(reg), env={"HF_HUB_OFFLINE": "1"})
     assert r.returncode == 2
     assert r.stderr.rstrip().endswith("(did you mean RedHatAI/Qwen3-8B-speculator.dflash?)")
+
+
+# -- k: stated by every baseline, served at a k its baselines were measured at ---------------------
+
+
+def _checked(tmp_path, text: str):
+    reg = tmp_path / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "x.toml").write_text(text)
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 0, r.stderr
+    return [line.split(": ", 3)[2:] for line in r.stderr.splitlines() if line.startswith("warning: ")]
+
+
+def test_a_baseline_without_k_or_a_k_note_is_a_warning(tmp_path):
+    entry = _ranked_entry("org/x", "org/v", ("acceptance_length=2.5", 'dataset = "mt-bench"'))
+    assert _checked(tmp_path, entry) == [
+        [
+            "$.baselines[0].harness.k",
+            "no k: give the k the figure was measured at, or harness.k_note saying the source does not",
+        ]
+    ]
+    noted = entry.replace('dataset = "mt-bench"', 'dataset = "mt-bench"\nk_note = "not given beside the table"')
+    assert _checked(tmp_path / "noted", noted) == []
+
+
+def test_a_serving_k_none_of_the_primary_baselines_was_measured_at_needs_a_note(tmp_path):
+    entry = _ranked_entry("org/x", "org/v", ("acceptance_length=3.5", 'dataset = "mt-bench"\nk = 7'))
+    served = entry.replace('[verifier]\nid = "org/v"\n', '[verifier]\nid = "org/v"\n\n[serving]\nk = 6\n')
+    assert served != entry
+    assert _checked(tmp_path, served) == [
+        [
+            "$.serving.k",
+            "served at k = 6, its primary baselines measured at k = 7: say why in serving.k_note (a figure at "
+            "another k is not the one a served draft reaches)",
+        ]
+    ]
+    why = served.replace("k = 6\n", 'k = 6\nk_note = "the card serves 6 and measures at 7"\n', 1)
+    assert _checked(tmp_path / "why", why) == []
+    swept = served.replace("k = 7", "k = 6", 1)  # a baseline at the served k
+    assert _checked(tmp_path / "swept", swept) == []

@@ -34,6 +34,8 @@ class Figure:
     #: the harness's dataset, with its subset after a colon ("RedHatAI/speculator_benchmarks:HumanEval")
     dataset: str | None
     engine: str | None
+    #: the entry's algorithm (shown beside the figure; figures of different algorithms are compared)
+    algorithm: str | None = None
 
     @property
     def group(self) -> tuple[str, int | None, str | None, str | None]:
@@ -72,7 +74,7 @@ def figures(entry: Entry) -> list[Figure]:
             if m is not None and m.value is not None:
                 h = b.harness
                 dataset = h.dataset if h.dataset is None or h.subset is None else f"{h.dataset}:{h.subset}"
-                out.append(Figure(entry.id, i, metric, m.value, h.k, dataset, engine_of(h)))
+                out.append(Figure(entry.id, i, metric, m.value, h.k, dataset, engine_of(h), entry.algorithm))
     return out
 
 
@@ -113,13 +115,15 @@ def catalog_list(
     algorithm: str | None = None,
     verifier: str | None = None,
     tag: str | None = None,
+    k: int | None = None,
     registry: Registry = None,
 ) -> Listing:
     """The entries matching every filter given (pattern: shell-style on the id, case-insensitively).
     An algorithm, tag or verifier no entry has is a typo, not an empty answer: a SpecregError naming
     what exists. The verifier matches case-blind (Hub ids are). With `verifier` ("which drafts exist
     for my model"), `figures` ranks the entries' figures best first within each group of the same
-    metric, k, dataset and engine: figures measured otherwise are not compared."""
+    metric, k, dataset and engine: figures measured otherwise are not compared. With `k`, only the
+    entries with a baseline measured at that k, and only those figures."""
     cat = catalog(registry)
     verifiers = {e.verifier.id for e in cat.values()}
     for name, value, known in (
@@ -131,11 +135,21 @@ def catalog_list(
             close = difflib.get_close_matches(value, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SpecregError(f"{name} {value!r}: no catalog entry has it (known: {', '.join(sorted(known))}){hint}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+        raise SpecregError(f"k: expected a whole number of draft tokens, got {k!r}")
     chosen = cat.filter(algorithm=algorithm, tag=tag, pattern=pattern)
+    if k is not None:
+        chosen = [e for e in chosen if k in baseline_ks(e)]
     if verifier is None:
         return Listing(entries=chosen, total=len(cat))
     chosen = [e for e in chosen if e.verifier.id.casefold() == verifier.casefold()]
-    return Listing(entries=chosen, total=len(cat), figures=rank([f for e in chosen for f in figures(e)]))
+    found = [f for e in chosen for f in figures(e) if k is None or f.k == k]
+    return Listing(entries=chosen, total=len(cat), figures=rank(found))
+
+
+def baseline_ks(entry: Entry) -> list[int]:
+    """The k of each of the entry's baselines that states one, each once, in order."""
+    return sorted({b.harness.k for b in entry.baselines if b.harness.k is not None})
 
 
 def _folded(value: str, known: set[str]) -> bool:

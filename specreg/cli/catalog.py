@@ -33,6 +33,12 @@ def add_catalog(sub: Any) -> None:
         "within each group of the same metric, k, dataset and engine",
     )
     ls.add_argument("--tag", help="only entries with this tag")
+    ls.add_argument(
+        "--k",
+        type=int,
+        metavar="K",
+        help="only entries with a baseline measured at K draft tokens, and (with --verifier) only those figures",
+    )
     ls.add_argument("--json", action="store_true", help="a JSON list of entries with their baselines")
     registry_arg(ls)
 
@@ -75,11 +81,21 @@ def _al(entry) -> str:
     return f"{min(values):g}" if len(values) == 1 else f"{min(values):g}-{max(values):g}"
 
 
+def _ks(entry) -> str:
+    """The k its baselines were measured at ("3,7"), "?" where none says (each says why in k_note),
+    "-" without baselines."""
+    from specreg.api.catalog import baseline_ks
+
+    if not entry.baselines:
+        return "-"
+    return ",".join(map(str, baseline_ks(entry))) or "?"
+
+
 def _list(args: argparse.Namespace) -> int:
     from specreg.api.catalog import catalog_list
 
     listing = catalog_list(
-        args.pattern, algorithm=args.algorithm, verifier=args.verifier, tag=args.tag, registry=args.registry
+        args.pattern, algorithm=args.algorithm, verifier=args.verifier, tag=args.tag, k=args.k, registry=args.registry
     )
     if args.json:
         print(json.dumps([e.to_dict() for e in listing.entries], indent=2, ensure_ascii=False))
@@ -93,8 +109,10 @@ def _list(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_OK
-    rows = [(e.id, e.algorithm, e.verifier.id, e.status, str(len(e.baselines)), _al(e)) for e in listing.entries]
-    _print_table(("id", "algorithm", "verifier", "status", "baselines", "AL"), rows)
+    rows = [
+        (e.id, e.algorithm, e.verifier.id, _ks(e), e.status, str(len(e.baselines)), _al(e)) for e in listing.entries
+    ]
+    _print_table(("id", "algorithm", "verifier", "k", "status", "baselines", "AL"), rows)
     print(f"{len(listing.entries)} of {listing.total} entries", file=sys.stderr)
     return EXIT_OK
 
@@ -112,11 +130,11 @@ def _ranking(listing) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         shown = ["?" if v is None else str(v) for v in (f.k, f.dataset, f.engine)]
         rows.append(
             (_METRIC_NAMES[f.metric], *shown, str(place) if f.ranked else "-", f"{f.value:g}")
-            + (f.entry_id, str(f.baseline))
+            + (f.algorithm or "-", f.entry_id, str(f.baseline))
         )
     ranked = {f.entry_id for f in listing.figures}
-    rows += [("-", "-", "-", "-", "-", "-", e.id, "-") for e in listing.entries if e.id not in ranked]
-    return ("metric", "k", "dataset", "engine", "#", "value", "id", "baseline"), rows
+    rows += [("-", "-", "-", "-", "-", "-", e.algorithm, e.id, "-") for e in listing.entries if e.id not in ranked]
+    return ("metric", "k", "dataset", "engine", "#", "value", "algorithm", "id", "baseline"), rows
 
 
 def _print_table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:

@@ -182,4 +182,23 @@ def warnings(entry: Entry) -> list[Problem]:
                 )
         if pp and b.harness.k is not None and len(pp) > b.harness.k:
             out.append(Problem(f"{at}.metrics.per_position", f"{len(pp)} positions for k = {b.harness.k}"))
+        if b.harness.k is None and b.harness.k_note is None:
+            out.append(
+                Problem(
+                    f"{at}.harness.k",
+                    "no k: give the k the figure was measured at, or harness.k_note saying the source does not",
+                )
+            )
+    served = entry.serving.k
+    primary = {b.harness.k for b in entry.baselines if not b.secondary and b.harness.k is not None}
+    differ = sorted(primary - {served})
+    # a sweep that includes the served k has the figure a served draft reaches
+    if served is not None and differ and served not in primary and entry.serving.k_note is None:
+        out.append(
+            Problem(
+                "$.serving.k",
+                f"served at k = {served}, its primary baselines measured at k = {', '.join(map(str, differ))}: "
+                "say why in serving.k_note (a figure at another k is not the one a served draft reaches)",
+            )
+        )
     return out

@@ -37,6 +37,8 @@ class Serving:
     tensor_parallel_size: Optional[int] = None
     max_model_len: Optional[int] = None
     quantization: Optional[str] = None  # of the verifier, e.g. "fp8", "nvfp4"
+    #: why the k served differs from the k of the primary baselines (`catalog check` warns without it)
+    k_note: Optional[str] = None
 
 
 @attrs.frozen
@@ -62,6 +64,8 @@ class Harness:
     temperature: Optional[float] = None
     max_tokens: Optional[int] = None
     k: Optional[int] = None
+    #: for a baseline without k: what the source says instead (it does not give k; a tree, no chain k)
+    k_note: Optional[str] = None
     batch_size: Optional[int] = None
     concurrency: Optional[str] = None
     seed: Optional[int] = None
