@@ -7,7 +7,7 @@ import json
 import pytest
 
 from openai_server import OpenAIServer
-from verify_helpers import ENTRY, TWO_BASELINES, mt_rows, run, write_rows
+from verify_helpers import ENTRY, REPO_ROOT, TWO_BASELINES, mt_rows, run, write_rows
 
 
 def catalog(tmp_path, text=TWO_BASELINES):
@@ -108,3 +108,32 @@ def test_rows_matching_no_baseline_still_say_which_dataset_to_name(tmp_path):
     with OpenAIServer() as server:
         r = run("verify", "org/draft", "--server", server.url, "--dataset-file", str(rows), "--registry", str(reg))
     assert r.returncode == 2 and "these are not gsm8k rows; give the file with the dataset it holds" in r.stderr
+
+
+def test_a_draft_for_another_verifier_is_measured_with_a_note_saying_so(tmp_path):
+    reg, rows, out = catalog(tmp_path, ENTRY), write_rows(tmp_path / "gsm8k.jsonl"), tmp_path / "out"
+    draft = str(REPO_ROOT / "examples" / "qwen3-8b-dflash")  # its config names Qwen/Qwen3-8B
+    with OpenAIServer(model="Qwen/Qwen3-8B") as server:
+        r = run(
+            "verify", draft, "--against", "org/draft", "--server", server.url, "--dataset-file", str(rows),
+            "--registry", str(reg), "--out", str(out),
+        )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["algorithm"] == "dflash" and result["verifier"] == "Qwen/Qwen3-8B"
+    assert (
+        "the draft's verifier is Qwen/Qwen3-8B, org/draft's is org/verifier: the baseline was measured on another "
+        "verifier"
+    ) in result["notes"]
+
+
+def test_an_entry_with_no_baseline_verify_can_reproduce_is_refused_naming_why(tmp_path):
+    reg = catalog(tmp_path, ENTRY.replace('dataset = "gsm8k"', 'dataset = "vllm-test-prompts"'))
+    r = run("verify", "me/my-draft", "--against", "org/draft", "--registry", str(reg))
+    assert r.returncode == 2 and "--against org/draft: no primary baseline on a dataset verify can load" in r.stderr
+    assert "--dataset" not in r.stderr.split("(the baselines use")[0]
+
+
+def test_against_does_not_go_with_all(tmp_path):
+    r = run("verify", "--all", "--against", "org/draft", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "--against judges one draft: it does not go with --all" in r.stderr

@@ -287,6 +287,8 @@ def _verify(args: argparse.Namespace) -> int:
     from specreg.verify.outputs import HISTORY
     from specreg.verify.run import verify
 
+    if args.all and args.against:
+        raise SpecregErrorLine("--against judges one draft: it does not go with --all")
     if args.all:
         from specreg.verify import nightly
 
@@ -406,8 +408,6 @@ def _against_entry(args: argparse.Namespace) -> Any:
     """`--against ENTRY[:N]`: the catalog entry whose baseline judges the draft (N sets args.baseline)."""
     from specreg.verify.run import catalog_entry
 
-    if args.all:
-        raise SpecregErrorLine("--against judges one draft: it does not go with --all")
     name, sep, index = args.against.rpartition(":")
     if not (sep and index.isdigit()):
         name, index = args.against, None
@@ -430,6 +430,11 @@ def _against_entry(args: argparse.Namespace) -> Any:
         )
     if not entry.baselines:
         raise SpecregErrorLine(f"--against {args.against}: {entry.id} has no baseline to judge against")
+    from specreg.verify.harness import primary_baseline, why_not_runnable
+
+    if args.baseline is None and primary_baseline(entry) is None:
+        # `verify ENTRY` would offer --dataset here; a run against nothing is not what --against asks
+        raise SpecregErrorLine(f"--against {args.against}: {why_not_runnable(entry)}")
     return entry
 
 
