@@ -113,6 +113,7 @@ def test_catalog_list_for_a_verifier_ranks_figures_only_within_their_metric_k_da
         "k": 3,
         "dataset": "mt-bench",
         "engine": None,
+        "algorithm": "dflash",
     }
     # without a verifier, the catalog's own order and no figures
     plain = specreg.catalog_list(registry=root)
