@@ -15,7 +15,7 @@ DFLASH = Variant(
 )
 
 
-@register_speculator("dflash", method="dflash", rule="algorithm_dflash")
+@register_speculator("dflash", method="dflash", rule="algorithm_dflash", variant=DFLASH)
 @shared_rows
 def dflash(cfg, ctx):
     """DFlash draft, served as method "dflash".

@@ -10,6 +10,9 @@ DFLASH2 = Variant(
     sample_from_anchor_default=False,
     non_causal_default=True,
     non_causal_why="speculators' default for dflash2 is true: sliding layers non-causal",
+    candidate_head=True,
+    nope_layers=True,
+    label="DFlash2",
     extras=(
         ("conv_kernel_size", POS_INT, "dflash_config"),
         ("conv_group_size", POS_INT, "dflash_config"),
@@ -26,7 +29,7 @@ DFLASH2 = Variant(
 )
 
 
-@register_speculator("dflash2", method="dflash", rule="algorithm_dflash2")
+@register_speculator("dflash2", method="dflash", rule="algorithm_dflash2", variant=DFLASH2)
 @shared_rows
 def dflash2(cfg, ctx):
     """DFlash2 draft, served as method "dflash" with the DFlash2DraftModel class.

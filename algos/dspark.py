@@ -21,7 +21,7 @@ DSPARK = Variant(
 )
 
 
-@register_speculator("dspark", method="dspark", rule="algorithm_dspark")
+@register_speculator("dspark", method="dspark", rule="algorithm_dspark", variant=DSPARK)
 @shared_rows
 def dspark(cfg, ctx):
     """DSpark draft, served as method "dspark" (Qwen3DSparkModel, or Qwen3OmniDSparkModel when named).

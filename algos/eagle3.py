@@ -12,7 +12,7 @@ EAGLE3 = Variant(
 )
 
 
-@register_speculator("eagle3", method="eagle3", rule="algorithm_eagle3")
+@register_speculator("eagle3", method="eagle3", rule="algorithm_eagle3", variant=EAGLE3)
 @shared_rows
 def eagle3(cfg, ctx):
     """Eagle-3 draft, served as method "eagle3".

@@ -2,7 +2,6 @@
 
 from specreg.normalization.algorithms import register_speculator, shared_rows
 from specreg.normalization.eagle_family import Variant, normalize
-from specreg.normalization.fields import NONNEG_INT
 
 PEAGLE = Variant(
     name="peagle",
@@ -10,10 +9,12 @@ PEAGLE = Variant(
     norm_before_residual_default=False,
     vllm_norm_before_residual_default=False,
     norm_flags=("norm_before_fc",),
+    parallel_drafting=True,
+    label="P-EAGLE",
 )
 
 
-@register_speculator("peagle", method="eagle3", rule="algorithm_peagle")
+@register_speculator("peagle", method="eagle3", rule="algorithm_peagle", variant=PEAGLE)
 @shared_rows
 def peagle(cfg, ctx):
     """P-EAGLE draft, served as method "eagle3" with parallel_drafting (without it vLLM silently runs plain Eagle-3).
@@ -30,13 +31,4 @@ def peagle(cfg, ctx):
     | `norm_before_residual` | bool | default false | speculators' and vLLM's default for P-EAGLE |
     | `norm_before_fc` | bool | default false | speculators' and vLLM's default |
     """
-    mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True)
-    plan = normalize(cfg, ctx, PEAGLE)
-    plan.copy("draft_config.pard_token", mask_token, "$.mask_token_id")
-    plan.derive(
-        "speculative_config.parallel_drafting",
-        True,
-        ["$.speculators_model_type"],
-        "P-EAGLE drafts all tokens in parallel; without the flag vLLM runs it as plain Eagle-3",
-    )
-    return plan
+    return normalize(cfg, ctx, PEAGLE)

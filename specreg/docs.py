@@ -38,8 +38,51 @@ def findings_page() -> str:
     return "".join(lines)
 
 
+#: how to add an algorithm, as the tests enforce it (the opening of docs/algorithms.md)
+HOW_TO = """\
+## Adding an algorithm
+
+An algorithm is one file and its fixture; nothing else is edited by hand.
+
+1. **The file**, `algos/TYPE.py`, named after the `speculators_model_type` it registers (the folder is
+   listed: a file algos/TYPE.py registers "TYPE"). It holds one function decorated with
+   `register_speculator`, whose docstring tables exactly the fields it reads (a contract test runs it on
+   the fixture and compares). A member of a family describes itself with its family's `Variant` and
+   passes it to the registration (`variant=`) and to the family's `normalize`; the variant's traits are
+   what the shared rules, the read-back, the SGLang export and the vLLM plugin ask, never the name:
+   - DFlash family (`specreg.normalization.dflash_family.Variant`): `extras` (fields passed through, and
+     read back), `top_level` (DSpark's layout), `candidate_head`, `nope_layers`, `sglang_as` (the SGLang
+     entry that serves it), `mask_fields` (the mask hook: `MaskField(name, kind, layer, why)`, where
+     `layer(value, attention)` returns the layer's mask as that field trains it; the plan's attention,
+     its provenance and a `mask-set-by-field` finding name the field), `label`;
+   - Eagle family (`specreg.normalization.eagle_family.Variant`): `norm_flags`, `parallel_drafting`,
+     `label`.
+
+   Versions come from the per-release facts, never typed: a type vLLM maps names its dated rule
+   (`rule="algorithm_TYPE"` in specreg/vllm/facts/rules.json, written by `python -m specreg.facts
+   refresh`; `vllm_min=` is for plugins only, and tests/test_version_literals.py refuses it in
+   `algos/`). A type no vLLM release maps itself says `vllm_maps=False` and has no version: `show` and
+   `check` give the `vllm-maps-through-specreg` warning, `serve` prints the command for the materialized
+   directory, and specreg's vLLM plugin serves the unmodified file. A type recognized but never served
+   is one line of `REFUSED` in `algos/__init__.py`.
+2. **Its fixture**, `tests/data/speculators/TYPE.json`: the config the trainer's own code writes (the
+   speculators class's `save_pretrained`), where the trainer exists. The contract tests
+   (tests/test_normalization_algorithms.py, over every registered algorithm) run on the smallest
+   fixture of each type.
+3. **Regenerate**: `python -m specreg.docs` (this page and docs/findings.md), then `python
+   tests/cli_outputs.py --record` (adds the new fixture's recorded answers; every other algorithm's are
+   unchanged, which `git diff` shows).
+
+The worked example is tests/new_algorithm/causal_dflash.py (a DFlash variant whose `all_causal` field
+makes every layer causal, served through specreg) with its fixture: tests/test_registry.py drops the
+two into a copy of `algos/` and runs show, check, `serve --config-only`, the read-back, the SGLang
+export and the contract tests on it, with no other edit.
+
+"""
+
+
 def algorithms_page() -> str:
-    lines = [HEADER, "# Algorithms\n\n"]
+    lines = [HEADER, "# Algorithms\n\n", HOW_TO, "## The registered algorithms\n\n"]
     lines.append(
         "One module per `speculators_model_type` in `algos/`. *since* is the first vLLM release whose "
         f"speculators path serves it; specreg's rules were checked up to vLLM {NEWEST_KNOWN}.\n\n"
@@ -47,8 +90,7 @@ def algorithms_page() -> str:
     lines.append("| type | vLLM method | since | module |\n|---|---|---|---|\n")
     algos = algorithms()
     for a in algos:
-        since = str(a.vllm_min) if a.vllm_min else "not served"
-        lines.append(f"| `{a.name}` | {a.method or '-'} | {since} | `{a.module}` |\n")
+        lines.append(f"| `{a.name}` | {a.method or '-'} | {a.since} | `{a.module}` |\n")
     lines.append("\n## vLLM mapping rules by version\n\n| rule | in vLLM |\n|---|---|\n")
     for rule in RULES:
         lines.append(f"| `{rule}` | {facts.span_text(rule)} |\n")

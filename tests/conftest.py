@@ -8,6 +8,30 @@ import pytest
 pytest_plugins = ["verify_helpers"]
 
 DATA = Path(__file__).parent / "data"
+#: where the fixtures of speculators configs are: tests/data/speculators, and the folder a test that adds
+#: an algorithm names (`SPECREG_TEST_ALGOS`, below)
+SPECULATORS_DIRS = [DATA / "speculators"]
+
+
+def _added_algorithms() -> None:
+    """SPECREG_TEST_ALGOS=DIR runs the tests with DIR/tmpalgos as the built-in algorithms' package and
+    DIR/speculators beside the fixtures: how tests/test_registry.py runs the contract tests on an
+    algorithm a maintainer adds to a copy of algos/, with no other edit."""
+    import os
+    import sys
+
+    folder = os.environ.get("SPECREG_TEST_ALGOS")
+    if not folder:
+        return
+    from specreg.normalization import algorithms
+
+    sys.path.insert(0, folder)
+    algorithms.BUILTIN_PACKAGE = "tmpalgos"
+    algorithms._builtin = None
+    SPECULATORS_DIRS.append(Path(folder) / "speculators")
+
+
+_added_algorithms()
 
 
 def pytest_sessionstart(session):
@@ -126,7 +150,8 @@ def serving_release(algorithm: str) -> str | None:
 
 def fixture_config(name: str) -> dict:
     """A fresh copy of a fixture config (speculators/NAME.json)."""
-    return json.loads((DATA / "speculators" / f"{name}.json").read_text())
+    path = next((d / f"{name}.json" for d in SPECULATORS_DIRS if (d / f"{name}.json").exists()), None)
+    return json.loads((path or DATA / "speculators" / f"{name}.json").read_text())
 
 
 @pytest.fixture

@@ -168,3 +168,27 @@ def test_the_readme_says_to_activate_the_venv_and_installs_from_a_checkout():
     serving = readme.split("## Serving with vLLM", 1)[1].split("\n## ", 1)[0]
     installs = [ln.split("#")[0].strip() for ln in serving.splitlines() if ln.strip().startswith("pip install")]
     assert "pip install /path/to/specreg" in installs and "pip install specreg" in installs
+
+
+def test_the_algorithms_how_to_names_what_the_tests_enforce():
+    """docs/algorithms.md opens with the how-to: every trait of both families' Variant, the files and
+    commands it names exist, and the finding codes it names are codes."""
+    import attrs
+
+    from specreg.normalization import dflash_family, eagle_family
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "algorithms.md"
+    text = page.read_text()
+    assert text.index("## Adding an algorithm") < text.index("## The registered algorithms")
+    how_to = docs.HOW_TO
+    for variant in (dflash_family.Variant, eagle_family.Variant):
+        traits = {f.name for f in attrs.fields(variant)} - {"name", "architecture"}
+        traits -= {"sample_from_anchor_default", "non_causal_default", "non_causal_why"}
+        traits -= {"norm_before_residual_default", "vllm_norm_before_residual_default"}
+        assert {t for t in traits if f"`{t}`" not in how_to} == set()
+    root = Path(__file__).resolve().parent.parent
+    for path in re.findall(r"(?:tests|specreg|algos)/[a-z_/.]+\.(?:py|json)", how_to):
+        assert (root / path).exists(), path
+    for code in re.findall(r"`([a-z]+(?:-[a-z]+)+)`", how_to):
+        assert code in CODES, code
+    assert "--record" in (root / "tests" / "cli_outputs.py").read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import specreg
-from conftest import DATA, fixture_config, serving_release
+from conftest import SPECULATORS_DIRS, fixture_config, serving_release
 from specreg.normalization import algorithms, findings
 from specreg.normalization.capabilities import NEWEST_KNOWN
 from test_materialize import plan_of
@@ -33,7 +33,8 @@ def vllm_for(name: str) -> str:
 def minimal_config(name: str) -> dict:
     found = sorted(
         (p.stat().st_size, p)
-        for p in (DATA / "speculators").glob("*.json")
+        for folder in SPECULATORS_DIRS
+        for p in folder.glob("*.json")
         if json.loads(p.read_text()).get("speculators_model_type") == name
     )
     assert found, f"no fixture of type {name!r}: add tests/data/speculators/{name}.json, its minimal valid config"

@@ -1,6 +1,8 @@
 """The algorithm registry: built-ins, collisions, plugins, and each module's docstring table."""
 
+import ast
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,18 +14,18 @@ import specreg
 from specreg.normalization import algorithms
 from conftest import fixture_config
 
-FIXTURE_OF = {
-    "eagle3": ["eagle3_generated", "eagle3_converted", "eagle3_v040_generated"],
-    "peagle": ["peagle"],
-    "dflash": ["dflash"],
-    "dflash2": ["dflash2"],
-    "dspark": ["dspark_generated"],
-    "mtp": ["mtp"],
-    "xpress": ["xpress"],
-    "eagle": ["eagle_legacy_v040"],
-    "independent": ["independent_v040"],
-    "mlp": ["mlp_v040"],
-}
+
+def fixtures_of(name: str) -> list[str]:
+    """The fixtures of tests/data/speculators whose speculators_model_type is `name` (every algorithm has
+    one: the contract tests of tests/test_normalization_algorithms.py fail without it)."""
+    from conftest import SPECULATORS_DIRS
+
+    return sorted(
+        p.stem
+        for folder in SPECULATORS_DIRS
+        for p in folder.glob("*.json")
+        if json.loads(p.read_text()).get("speculators_model_type") == name
+    )
 
 
 def test_every_builtin_is_registered_by_its_module():
@@ -33,17 +35,39 @@ def test_every_builtin_is_registered_by_its_module():
         assert algos[name].module == module
 
 
-def test_builtin_methods_and_first_vllm_versions():
+@pytest.mark.parametrize("name", sorted(algorithms.builtin()))
+def test_a_builtins_first_vllm_version_comes_from_the_facts(name):
+    """A built-in served by vLLM names its dated rule, and its first version is that rule's first
+    release in the per-release facts (no version typed in algos/); a type no vLLM release maps itself
+    has none; a refused type has its REFUSED reason."""
+    from packaging.version import Version
+
+    from specreg import facts
+
+    algo = algorithms.get(name)
+    if algo.unservable:
+        assert algo.method is None and algo.vllm_min is None
+        assert algo.unservable == algorithms._refused()[name]
+    elif not algo.vllm_maps:
+        assert algo.vllm_min is None and algo.rule is None and algo.since == "through specreg"
+    else:
+        # the version typed in the facts for a rule older than every tracked release, else its first run's
+        assert algo.rule is not None
+        first = facts.metadata()[algo.rule].get("since") or facts.rule_spans(algo.rule)[0][0]
+        assert algo.vllm_min == Version(first)
+        assert [algo.served_by(Version(r)) for r in facts.known()] == [facts.holds(algo.rule, r) for r in facts.known()]
+
+
+def test_the_builtins_served_and_refused():
     algos = {a.name: a for a in specreg.algorithms()}
-    served = {n: (a.method, str(a.vllm_min)) for n, a in algos.items() if a.method}
-    assert served == {
-        "eagle3": ("eagle3", "0.10.1"),
-        "peagle": ("eagle3", "0.22"),
-        "dflash": ("dflash", "0.20"),
-        "dflash2": ("dflash", "0.29"),
-        "dspark": ("dspark", "0.25"),
+    assert {n: a.method for n, a in algos.items() if a.method} == {
+        "eagle3": "eagle3",
+        "peagle": "eagle3",
+        "dflash": "dflash",
+        "dflash2": "dflash",
+        "dspark": "dspark",
     }
-    assert {n for n, a in algos.items() if a.unservable} == {"mtp", "xpress", "eagle", "independent", "mlp"}
+    assert {n for n, a in algos.items() if a.unservable} == set(algorithms._refused())
 
 
 def test_registering_a_builtin_name_again_names_both_origins():
@@ -88,7 +112,7 @@ def test_docstring_table_lists_exactly_the_fields_the_function_reads(name):
     algo = algorithms.get(name)
     documented = {row.name for row in algo.fields()}
     read: set[str] = set()
-    for fixture in FIXTURE_OF[name]:
+    for fixture in fixtures_of(name):
         cfg = fixture_config(fixture)
         envelope, _ = _read_envelope(Fields(cfg), NEWEST_KNOWN)
         fields = Fields(cfg)
@@ -198,49 +222,114 @@ def test_the_cli_lists_algorithms_and_reports_broken_plugins(tmp_path):
     ]
 
 
-def test_a_new_builtin_algorithm_is_one_file_in_the_algos_package(tmp_path, monkeypatch):
-    """Built-ins are the files of the algos package: a package with one more file (here a copy of
-    algos/ plus `newdraft.py`, in a temporary directory) has one more algorithm, found without
-    importing it, served through specreg.normalize; no table to edit anywhere."""
+NEW = Path(__file__).parent / "new_algorithm"
+
+
+@pytest.fixture
+def added_algorithm(tmp_path, monkeypatch):
+    """A copy of algos/ plus tests/new_algorithm/causal_dflash.py (a DFlash variant whose
+    `all_causal` field makes every layer causal, served only through specreg) as the built-in package,
+    and its fixture beside the others: what a maintainer adds, and nothing else."""
     import shutil
 
+    import conftest
     import specreg.algos
-    from conftest import fixture_config
 
-    pkg = tmp_path / "tmpalgos"
+    pkg = tmp_path / "added" / "tmpalgos"
     shutil.copytree(Path(specreg.algos.__file__).parent, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "newdraft.py").write_text(
-        textwrap.dedent('''
-        """A new draft type: served as DFlash, with its own name."""
-
-        from specreg.normalization.algorithms import register_speculator
-        from specreg.normalization.dflash_family import normalize
-        from tmpalgos.dflash import DFLASH
-
-
-        @register_speculator("newdraft", method="dflash", vllm_min="0.20")
-        def newdraft(cfg, ctx):
-            """DFlash's fields (see algos/dflash.py).
-
-            | field | type | required / default | why |
-            |---|---|---|---|
-            """
-            return normalize(cfg, ctx, DFLASH)
-    ''')
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    shutil.copy(NEW / "causal_dflash.py", pkg / "causal_dflash.py")
+    (tmp_path / "added" / "speculators").mkdir()
+    shutil.copy(NEW / "causal_dflash.json", tmp_path / "added" / "speculators" / "causal_dflash.json")
+    before = set(algorithms.builtin())
+    monkeypatch.syspath_prepend(str(tmp_path / "added"))
     monkeypatch.setattr(algorithms, "BUILTIN_PACKAGE", "tmpalgos")
     monkeypatch.setattr(algorithms, "_builtin", None)
     monkeypatch.setattr(algorithms, "_registered", {})
-    assert algorithms.builtin()["newdraft"] == "tmpalgos.newdraft"
-    assert set(algorithms.builtin()) == set(FIXTURE_OF) | {"newdraft"}
-    assert "tmpalgos.newdraft" not in sys.modules  # listed, not imported
-    cfg = fixture_config("dflash")
-    cfg["speculators_model_type"] = "newdraft"
-    spec = specreg.normalize(cfg, vllm="0.33")
-    assert spec.algorithm == "newdraft" and spec.method == "dflash" and not spec.errors
-    assert algorithms.get("newdraft").module == "tmpalgos.newdraft"
-    assert "newdraft" in {a.name for a in algorithms.algorithms()}
+    monkeypatch.setattr(conftest, "SPECULATORS_DIRS", [*conftest.SPECULATORS_DIRS, tmp_path / "added" / "speculators"])
+    assert set(algorithms.builtin()) == before | {"causal_dflash"}
+    assert "tmpalgos.causal_dflash" not in sys.modules  # listed, not imported
+    yield tmp_path / "added"
+    for module in [m for m in sys.modules if m.split(".")[0] == "tmpalgos"]:
+        del sys.modules[module]
+
+
+def _cli(argv, capsys):
+    from specreg.cli.main import main
+
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_new_variant_is_one_file_and_its_fixture(added_algorithm, tmp_path, capsys):
+    """show, check, serve --config-only, the read-back of what it wrote and the SGLang export serve the
+    new variant as trained, every layer causal because of its field, with no edit outside algos/."""
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text((NEW / "causal_dflash.json").read_text())
+    spec = specreg.load(str(draft))
+    assert spec.algorithm == "causal_dflash" and spec.method == "dflash" and not spec.errors
+    assert [a.causal for a in spec.attention] == [True] * 5
+    assert spec.provenance["attention[0]"].sources == ("$.all_causal",)
+    assert spec.provenance["attention[0]"].why == "all_causal = true: the trainer masks every layer causally"
+    assert [f.message for f in spec.findings if f.code == "mask-set-by-field"] == [
+        "all_causal = true sets the mask of layers 0, 1, 2, 3, 4: the trainer masks every layer causally"
+    ]
+    assert spec.draft_config["is_causal"] is True  # the newest vLLM reads is_causal before any other rule
+
+    code, out, _ = _cli(["show", str(draft)], capsys)
+    assert code == 0 and "mask-set-by-field" in out and "vllm-maps-through-specreg" in out
+    assert "specreg's plugin active" in out
+    from hostile_helpers import local_verifier
+
+    code, out, err = _cli(["check", str(draft), "--verifier", str(local_verifier(tmp_path)), "--no-weights"], capsys)
+    assert code == 0 and "vllm-maps-through-specreg" in out, out + err
+    served = tmp_path / "served"
+    code, out, err = _cli(["serve", str(draft), "--config-only", "--dir", str(served)], capsys)
+    assert code == 0, err
+    assert "--speculative-config" in out and str(served) in out  # the materialized directory, not the file
+    assert "no vLLM release maps causal_dflash itself" in err
+
+    back = specreg.load(str(served))
+    assert back.format == "materialized" and back.algorithm == "causal_dflash" and not back.errors
+    assert [a.causal for a in back.attention] == [True] * 5
+    assert back.draft_config["is_causal"] is True
+
+    from specreg.sglang.export import export
+
+    plan = export(spec)
+    assert not [f.message for f in plan.findings if f.severity == "error"]
+    assert plan.config["is_causal"] is True and plan.config["architectures"] == ["DFlashDraftModel"]
+    assert plan.flags[:2] == ("--speculative-algorithm", "DFLASH")
+
+
+def test_the_contract_tests_hold_the_new_variant(added_algorithm):
+    """The contract tests of every registered algorithm, run on the copy of algos/ with the new file."""
+    root = Path(__file__).parent
+    env = {**os.environ, "SPECREG_TEST_ALGOS": str(added_algorithm)}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "causal_dflash",
+            "test_normalization_algorithms.py",
+            "test_registry.py",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    summary = result.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    assert int(summary.split(" passed")[0].split()[-1]) >= 6
 
 
 def test_the_example_plugins_docstring_table_lists_exactly_the_fields_it_reads(tmp_path):
@@ -321,3 +410,51 @@ def test_an_unknown_type_names_the_value_the_known_types_and_the_closest():
     assert "did you mean 'dflash'?" in message
     assert "dflash, dflash2, dspark, eagle, eagle3, independent, mlp, mtp, peagle, xpress" in message
     assert isinstance(info.value, specreg.ConfigError)
+
+
+def _compares_a_name(node, names) -> bool:
+    """Whether an ast.Compare tests a value against one of `names` (a string, or a tuple, list or set
+    of strings); a comparison with vLLM's method (`method`, `x.method`) is vLLM's word, not a type."""
+    sides = [node.left, *node.comparators]
+    if any(
+        isinstance(s, ast.Attribute) and s.attr == "method" or isinstance(s, ast.Name) and s.id == "method"
+        for s in sides
+    ):
+        return False
+    for side in sides:
+        items = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+        if any(isinstance(i, ast.Constant) and i.value in names for i in items):
+            return True
+    return False
+
+
+def places_asking_by_name(root: Path, names: set) -> list[str]:
+    """Every comparison of a registered algorithm's name in the code under `root`, as FILE:LINE: CODE."""
+    return [
+        f"{path.relative_to(root.parent)}:{node.lineno}: {ast.unparse(node)}"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare) and _compares_a_name(node, names)
+    ]
+
+
+def test_no_code_outside_algos_compares_an_algorithm_name():
+    """Code outside algos/ asks a registration for a trait (its variant, vllm_maps, method), never its
+    name: a new algorithm is one file. (Issue 57 counted 29 such comparisons before the traits.)"""
+    names = {a.name for a in specreg.algorithms()}
+    assert places_asking_by_name(Path(specreg.__file__).parent, names) == []
+
+
+def test_the_name_scan_finds_a_comparison(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "def f(spec, method):\n"
+        "    a = spec.algorithm == 'dspark'\n"
+        "    b = spec.algorithm in ('eagle3', 'x')\n"
+        "    c = method == 'dflash'\n"
+        "    return a, b, c\n"
+    )
+    assert places_asking_by_name(tmp_path / "pkg", {"dspark", "eagle3", "dflash"}) == [
+        "pkg/m.py:2: spec.algorithm == 'dspark'",
+        "pkg/m.py:3: spec.algorithm in ('eagle3', 'x')",
+    ]

@@ -337,7 +337,7 @@ def _algorithms(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
         return EXIT_OK
     rows = [("name", "vLLM method", "since vLLM", "module")]
-    rows += [(a.name, a.method or "-", str(a.vllm_min) if a.vllm_min else "not served", a.module) for a in algos]
+    rows += [(a.name, a.method or "-", a.since, a.module) for a in algos]
     widths = [max(len(row[i]) for row in rows) + 2 for i in range(3)]  # a plugin's name may be long
     # a plugin's module name is its own text; each broken plugin was logged as one line when it loaded
     print_lines(["".join(cell.ljust(w) for cell, w in zip(row, widths)) + row[3] for row in rows])

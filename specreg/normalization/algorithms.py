@@ -87,6 +87,13 @@ class Algorithm:
     origin: str
     #: the dated rule naming the vLLM releases whose speculators path serves it (None: from vllm_min on)
     rule: str | None = None
+    #: its traits for its family's shared rules (a `dflash_family.Variant` or `eagle_family.Variant`;
+    #: None for a type with no family, a plugin's own or a refused one): code outside algos/ asks these,
+    #: never the name
+    variant: Any = attrs.field(default=None, repr=False)
+    #: False: no vLLM release maps the type itself; vLLM serves it only through specreg (its plugin
+    #: active, or the directory `materialize` writes)
+    vllm_maps: bool = True
 
     @property
     def module(self) -> str:
@@ -115,13 +122,28 @@ class Algorithm:
         """The docstring's table of fields read (rows of ``| field | type | required/default | why |``)."""
         return parse_fields_table(self.function.__doc__ or "")
 
+    @property
+    def since(self) -> str:
+        """The first vLLM release that serves it, as listed ("through specreg" for a type no vLLM release
+        maps itself, "not served" for a refused one)."""
+        if self.vllm_min is not None:
+            return str(self.vllm_min)
+        return "through specreg" if self.method is not None and not self.vllm_maps else "not served"
+
+    @property
+    def family(self) -> str | None:
+        """The family whose shared rules normalize it (its variant's `FAMILY`), None without one."""
+        return getattr(self.variant, "FAMILY", None)
+
     def to_dict(self) -> dict[str, Any]:
         fields = attrs.asdict(
             self,
-            filter=attrs.filters.exclude("function", "origin"),
+            filter=attrs.filters.exclude("function", "origin", "variant", "vllm_maps"),
             value_serializer=lambda _, __, v: str(v) if isinstance(v, Version) else v,
         )
-        return {**fields, "module": self.module}
+        # the trait is listed where it says something (the answers of the algorithms that vLLM maps
+        # stay as they were)
+        return {**fields, "module": self.module, **({} if self.vllm_maps else {"vllm_maps": False})}
 
 
 @attrs.frozen
@@ -202,14 +224,21 @@ def register_speculator(
     summary: str = "",
     unservable: str | None = None,
     rule: str | None = None,
+    variant: Any = None,
+    vllm_maps: bool = True,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as the normalizer for ``speculators_model_type == name``.
 
     method: the vLLM speculative method it is served as (None when vLLM cannot serve it);
-    vllm_min: the first vLLM version whose speculators path accepts it;
+    vllm_min: the first vLLM version whose speculators path accepts it (a plugin's; a built-in names
+    its `rule` instead, whose releases come from the per-release facts);
     unservable: why vLLM cannot serve it, for types that are recognized but not served;
     rule: the dated rule (specreg/vllm/facts/rules.json) naming the releases that serve it, for an
-    algorithm a release may remove (vllm_min is then the first release of its first run).
+    algorithm a release may remove (vllm_min is then the first release of its first run);
+    variant: its traits for its family's shared rules (the `Variant` its function passes to the
+    family's `normalize`): what readback, the SGLang export, the plugin and the family rules ask;
+    vllm_maps: False for a type no vLLM release maps itself (served only through specreg's plugin or a
+    materialized directory); it then has no vllm_min and no rule.
     """
     if not isinstance(name, str) or not NAME.match(name):
         raise RegistryError(
@@ -218,6 +247,11 @@ def register_speculator(
         )
     if (method is None) == (unservable is None):
         raise RegistryError(f"algorithm {name!r}: give exactly one of method= or unservable=")
+    if not vllm_maps and (vllm_min is not None or rule is not None or method is None):
+        raise RegistryError(
+            f"algorithm {name!r}: vllm_maps=False says no vLLM release maps it, so it takes a method= and "
+            f"no vllm_min= or rule= (got vllm_min={vllm_min!r}, rule={rule!r}, method={method!r})"
+        )
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         origin = f"{fn.__module__}:{fn.__qualname__}"
@@ -241,6 +275,8 @@ def register_speculator(
                 unservable=unservable,
                 origin=origin,
                 rule=rule,
+                variant=variant,
+                vllm_maps=vllm_maps,
             )
             added = getattr(_guest, "added", None)
             if added is not None:

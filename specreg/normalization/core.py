@@ -112,6 +112,16 @@ def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -
                 "$.auto_map",
             )
         )
+    if algo.method is not None and not algo.vllm_maps:
+        findings.append(
+            Finding.of(
+                "vllm-maps-through-specreg",
+                f"no vLLM release maps speculators_model_type {algo.name!r} itself: vLLM serves the unmodified "
+                "file only with specreg's plugin active (specreg installed beside vLLM), and `specreg serve` "
+                "prints a command for the directory `specreg materialize` writes",
+                "$.speculators_model_type",
+            )
+        )
     if algo.method is not None and algo.rule is not None and facts.below(ctx.vllm):
         # a release older than every known one: a native layout is served by its registry class, not the
         # speculators mapping the rule reads; a rule no wheel answered for it is refused only on a start
@@ -262,7 +272,8 @@ def _causal_everywhere(spec: Speculator, path: str, provenance: dict, draft: dic
     for a in attention:
         provenance[f"attention[{a.layer}]"] = Provenance("derived", (path,), "every layer was trained causal")
     ctx = Context(vllm=parse_version(spec.vllm_version), source=None, envelope=None)
-    dspark, trained = spec.algorithm == "dspark", [True] * len(attention)
+    # the DSpark layout's own mask rules (dspark_per_layer_causal), a trait of the registration
+    dspark, trained = bool(getattr(algorithms.get(spec.algorithm).variant, "top_level", False)), [True] * len(attention)
     outputs = {"draft_config": draft}
     for stale in ("draft_config.is_causal", "draft_config.dflash_config.causal"):
         provenance.pop(stale, None)

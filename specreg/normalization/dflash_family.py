@@ -1,7 +1,8 @@
-"""The DFlash family (dflash, dflash2, dspark): one implementation of their shared rules.
+"""The DFlash family: one implementation of the shared rules of the block-diffusion drafts.
 
-Each family member's module describes itself with a `Variant` and calls `normalize`; a fix here
-reaches all three. The facts (speculators 0.9 training, vLLM from 0.20 serving):
+Each family member's module describes itself with a `Variant` (its traits: what these rules must do
+for it), registers it (`register_speculator(..., variant=)`) and calls `normalize`; a fix here
+reaches every member, and no rule here asks for a member by name. The facts (speculators 0.9 training, vLLM from 0.20 serving):
 
 - Layer ids: speculators' aux ids mean "the hidden state entering layer i" (0: the embedding output,
   captured only by some verifier classes: verifier_check); DFlash and DSpark
@@ -21,7 +22,8 @@ reaches all three. The facts (speculators 0.9 training, vLLM from 0.20 serving):
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import json
+from typing import Any, Callable, ClassVar, Mapping
 
 import attrs
 from packaging.version import Version
@@ -48,8 +50,25 @@ FIRST_WITH_SAMPLE_FROM_ANCHOR = Version("0.7.0")
 
 
 @attrs.frozen
+class MaskField:
+    """A config field that sets layers' masks (a variant's mask hook): `layer` takes the field's value
+    and one layer as the family's rules trained it, and returns that layer as the field trains it (None:
+    the value leaves it). The plan's attention entry, its provenance and a mask-set-by-field finding
+    then name the field."""
+
+    name: str
+    kind: Kind
+    layer: Callable[[Any, LayerAttention], LayerAttention | None]
+    #: what the field does to the mask, in the words of the trainer that reads it
+    why: str
+
+
+@attrs.frozen
 class Variant:
-    """What distinguishes one family member."""
+    """What distinguishes one family member: the traits the family's shared rules read."""
+
+    #: the family's name, as `Algorithm.family` gives it
+    FAMILY: ClassVar[str] = "dflash"
 
     name: str
     architecture: str
@@ -60,8 +79,26 @@ class Variant:
     non_causal_why: str
     #: extra fields passed through unchanged: name -> (kind, where they go in draft_config).
     extras: tuple[tuple[str, Kind, str], ...] = ()
-    #: True for DSpark: ids and anchor fields at the top level of draft_config, no dflash_config.
+    #: the DSpark layout: ids and anchor fields at the top level of draft_config, no dflash_config;
+    #: vLLM's DSpark rules for masks (dspark_per_layer_causal) and runners (V2 only)
     top_level: bool = False
+    #: a candidate-selector head vLLM runs only in its V2 speculator (DFlash2): the V1 runner drafts it
+    #: as plain DFlash, or refuses it (v1_runner_refuses_dflash_candidate_head)
+    candidate_head: bool = False
+    #: reads transformer_layer_config.no_rope_layers (layers trained without RoPE; dflash2_nope_layers)
+    nope_layers: bool = False
+    #: the entry of SGLang's rules that serves it (its class and worker), where not its own name
+    sglang_as: str | None = None
+    #: the fields that set layers' masks beyond the family's layer_types rule, applied in order
+    mask_fields: tuple[MaskField, ...] = ()
+    #: how findings name the member ("DFlash2"); its name when not given
+    label: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
+
+    @property
+    def readback_keys(self) -> tuple[str, ...]:
+        """The fields a materialized directory carries for this member and reading it back restores
+        (its extras, and DSpark's trained block)."""
+        return tuple(key for key, _kind, _where in self.extras) + (("block_size",) if self.top_level else ())
 
 
 def read_layers(cfg: Fields, layer_cfg: Fields | None) -> tuple[int | None, list[str] | None, int | None]:
@@ -147,12 +184,13 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     anchor_in_file = cfg.get("sample_from_anchor", BOOL)
     non_causal_in_file = cfg.get("sliding_window_non_causal", BOOL)
     extras = {key: cfg.get(key, kind) for key, kind, _ in variant.extras}
+    mask_values = {m.name: cfg.get(m.name, m.kind) for m in variant.mask_fields}
     source_archs = cfg.get("architectures", STR_LIST, default=[])
     n, types, window = read_layers(cfg, layer_cfg)
     nope = None
     if layer_cfg is not None:
         check_layer_shape(layer_cfg, plan)
-        nope = _nope_layers(layer_cfg, n) if variant.name == "dflash2" else None
+        nope = _nope_layers(layer_cfg, n) if variant.nope_layers else None
     cfg.done()
     assert layer_cfg is not None and aux is not None and n is not None  # guaranteed by done()
 
@@ -208,16 +246,16 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
         plan.find(
             "vllm-unsupported-feature",
             f"the draft was trained without RoPE in layers {nope} (no_rope_layers, layer indices as vLLM reads "
-            f"them); {ctx.vllm_label} rotates every DFlash2 layer and reads no_rope_layers nowhere. Needs vLLM >= "
+            f"them); {ctx.vllm_label} rotates every {variant.label} layer and reads no_rope_layers nowhere. Needs vLLM >= "
             f"{short(first('dflash2_nope_layers'))} (DFlash2RicursiveDraftModel).",
             layer_cfg.at("no_rope_layers"),
         )
     _draft_length(cfg, ctx, variant, plan, block, anchor_in_file)
-    v1 = variant.name == "dflash" or (
-        variant.name == "dflash2" and not ctx.holds("v1_runner_refuses_dflash_candidate_head")
-    )
+    # the V1 runner drafts the whole block in parallel slots; a DSpark-layout draft never runs there, a
+    # candidate-head draft does only where the V1 runner does not refuse it
+    v1 = not variant.top_level and not (variant.candidate_head and ctx.holds("v1_runner_refuses_dflash_candidate_head"))
     check_startup(layer_cfg, plan, ctx, parallel_slots=v1, why="DFlash (it drafts the whole block in one pass)")
-    _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file)
+    _attention(cfg, ctx, variant, plan, n, types, window, non_causal_in_file, mask_values)
     return plan
 
 
@@ -427,6 +465,7 @@ def _attention(
     types: list[str] | None,
     window: int | None,
     non_causal_in_file: bool | None,
+    mask_values: Mapping[str, Any],
 ) -> None:
     """The trained per-layer plan, the mask flag that states it, and what vLLM would do instead."""
     types_path = "$.transformer_layer_config.layer_types"
@@ -446,10 +485,10 @@ def _attention(
         )
 
     trained: list[bool] = []
+    set_by: dict[str, list[int]] = {}
     for i, t in enumerate(layer_types):
         sliding = t == SLIDING
         causal = sliding and not non_causal
-        trained.append(causal)
         why = (
             f"{types_why}; sliding layers are " + ("non-causal (sliding_window_non_causal)" if non_causal else "causal")
             if sliding
@@ -458,13 +497,25 @@ def _attention(
         sources = [f"{types_path}[{i}]"] if types is not None else ["$.transformer_layer_config.num_hidden_layers"]
         if sliding:
             sources.append(nc_path)
-        plan.layer(
-            LayerAttention(
-                layer=i, kind="sliding" if sliding else "full", window=window if sliding else None, causal=causal
-            ),
-            sources,
-            why,
+        attn = LayerAttention(
+            layer=i, kind="sliding" if sliding else "full", window=window if sliding else None, causal=causal
         )
+        for m in variant.mask_fields:
+            changed = m.layer(mask_values[m.name], attn) if mask_values[m.name] is not None else None
+            if changed is not None and changed != attn:
+                attn, sources, why = changed, [cfg.at(m.name)], f"{m.name} = {_json(mask_values[m.name])}: {m.why}"
+                set_by.setdefault(m.name, []).append(i)
+        trained.append(attn.causal)
+        plan.layer(attn, sources, why)
+    for m in variant.mask_fields:
+        if m.name in set_by:
+            ids = set_by[m.name]
+            plan.find(
+                "mask-set-by-field",
+                f"{m.name} = {_json(mask_values[m.name])} sets the mask of layer{'s' * (len(ids) > 1)} "
+                f"{', '.join(map(str, ids))}: {m.why}",
+                cfg.at(m.name),
+            )
 
     mixed = SLIDING in layer_types and FULL in layer_types
     # What vLLM's mapping builds from the unmodified file, before specreg states the mask.
@@ -487,14 +538,14 @@ def _attention(
             f"{layer_types.count(SLIDING)} sliding and {layer_types.count(FULL)} full-attention layers "
             "need one KV group each, which only the V2 runner builds"
         )
-    if variant.name == "dflash2" and ctx.holds("model_runner_v1"):
+    if variant.candidate_head and ctx.holds("model_runner_v1"):
         how = (
             'refuses it ("DFlash candidate-head drafts")'
             if ctx.holds("v1_runner_refuses_dflash_candidate_head")
             else "drafts it as plain DFlash without a word (its proposer never calls the candidate head)"
         )
         why_v2.append(
-            f"DFlash2's candidate selector runs only in the V2 speculator; the V1 runner of {ctx.vllm_label} {how}"
+            f"{variant.label}'s candidate selector runs only in the V2 speculator; the V1 runner of {ctx.vllm_label} {how}"
         )
     if variant.top_level and ctx.holds("model_runner_v1"):
         why_v2.append(
@@ -573,3 +624,7 @@ def _served_because(ctx: Context, variant: Variant, mapped: dict) -> str:
             "(sliding layers causal)"
         )
     return f"{ctx.vllm_label} applies one causal flag, unset in the file, to every layer"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value)

@@ -1,4 +1,5 @@
-"""The Eagle family (eagle3, peagle): one implementation of their shared rules.
+"""The Eagle family: one implementation of the shared rules of the autoregressive Eagle drafts
+(each member a `Variant` of traits, registered with `register_speculator(..., variant=)`).
 
 Facts (speculators 0.9 training, vLLM from 0.10.2 serving):
 - the draft class comes from ``transformer_layer_config.model_type``: llama or qwen3 (vLLM >= 0.24;
@@ -11,12 +12,14 @@ Facts (speculators 0.9 training, vLLM from 0.10.2 serving):
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import attrs
 from packaging.version import Version
 
 from specreg.normalization.capabilities import first, short
-from specreg.normalization.fields import BOOL, LAYER_IDS, POS_INT, STR, Fields, check_layer_ids
-from specreg.normalization.plan import TokenLimits, Context, Plan
+from specreg.normalization.fields import BOOL, LAYER_IDS, NONNEG_INT, POS_INT, STR, Fields, check_layer_ids
+from specreg.normalization.plan import Context, Plan, TokenLimits
 from specreg.normalization.shape import check_layer_shape, check_startup
 from specreg.normalization.speculator import LayerAttention
 
@@ -26,6 +29,11 @@ QWEN3_DEFAULT_SINCE = Version("0.7")  # speculators' layer model_type default be
 
 @attrs.frozen
 class Variant:
+    """What distinguishes one family member: the traits the family's shared rules read."""
+
+    #: the family's name, as `Algorithm.family` gives it
+    FAMILY: ClassVar[str] = "eagle"
+
     name: str
     #: class name pattern, "{}" is Llama or Qwen3
     architecture: str
@@ -34,10 +42,22 @@ class Variant:
     vllm_norm_before_residual_default: bool
     #: the norm flags vLLM maps for this algorithm (beyond norm_before_residual).
     norm_flags: tuple[str, ...]
+    #: drafts all k tokens in one pass from mask-token placeholders (P-EAGLE): vLLM's pard_token,
+    #: parallel_drafting, the parallel-slot startup check and the mask_hidden weight
+    parallel_drafting: bool = False
+    #: how findings name the member ("P-EAGLE"); its name when not given
+    label: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
+
+    @property
+    def readback_keys(self) -> tuple[str, ...]:
+        """The fields a materialized directory carries for this member and reading it back restores."""
+        return ("norm_before_residual", *self.norm_flags)
 
 
 def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
     plan = Plan()
+    # the placeholder token of the parallel slots (vLLM's pard_token)
+    mask_token = cfg.get("mask_token_id", NONNEG_INT, required=True) if variant.parallel_drafting else None
     layer_cfg = cfg.obj("transformer_layer_config", required=True)
     aux = cfg.get("eagle_aux_hidden_state_layer_ids", LAYER_IDS)
     check_layer_ids(cfg, "eagle_aux_hidden_state_layer_ids", aux)
@@ -178,7 +198,7 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
         layer_cfg,
         plan,
         ctx,
-        parallel_slots=variant.name == "peagle" and (k or 0) > 1,
+        parallel_slots=variant.parallel_drafting and (k or 0) > 1,
         why="parallel drafting (P-EAGLE drafts k tokens in one pass)",
     )
     plan.copy("num_speculative_tokens", k, ctx.envelope.tokens_path)
@@ -190,4 +210,12 @@ def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:
         # steps the draft was trained to chain
         trained_why=f"{ctx.envelope.tokens_path}: the TTT steps its trainer ran",
     )
+    if variant.parallel_drafting:
+        plan.copy("draft_config.pard_token", mask_token, "$.mask_token_id")
+        plan.derive(
+            "speculative_config.parallel_drafting",
+            True,
+            ["$.speculators_model_type"],
+            f"{variant.label} drafts all tokens in parallel; without the flag vLLM runs it as plain Eagle-3",
+        )
     return plan

@@ -163,6 +163,25 @@ CODES: dict[str, Code] = {
             fix="target a vLLM release that serves the algorithm (the message names the first)",
         ),
         Code(
+            "vllm-maps-through-specreg",
+            "warning",
+            "no vLLM release maps this algorithm itself",
+            "The algorithm is registered with `vllm_maps=False`: vLLM's speculators path has no entry for its "
+            "type in any release, so vLLM loads the unmodified file only with specreg's plugin active (specreg "
+            "installed beside vLLM adds the type when it reads the config). `specreg serve` therefore serves "
+            "the directory `specreg materialize` writes, whose config.json vLLM loads without the plugin.",
+            fix="serve the materialized directory (`specreg serve DRAFT` writes it), or install specreg beside "
+            "vLLM so that its plugin serves the unmodified file",
+        ),
+        Code(
+            "mask-set-by-field",
+            "info",
+            "a field of the algorithm set layers' masks",
+            "The algorithm's registration names fields that set each layer's causality and window beyond the "
+            "family's layer_types rule (a variant's mask hook); the plan's attention entries and their provenance "
+            "name the field, and the draft_config states the mask those layers were trained with.",
+        ),
+        Code(
             "vllm-removed-algorithm",
             "error",
             "the targeted vLLM version removed this algorithm",
@@ -791,6 +810,7 @@ NO_FIX: dict[str, str] = {
     "invalid-draft-shape": "the file describes layers no class builds; only the trainer's real values mend it",
     "markov-head-off": "nothing to change: a draft trained without a Markov head",
     "trainer-default-applied": "nothing to change: the provenance names the default applied",
+    "mask-set-by-field": "nothing to change: the provenance names the field that set each layer's mask",
 }
 
 

@@ -44,42 +44,49 @@ _VLLM_KEYS = {
     "fc_norm",
     "norm_output",
 }
-_DFLASH_FAMILY = ("dflash", "dflash2", "dspark")
-_PASS_THROUGH = {
-    "dflash2": ("conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"),
-    "dspark": (
-        "markov_rank",
-        "markov_head_type",
-        "enable_confidence_head",
-        "confidence_head_with_markov",
-        "use_aux_hidden_state",
-        "block_size",
-    ),
-    "eagle3": ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"),
-    "peagle": ("norm_before_residual", "norm_before_fc"),
-}
 
 
 def is_manifest(manifest: Any) -> bool:
-    """Whether `manifest` (a parsed specreg.json) describes a directory this reader can read."""
+    """Whether `manifest` (a parsed specreg.json) describes a directory this reader can read: one of an
+    algorithm whose family (its registration's variant) this reader knows."""
     return (
         isinstance(manifest, Mapping)
         and manifest.get("written_by") == MANIFEST_WRITER
         and isinstance(manifest.get("speculative_config"), Mapping)
-        and manifest.get("algorithm") in (*_DFLASH_FAMILY, "eagle3", "peagle")
+        and _variant(manifest.get("algorithm")) is not None
     )
+
+
+def _variant(algorithm: Any) -> Any:
+    """The family traits of a registered algorithm whose directory this reader can read (None: not one)."""
+    from specreg.errors import UnknownAlgorithmError
+    from specreg.normalization import algorithms, dflash_family, eagle_family
+
+    if not isinstance(algorithm, str) or not algorithms.NAME.match(algorithm):
+        return None
+    try:
+        variant = algorithms.get(algorithm).variant
+    except UnknownAlgorithmError:
+        return None
+    return variant if isinstance(variant, (dflash_family.Variant, eagle_family.Variant)) else None
 
 
 def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, source: str | None = None) -> Converted:
     """The speculators-format config whose plan is what vLLM serves from this directory."""
     from specreg.normalization.capabilities import parse_version
+    from specreg.normalization import eagle_family
     from specreg.normalization.dflash_family import FULL, SLIDING, vllm_layer_causal
     from specreg.normalization.plan import Context
 
     algorithm = manifest["algorithm"]
+    variant = _variant(algorithm)
+    eagle = isinstance(variant, eagle_family.Variant)
+    # DFlash and DFlash2 keep their fields in dflash_config, DSpark's layout at the top level
+    nested = not eagle and not variant.top_level
     sc = manifest["speculative_config"]
     tokens = sc.get("num_speculative_tokens")
-    layer = {k: copy.deepcopy(v) for k, v in config.items() if k not in _VLLM_KEYS}
+    own = () if nested else variant.readback_keys  # the member's own top-level keys: not the layer's
+    layer = {k: copy.deepcopy(v) for k, v in config.items() if k not in _VLLM_KEYS and k not in own}
     out: dict[str, Any] = {
         "speculators_model_type": algorithm,
         "transformer_layer_config": layer,
@@ -91,17 +98,17 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
         "$.speculators_config.proposal_methods[0].speculative_tokens": "specreg.json:$.speculative_config",
         "$.speculators_config.verifier.name_or_path": "specreg.json:$.verifier",
     }
-    source_keys = config.get("dflash_config") if algorithm in ("dflash", "dflash2") else config
+    source_keys = config.get("dflash_config") if nested else config
     source_keys = source_keys if isinstance(source_keys, Mapping) else {}
-    prefix = "$.dflash_config" if algorithm in ("dflash", "dflash2") else "$"
-    for key in _PASS_THROUGH.get(algorithm, ()):
+    prefix = "$.dflash_config" if nested else "$"
+    for key in variant.readback_keys:
         if key in source_keys:
             out[key] = source_keys[key]
             paths[f"$.{key}"] = f"{prefix}.{key}"
     causal_everywhere = None
-    if algorithm in ("eagle3", "peagle"):
+    if eagle:
         out["eagle_aux_hidden_state_layer_ids"] = config.get("eagle_aux_hidden_state_layer_ids")
-        if algorithm == "peagle":
+        if variant.parallel_drafting:
             out["mask_token_id"] = config.get("pard_token")
             paths["$.mask_token_id"] = "$.pard_token"
     else:
@@ -112,7 +119,8 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
         out["mask_token_id"] = source_keys.get("mask_token_id")
         paths["$.mask_token_id"] = f"{prefix}.mask_token_id"
         anchor = source_keys.get("sample_from_anchor")
-        out["sample_from_anchor"] = bool(anchor) if anchor is not None else algorithm == "dspark"
+        # materialize always writes a DSpark-layout anchor; vLLM reads DFlash's missing one as false
+        out["sample_from_anchor"] = bool(anchor) if anchor is not None else variant.top_level
         paths["$.sample_from_anchor"] = f"{prefix}.sample_from_anchor"
         if "block_size" not in out and isinstance(tokens, int):
             out["block_size"] = tokens if out["sample_from_anchor"] else tokens + 1
@@ -124,7 +132,7 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
         if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 4096:
             types = layer.get("layer_types") if isinstance(layer.get("layer_types"), list) else [FULL] * n
             ctx = Context(vllm=version, source=source, envelope=None)
-            served = vllm_layer_causal(ctx, algorithm == "dspark", config, n)
+            served = vllm_layer_causal(ctx, variant.top_level, config, n)
             full = [c for t, c in zip(types, served) if t != SLIDING]
             sliding = [c for t, c in zip(types, served) if t == SLIDING]
             flag = "$.is_causal" if "is_causal" in config else "$.dflash_config.causal"

@@ -195,6 +195,11 @@ class Speculator:
         if self.served_differently:
             codes = ", ".join(sorted({f.code for f in self.served_differently}))
             return f"the unmodified file would be served differently from how it was trained ({codes})"
+        if any(f.code == "vllm-maps-through-specreg" for f in self.findings):
+            return (
+                f"no vLLM release maps {self.algorithm} itself (vllm-maps-through-specreg): vLLM loads the "
+                "unmodified file only with specreg's plugin active"
+            )
         if self.format != "speculators":
             return f"a {self.format} config: the materialized directory states the trained plan in the form vLLM loads"
         origin = self.origin

@@ -51,7 +51,8 @@ _VLLM_KEYS = (
     "block_size",
     "norm_before_residual",
 )
-_BLOCK = ("dflash", "dflash2", "dspark")
+#: SGLang's speculative workers (`--speculative-algorithm`), as its rules' `architectures` name them
+EAGLE3, DSPARK = "EAGLE3", "DSPARK"
 UNSERVABLE_FIX = "serve the draft with vLLM (`specreg serve DRAFT`), which serves it as trained"
 SERVED_FIX = "serve it with `specreg serve DRAFT --engine sglang` (or `specreg materialize DRAFT DIR --engine sglang`)"
 
@@ -76,11 +77,26 @@ class Trained:
         }
 
 
+def _block_family(algorithm: str) -> bool:
+    """Whether `algorithm` is a member of the DFlash family (its registration's variant)."""
+    from specreg.normalization import algorithms, dflash_family
+
+    return isinstance(algorithms.get(algorithm).variant, dflash_family.Variant)
+
+
+def served_as(algorithm: str) -> str:
+    """The entry of SGLang's rules (`architectures`) that serves `algorithm`: its variant's `sglang_as`
+    where it names one (a member SGLang serves with another member's class and worker), else its own."""
+    from specreg.normalization import algorithms
+
+    return getattr(algorithms.get(algorithm).variant, "sglang_as", None) or algorithm
+
+
 def trained(spec: "Speculator") -> Trained:
     dc = spec.draft_config
     attention = tuple((a.window, a.causal) for a in spec.attention)
     k = spec.num_speculative_tokens
-    if spec.algorithm in _BLOCK:
+    if _block_family(spec.algorithm):
         flash = dc.get("dflash_config") or {}
         ids = dc.get("target_layer_ids", flash.get("target_layer_ids"))
         anchor = dc.get("sample_from_anchor", flash.get("sample_from_anchor", False))
@@ -196,6 +212,7 @@ def export(
         )
     plan = trained(spec)
     algo = spec.algorithm
+    served = served_as(algo)
     version = rules["sglang"]
 
     def refuse(message: str, path: str | None = None) -> None:
@@ -205,23 +222,27 @@ def export(
     flags: list[str] = []
     if algo in rules["not_served"]:
         refuse(rules["not_served"][algo], "$.speculators_config.algorithm")
-    elif algo not in rules["architectures"]:
+    elif served not in rules["architectures"]:
         refuse(
             f"SGLang {version} has no class for {with_article(algo)} draft (specreg/sglang/rules/{version}.json)",
             "$.speculators_config.algorithm",
         )
     else:
-        if plan.capture is None and algo == "eagle3" and target_layers:
+        if plan.capture is None and rules["architectures"][served]["algorithm"] == EAGLE3 and target_layers:
             # the trained plan leaves the ids to the engine's default, which SGLang's fallback equals: written out
             n = target_layers
             plan = attrs.evolve(plan, capture=(2, n // 2, n - 3))
         config, flags = _export(spec, plan, rules, refuse, tensor_names)
     if not found:
-        _read_back(config, flags, algo, rules, plan, refuse, target_layers)
+        _read_back(config, flags, served, rules, plan, refuse, target_layers)
     unmodified = reading.Reading(refused=f"SGLang {version} serves no {algo} draft")
-    if algo in rules["architectures"]:
+    if served in rules["architectures"]:
         unmodified = reading.read(
-            thaw(spec.source_config), algo, rules, target_layers=target_layers, target_architecture=target_architecture
+            thaw(spec.source_config),
+            served,
+            rules,
+            target_layers=target_layers,
+            target_architecture=target_architecture,
         )
         found += _served_differently(unmodified, plan, spec, rules)
     return SGLangPlan(
@@ -238,16 +259,17 @@ def export(
 
 
 def _export(spec, plan: Trained, rules, refuse, tensor_names) -> tuple[dict[str, Any], list[str]]:
-    algo, k = spec.algorithm, spec.num_speculative_tokens
-    rule = rules["architectures"][algo]
+    k = spec.num_speculative_tokens
+    rule = rules["architectures"][served_as(spec.algorithm)]
+    worker = rule["algorithm"]
     config = spec.draft_config_dict()
     flash = config.pop("dflash_config", None) or {}
     mask = config.get("mask_token_id", flash.get("mask_token_id"))
     for key in _VLLM_KEYS:
         config.pop(key, None)
     config["architectures"] = [rule["class"]]
-    flags = ["--speculative-algorithm", rule["algorithm"]]
-    if algo == "eagle3":
+    flags = ["--speculative-algorithm", worker]
+    if worker == EAGLE3:
         _eagle3(spec, plan, config, rules, refuse)
         flags += [
             "--speculative-num-steps",
@@ -258,12 +280,13 @@ def _export(spec, plan: Trained, rules, refuse, tensor_names) -> tuple[dict[str,
             str(k + 1),
         ]
     else:
-        block = k if algo == "dspark" else k + 1
+        # SGLang's DSpark worker drafts a whole block from the anchor, its DFlash worker after it
+        block = k if worker == DSPARK else k + 1
         flash.pop("sample_from_anchor", None)
         flash.update(target_layer_ids=[i - 1 for i in plan.capture or ()], mask_token_id=mask, block_size=block)
         config["dflash_config"] = flash
-        _block(spec, plan, config, rules, refuse, tensor_names)
-        if algo == "dspark":
+        _block(spec, plan, config, rules, refuse, tensor_names, worker)
+        if worker == DSPARK:
             config["sample_from_anchor"] = plan.sample_from_anchor
             flags += ["--speculative-dspark-block-size", str(block)]
         else:
@@ -303,18 +326,18 @@ def _eagle3(spec, plan: Trained, config: dict[str, Any], rules, refuse) -> None:
         }
 
 
-def _block(spec, plan: Trained, config: dict[str, Any], rules, refuse, tensor_names) -> None:
-    rule = rules[spec.algorithm if spec.algorithm == "dspark" else "dflash"]
-    if spec.algorithm != "dspark" and plan.sample_from_anchor:
+def _block(spec, plan: Trained, config: dict[str, Any], rules, refuse, tensor_names, worker: str) -> None:
+    rule = rules["dspark"] if worker == DSPARK else rules["dflash"]
+    if worker != DSPARK and plan.sample_from_anchor:
         refuse(
             "the draft was trained with sample_from_anchor: true (it proposes from the anchor row); SGLang's "
             "DFlash worker never reads sample_from_anchor and always drafts after the anchor, block_size - 1 "
             f"tokens ({rules['dflash']['block_from']})",
             "$.sample_from_anchor",
         )
-    if spec.algorithm == "dspark" and not config.get("markov_rank"):
+    if worker == DSPARK and not config.get("markov_rank"):
         refuse(f"markov_rank is 0 (no Markov head); {rule['markov_required_from']}", "$.markov_rank")
-    elif spec.algorithm == "dspark" and config.get("markov_head_type") is None:
+    elif worker == DSPARK and config.get("markov_head_type") is None:
         refuse(
             "the config names no markov_head_type; SGLang's parse_dspark_draft_config requires one when "
             "markov_rank > 0 (sglang/srt/speculative/dspark_components/dspark_config.py)",
@@ -456,7 +479,8 @@ def _served_differently(unmodified: reading.Reading, plan: Trained, spec, rules)
         )
         for problem in differences(unmodified, plan)
     ]
-    if spec.algorithm == "eagle3" and spec.draft_config.get("norm_before_residual") is True and not unmodified.refused:
+    eagle = rules["architectures"][served_as(spec.algorithm)]["algorithm"] == EAGLE3
+    if eagle and spec.draft_config.get("norm_before_residual") is True and not unmodified.refused:
         out.append(
             Finding.of(
                 "sglang-served-differently",

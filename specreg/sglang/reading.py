@@ -79,13 +79,15 @@ def read(
     target_layers: int | None = None,
     target_architecture: str | None = None,
 ) -> Reading:
-    """What SGLang serves from `config` for `algorithm` launched with `flags` (setting -> value: the
+    """What SGLang serves from `config` for `algorithm` (an entry of the rules' `architectures`, whose
+    worker decides the reading) launched with `flags` (setting -> value: the
     speculative_* settings given on the command line). `target_layers`, when known, resolves the
     capture layers SGLang guesses when the config names none."""
     flags = flags or {}
     if not isinstance(config.get("model_type"), str):
         return Reading(refused=f"config.json has no model_type, so SGLang's {rules['config_from']} refuses it")
-    if algorithm == "eagle3":
+    worker = rules["architectures"][algorithm]["algorithm"]
+    if worker == "EAGLE3":
         return _eagle3(config, rules["eagle3"], flags, target_layers, target_architecture)
     block = rules["dflash"]
     model_type = config["model_type"]
@@ -101,7 +103,7 @@ def read(
                 refused="its sliding_attention layers have no sliding_window as SGLang reads the file: "
                 f"{block['window_nulled_from']}"
             )
-    return _block(config, algorithm, rules, flags, target_layers)
+    return _block(config, worker == "DSPARK", rules, flags, target_layers)
 
 
 def _eagle3(config, rule, flags, target_layers, target_architecture) -> Reading:
@@ -133,10 +135,10 @@ def _eagle3(config, rule, flags, target_layers, target_architecture) -> Reading:
     )
 
 
-def _block(config, algorithm, rules, flags, target_layers) -> Reading:
+def _block(config, dspark, rules, flags, target_layers) -> Reading:
     dflash = _nested(config, "dflash_config")
     ids = dflash.get("target_layer_ids", config.get("target_layer_ids"))
-    if algorithm == "dspark" and config.get("dspark_target_layer_ids") is not None:
+    if dspark and config.get("dspark_target_layer_ids") is not None:
         ids = config["dspark_target_layer_ids"]
     n_layers = int(_get(_nested(config, "text_config") or config, "num_hidden_layers", 0))
     if ids is not None:
@@ -149,7 +151,7 @@ def _block(config, algorithm, rules, flags, target_layers) -> Reading:
         )
         how = "SGLang's guess (dflash_utils.py: build_target_layer_ids)"
     block = dflash.get("block_size", config.get("block_size"))
-    if algorithm == "dspark":
+    if dspark:  # SGLang's DSpark worker
         gamma = flags.get("speculative_dspark_block_size")
         if gamma is None and flags.get("speculative_num_draft_tokens") is not None:
             gamma = int(flags["speculative_num_draft_tokens"]) - 1

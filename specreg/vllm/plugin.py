@@ -361,10 +361,9 @@ def _compare_native(sc: Any, version: str) -> None:
     draft = getattr(sc, "draft_model_config", None) if sc is not None else None
     if draft is None or not getattr(sc, "model", None) or getattr(sc, "method", None) not in _native_methods():
         return
-    from specreg.normalization import readback
+    from specreg.normalization import algorithms, dflash_family, readback
     from specreg.normalization.capabilities import parse_version
     from specreg.normalization.core import normalize
-    from specreg.normalization.dflash_family import vllm_layer_causal
     from specreg.normalization.plan import Context
     from specreg.sources import native
 
@@ -386,9 +385,10 @@ def _compare_native(sc: Any, version: str) -> None:
             f"vLLM loads {vllm_arch} as {'.'.join(_registry_class(vllm_arch) or ('?',))}, "
             f"the draft was trained as {'.'.join(_registry_class(planned) or (planned,))}"
         )
-    if spec.method in ("dflash", "dspark") and isinstance(hf.get("num_hidden_layers"), int):
+    variant = algorithms.get(spec.algorithm).variant  # the family's traits: its masks follow the DFlash rules
+    if isinstance(variant, dflash_family.Variant) and isinstance(hf.get("num_hidden_layers"), int):
         ctx = Context(vllm=parse_version(version), source=None, envelope=None)
-        served = vllm_layer_causal(ctx, spec.method == "dspark", hf, hf["num_hidden_layers"])
+        served = dflash_family.vllm_layer_causal(ctx, variant.top_level, hf, hf["num_hidden_layers"])
         trained = [a.causal for a in spec.attention]
         if served != trained:
             problems.append(f"vLLM serves the layers' masks as {served}, the draft was trained with {trained}")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import attrs
 
 from specreg.errors import ConfigError, SpecregError
+from specreg.normalization import algorithms
 from specreg.normalization.speculator import Finding
 from specreg.sources.decoder import positive_int
 from specreg.vllm.verifier_check import VerifierFacts, aux_ids
@@ -275,14 +276,15 @@ def weights_findings(spec: "Speculator", tensors: Mapping[str, Tensor], facts: V
                 fix="draft_vocab_size in config.json must equal the lm_head's rows",
             )
         )
-    if spec.algorithm == "peagle":
+    variant = algorithms.get(spec.algorithm).variant  # the registration's traits, never its name
+    if getattr(variant, "parallel_drafting", False):
         mask = _find(tensors, "mask_hidden")
         want = target_hidden * n_aux if target_hidden else None
         if mask is None:
             out.append(
                 Finding.of(
                     "weights-mask-hidden",
-                    "a P-EAGLE draft needs mask_hidden; the weights have none",
+                    f"a {variant.label} draft needs mask_hidden; the weights have none",
                     None,
                     fix="this checkpoint is not a P-EAGLE draft (or was saved without its parameters)",
                 )
@@ -295,7 +297,7 @@ def weights_findings(spec: "Speculator", tensors: Mapping[str, Tensor], facts: V
                     None,
                 )
             )
-    if spec.algorithm == "dspark":
+    if getattr(variant, "top_level", False):  # the DSpark layout: its Markov and confidence heads
         out += _dspark_heads(d, tensors)
         out += _dspark_own_vocab(d, tensors, facts.vocab_size if facts else None)
     layers = {int(m.group(1)) for n in tensors for m in [_LAYER.search(n)] if m and "verifier" not in n}

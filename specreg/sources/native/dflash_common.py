@@ -101,13 +101,13 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
             "DeepSpec trains the DSpark block bidirectional unless is_causal is set"
         )
     algorithm = {"deepspec": "dspark", "zlab-dflash2": "dflash2"}.get(fmt, "dflash")
-    anchor = algorithm == "dspark"
+    anchor = fmt == "deepspec"  # DeepSpec's DSpark drafts from the anchor
     tokens = block if anchor else block - 1
     dv, dv_path = dflash_field(config, "draft_vocab_size")
     out: dict[str, Any] = {
         "speculators_model_type": algorithm,
         "architectures": [
-            {"dspark": "DSparkSpeculator", "dflash2": "DFlash2Speculator"}.get(algorithm, "DFlashSpeculator")
+            {"deepspec": "DSparkSpeculator", "zlab-dflash2": "DFlash2Speculator"}.get(fmt, "DFlashSpeculator")
         ],
         "transformer_layer_config": layer,
         "aux_hidden_state_layer_ids": [i + 1 for i in ids],
@@ -130,7 +130,7 @@ def convert(config: Mapping[str, Any], fmt: str, verifier: str | None, source: s
         # the algorithm (and so vLLM's class) is what the file's architecture name says
         "$.speculators_model_type": "$.architectures" if "architectures" in config else "$.dflash_config",
     }
-    if algorithm == "dflash2":
+    if fmt == "zlab-dflash2":
         for name in DFLASH2_FIELDS:
             value, path = dflash_field(config, name)
             if value is not None:
