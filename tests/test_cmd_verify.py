@@ -334,15 +334,16 @@ def test_an_unservable_model_is_an_invalid_result_with_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "hostile, verdict, words, code",
+    "hostile, verdict, words, code, timeout",
     [
-        ({"metrics_flood": 64 * 1024 * 1024}, "invalid", "the answer passed 33554432 bytes", 2),
-        ({"metrics_drip": 0.5}, "timeout", "--timeout", 5),
-        ({"models_body": b'{"data": [{"name": 5}]}'}, "invalid", "the first model has no id", 2),
-        ({"models_body": b"not json"}, "invalid", "not JSON", 2),
+        ({"metrics_flood": 64 * 1024 * 1024}, "invalid", "the answer passed 33554432 bytes", 2, "5"),
+        # the smallest --timeout verify takes: the drip (a byte per 0.5 s) outlasts it, and the run waits it out
+        ({"metrics_drip": 0.5}, "timeout", "--timeout", 5, "1"),
+        ({"models_body": b'{"data": [{"name": 5}]}'}, "invalid", "the first model has no id", 2, "5"),
+        ({"models_body": b"not json"}, "invalid", "not JSON", 2, "5"),
     ],
 )
-def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile, verdict, words, code):
+def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile, verdict, words, code, timeout):
     import time
 
     reg, rows, out = setup
@@ -350,7 +351,7 @@ def test_a_hostile_server_is_a_recorded_result_within_the_timeout(setup, hostile
         for name, value in hostile.items():
             setattr(server, name, value)
         start = time.monotonic()
-        r = run(*verify_args(server, reg, rows, out, "--timeout", "5"))
+        r = run(*verify_args(server, reg, rows, out, "--timeout", timeout))
         elapsed = time.monotonic() - start
     result = json.loads((out / "result.json").read_text())
     assert result["verdict"] == verdict and words in result["error"], result["error"]
