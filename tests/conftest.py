@@ -8,30 +8,9 @@ import pytest
 pytest_plugins = ["verify_helpers"]
 
 DATA = Path(__file__).parent / "data"
-#: where the fixtures of speculators configs are: tests/data/speculators, and the folder a test that adds
-#: an algorithm names (`SPECREG_TEST_ALGOS`, below)
+#: where the fixtures of speculators configs are: tests/data/speculators, and the folder of an algorithm
+#: a test adds to a copy of algos/ (tests/test_registry.py's added_algorithm)
 SPECULATORS_DIRS = [DATA / "speculators"]
-
-
-def _added_algorithms() -> None:
-    """SPECREG_TEST_ALGOS=DIR runs the tests with DIR/tmpalgos as the built-in algorithms' package and
-    DIR/speculators beside the fixtures: how tests/test_registry.py runs the contract tests on an
-    algorithm a maintainer adds to a copy of algos/, with no other edit."""
-    import os
-    import sys
-
-    folder = os.environ.get("SPECREG_TEST_ALGOS")
-    if not folder:
-        return
-    from specreg.normalization import algorithms
-
-    sys.path.insert(0, folder)
-    algorithms.BUILTIN_PACKAGE = "tmpalgos"
-    algorithms._builtin = None
-    SPECULATORS_DIRS.append(Path(folder) / "speculators")
-
-
-_added_algorithms()
 
 
 def pytest_sessionstart(session):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from openai_server import OpenAIServer
@@ -62,6 +63,7 @@ def report_night(
     shutil.copytree(reporter / "history", history_cache)
 
 
+@pytest.mark.workflow  # 16 fresh processes (each verify shard and report, twice): .ci/run runs the tier
 def test_two_nights_keep_a_regressed_shard_and_grow_the_trend(tmp_path):
     reg = tmp_path / "registry"
     (reg / "org").mkdir(parents=True)
