@@ -598,3 +598,23 @@ def test_an_unusable_specreg_cache_is_one_line_naming_it(tmp_path):
     )
     assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
     assert str(tmp_path / "a-file") in r.stderr and "not a directory" in r.stderr.lower()
+
+
+@pytest.mark.parametrize("name", ["dflash", "dflash2"])
+def test_reading_back_keeps_the_fields_a_variant_passes_into_dflash_config(tmp_path, name):
+    """The read-back restores every field a variant's traits pass through (its extras, wherever
+    config.json holds them), so the directory's plan keeps them: DFlash's value scale and DFlash2's
+    embedding scale were dropped when the reader listed the fields by algorithm name."""
+    from conftest import fixture_config
+
+    cfg = fixture_config(name)
+    cfg["attention_value_scale"] = 0.5
+    if name == "dflash2":
+        cfg["input_embedding_scale"] = 2.0
+    spec = specreg.normalize(cfg, verifier="Qwen/Qwen3-8B")
+    back = specreg.load(spec.materialize(tmp_path / "draft", weights="none").directory)
+    kept = {k: back.draft_config["dflash_config"].get(k) for k in ("attention_value_scale", "input_embedding_scale")}
+    assert kept == {"attention_value_scale": 0.5, "input_embedding_scale": 2.0 if name == "dflash2" else None}
+    assert back.provenance["draft_config.dflash_config.attention_value_scale"].sources == (
+        "$.dflash_config.attention_value_scale",
+    )

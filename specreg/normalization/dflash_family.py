@@ -95,10 +95,11 @@ class Variant:
     label: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
 
     @property
-    def readback_keys(self) -> tuple[str, ...]:
-        """The fields a materialized directory carries for this member and reading it back restores
-        (its extras, and DSpark's trained block)."""
-        return tuple(key for key, _kind, _where in self.extras) + (("block_size",) if self.top_level else ())
+    def readback_keys(self) -> tuple[tuple[str, str], ...]:
+        """The fields a materialized directory carries for this member and reading it back restores, each
+        with where its config.json holds it ("top" or "dflash_config"): its extras, and DSpark's block."""
+        own = tuple((key, where) for key, _kind, where in self.extras)
+        return own + ((("block_size", "top"),) if self.top_level else ())
 
 
 def read_layers(cfg: Fields, layer_cfg: Fields | None) -> tuple[int | None, list[str] | None, int | None]:

@@ -49,9 +49,10 @@ class Variant:
     label: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
 
     @property
-    def readback_keys(self) -> tuple[str, ...]:
-        """The fields a materialized directory carries for this member and reading it back restores."""
-        return ("norm_before_residual", *self.norm_flags)
+    def readback_keys(self) -> tuple[tuple[str, str], ...]:
+        """The fields a materialized directory carries for this member and reading it back restores, each
+        with where its config.json holds it (all at the top)."""
+        return tuple((key, "top") for key in ("norm_before_residual", *self.norm_flags))
 
 
 def normalize(cfg: Fields, ctx: Context, variant: Variant) -> Plan:

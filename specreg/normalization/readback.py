@@ -85,7 +85,7 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
     nested = not eagle and not variant.top_level
     sc = manifest["speculative_config"]
     tokens = sc.get("num_speculative_tokens")
-    own = () if nested else variant.readback_keys  # the member's own top-level keys: not the layer's
+    own = {key for key, where in variant.readback_keys if where == "top"}  # the member's, not the layer's
     layer = {k: copy.deepcopy(v) for k, v in config.items() if k not in _VLLM_KEYS and k not in own}
     out: dict[str, Any] = {
         "speculators_model_type": algorithm,
@@ -101,10 +101,12 @@ def to_speculators(config: Mapping[str, Any], manifest: Mapping[str, Any], *, so
     source_keys = config.get("dflash_config") if nested else config
     source_keys = source_keys if isinstance(source_keys, Mapping) else {}
     prefix = "$.dflash_config" if nested else "$"
-    for key in variant.readback_keys:
-        if key in source_keys:
-            out[key] = source_keys[key]
-            paths[f"$.{key}"] = f"{prefix}.{key}"
+    flash = config.get("dflash_config") if isinstance(config.get("dflash_config"), Mapping) else {}
+    for key, where in variant.readback_keys:
+        held, at = (config, "$") if where == "top" else (flash, "$.dflash_config")
+        if key in held:
+            out[key] = held[key]
+            paths[f"$.{key}"] = f"{at}.{key}"
     causal_everywhere = None
     if eagle:
         out["eagle_aux_hidden_state_layer_ids"] = config.get("eagle_aux_hidden_state_layer_ids")
