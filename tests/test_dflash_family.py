@@ -482,3 +482,73 @@ def test_dspark_at_025_serves_every_layer_non_causal_which_is_the_non_causal_pla
 def test_dspark_needs_vllm_025(fx):
     spec = specreg.normalize(fx("dspark_generated"), vllm="0.24")
     assert "vllm-unsupported-algorithm" in codes(spec)
+
+
+# -- a variant's mask hook (MaskField) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def hooked():
+    """A DFlash variant registered with two mask fields: `all_causal` (every layer causal) and
+    `window_all` (every layer's window)."""
+    import attrs
+
+    from specreg.normalization import algorithms
+    from specreg.normalization.dflash_family import MaskField, Variant, normalize
+    from specreg.normalization.fields import BOOL, POS_INT
+
+    variant = Variant(
+        name="hooked",
+        architecture="DFlashDraftModel",
+        sample_from_anchor_default=False,
+        non_causal_default=True,
+        non_causal_why="as DFlash",
+        mask_fields=(
+            MaskField("all_causal", BOOL, lambda on, a: attrs.evolve(a, causal=True) if on else None, "all causal"),
+            MaskField("window_all", POS_INT, lambda w, a: attrs.evolve(a, window=w), "one window"),
+        ),
+    )
+
+    @algorithms.register_speculator("hooked", method="dflash", variant=variant, vllm_maps=False)
+    def hooked(cfg, ctx):
+        """| field | type | required / default | why |"""
+        return normalize(cfg, ctx, variant)
+
+    yield lambda **changes: {**specreg_fixture("dflash"), "speculators_model_type": "hooked", **changes}
+    algorithms._registered.pop("hooked")
+
+
+def specreg_fixture(name):
+    from conftest import fixture_config
+
+    return fixture_config(name)
+
+
+def test_a_mask_field_sets_only_the_layers_its_value_changes(hooked):
+    """Layer 0 is sliding and trained causal by the family's rule; all_causal = true makes the full
+    layer 1 causal too, and the provenance and the finding name the field for layer 1 only."""
+    cfg = hooked(all_causal=True, sliding_window_non_causal=False)
+    layer = cfg["transformer_layer_config"]
+    layer.update(num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"], sliding_window=64)
+    spec = specreg.normalize(cfg)
+    assert [a.causal for a in spec.attention] == [True, True]
+    assert spec.provenance["attention[0]"].sources[-1] == "$.sliding_window_non_causal"
+    assert spec.provenance["attention[1]"].sources == ("$.all_causal",)
+    assert finding(spec, "mask-set-by-field").message == "all_causal = true sets the mask of layer 1: all causal"
+    assert spec.draft_config["is_causal"] is True  # every layer causal now: one flag states it
+    assert "vllm-unsupported-feature" not in codes(spec)
+
+
+def test_a_mask_field_whose_value_leaves_the_mask_is_silent(hooked):
+    spec = specreg.normalize(hooked(all_causal=False))
+    assert [a.causal for a in spec.attention] == [False] * 5
+    assert "mask-set-by-field" not in codes(spec)
+    assert spec.provenance["attention[0]"].sources == ("$.transformer_layer_config.layer_types[0]",)
+
+
+def test_a_mask_field_that_changes_a_window_is_an_error_vllm_cannot_be_told(hooked):
+    spec = specreg.normalize(hooked(window_all=128))
+    assert [a.window for a in spec.attention] == [128] * 5
+    f = finding(spec, "vllm-unsupported-feature")
+    assert f.severity == "error" and f.path == "$.window_all"
+    assert f.message.startswith("window_all sets the window of layers 0 to 128 (vLLM: None), 1 to 128 (vLLM: None),")

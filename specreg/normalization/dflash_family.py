@@ -54,7 +54,8 @@ class MaskField:
     """A config field that sets layers' masks (a variant's mask hook): `layer` takes the field's value
     and one layer as the family's rules trained it, and returns that layer as the field trains it (None:
     the value leaves it). The plan's attention entry, its provenance and a mask-set-by-field finding
-    then name the field."""
+    then name the field; the causality it sets is stated to vLLM by the family's flag, and a window it
+    changes is an error (vLLM reads windows from the layer config only)."""
 
     name: str
     kind: Kind
@@ -487,6 +488,7 @@ def _attention(
 
     trained: list[bool] = []
     set_by: dict[str, list[int]] = {}
+    windowed: dict[str, list[str]] = {}
     for i, t in enumerate(layer_types):
         sliding = t == SLIDING
         causal = sliding and not non_causal
@@ -504,10 +506,20 @@ def _attention(
         for m in variant.mask_fields:
             changed = m.layer(mask_values[m.name], attn) if mask_values[m.name] is not None else None
             if changed is not None and changed != attn:
+                if changed.window != attn.window:
+                    windowed.setdefault(m.name, []).append(f"{i} to {changed.window} (vLLM: {attn.window})")
                 attn, sources, why = changed, [cfg.at(m.name)], f"{m.name} = {_json(mask_values[m.name])}: {m.why}"
                 set_by.setdefault(m.name, []).append(i)
         trained.append(attn.causal)
         plan.layer(attn, sources, why)
+    for name, changes in windowed.items():
+        # draft_config states causality (mask_flag); vLLM reads a window only from the layer config
+        plan.find(
+            "vllm-unsupported-feature",
+            f"{name} sets the window of layer{'s' * (len(changes) > 1)} {', '.join(changes)}; vLLM reads each "
+            "layer's window from layer_types and sliding_window only, so no draft_config serves it",
+            cfg.at(name),
+        )
     for m in variant.mask_fields:
         if m.name in set_by:
             ids = set_by[m.name]
