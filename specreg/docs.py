@@ -85,7 +85,14 @@ def algorithms_page() -> str:
     lines = [HEADER, "# Algorithms\n\n", HOW_TO, "## The registered algorithms\n\n"]
     lines.append(
         "One module per `speculators_model_type` in `algos/`. *since* is the first vLLM release whose "
-        f"speculators path serves it; specreg's rules were checked up to vLLM {NEWEST_KNOWN}.\n\n"
+        f"speculators path serves it; specreg's rules were checked up to vLLM {NEWEST_KNOWN}."
+        + (
+            " *not mapped*: no vLLM release maps the type itself; vLLM serves it through specreg (its plugin, "
+            "or the directory `specreg materialize` writes)."
+            if any(a.since == "not mapped" for a in algorithms())
+            else ""
+        )
+        + "\n\n"
     )
     lines.append("| type | vLLM method | since | module |\n|---|---|---|---|\n")
     algos = algorithms()

@@ -30,6 +30,11 @@ def vllm_for(name: str) -> str:
     return serving_release(name) or VLLM
 
 
+def rows(listing: str) -> list[list[str]]:
+    """`specreg algorithms`' rows, split into cells (its columns are as wide as the longest name)."""
+    return [line.split() for line in listing.splitlines()]
+
+
 def minimal_config(name: str) -> dict:
     found = sorted(
         (p.stat().st_size, p)
@@ -478,7 +483,7 @@ def test_a_plugin_that_exits_or_is_interrupted_at_import_is_one_line_and_the_res
     listed = cli(tmp_path, site, "algorithms")
     assert listed.returncode == 0, listed.stderr
     assert listed.stderr.splitlines() == [line("bye", "my_bye", error)]
-    assert "medusa       medusa       0.10        my_medusa" in listed.stdout
+    assert ["medusa", "medusa", "0.10", "my_medusa"] in rows(listed.stdout)
     shown = cli(tmp_path, site, "show", medusa_config(tmp_path))
     assert shown.stderr.splitlines() == [line("bye", "my_bye", error)]
     assert shown.returncode == 0 and "(medusa, speculators" in shown.stdout
@@ -604,7 +609,7 @@ def test_a_plugins_module_name_is_printed_escaped(tmp_path):
     out = cli(tmp_path, site, "algorithms")
     assert out.returncode == 0 and out.stderr == "", out.stderr
     assert "\x1b" not in out.stdout
-    assert "medusa       medusa       0.10        my\\x1b[2Jmedusa" in out.stdout
+    assert ["medusa", "medusa", "0.10", "my\\x1b[2Jmedusa"] in rows(out.stdout)
 
 
 def test_a_slow_plugin_slows_no_builtin(tmp_path):

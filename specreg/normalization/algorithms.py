@@ -124,11 +124,11 @@ class Algorithm:
 
     @property
     def since(self) -> str:
-        """The first vLLM release that serves it, as listed ("through specreg" for a type no vLLM release
-        maps itself, "not served" for a refused one)."""
+        """The first vLLM release that serves it, as listed ("not mapped" for a type no vLLM release maps
+        itself, served through specreg; "not served" for a refused one: both as wide as the column)."""
         if self.vllm_min is not None:
             return str(self.vllm_min)
-        return "through specreg" if self.method is not None and not self.vllm_maps else "not served"
+        return "not mapped" if self.method is not None and not self.vllm_maps else "not served"
 
     @property
     def family(self) -> str | None:
