@@ -240,10 +240,12 @@ def added_algorithm(tmp_path, monkeypatch):
     monkeypatch.setattr(algorithms, "BUILTIN_PACKAGE", "tmpalgos")
     monkeypatch.setattr(algorithms, "_builtin", None)
     monkeypatch.setattr(algorithms, "_registered", {})
-    monkeypatch.setattr(conftest, "SPECULATORS_DIRS", [*conftest.SPECULATORS_DIRS, tmp_path / "added" / "speculators"])
+    # the list itself, which the contract tests imported by name
+    conftest.SPECULATORS_DIRS.append(tmp_path / "added" / "speculators")
     assert set(algorithms.builtin()) == before | {"causal_dflash"}
     assert "tmpalgos.causal_dflash" not in sys.modules  # listed, not imported
     yield tmp_path / "added"
+    conftest.SPECULATORS_DIRS.remove(tmp_path / "added" / "speculators")
     for module in [m for m in sys.modules if m.split(".")[0] == "tmpalgos"]:
         del sys.modules[module]
 
@@ -422,11 +424,17 @@ def _compares_a_name(node, names) -> bool:
 
 
 def places_asking_by_name(root: Path, names: set) -> list[str]:
-    """Every comparison of a registered algorithm's name in the code under `root`, as FILE:LINE: CODE."""
+    """Every comparison of a registered algorithm's name in the code under `root`, as FILE:LINE: CODE
+    (only a file that quotes a name is parsed)."""
+    import re
+
+    quoted = re.compile("|".join(f"[\"']{re.escape(n)}[\"']" for n in sorted(names)))
+    texts = {path: path.read_text() for path in sorted(root.rglob("*.py"))}
     return [
         f"{path.relative_to(root.parent)}:{node.lineno}: {ast.unparse(node)}"
-        for path in sorted(root.rglob("*.py"))
-        for node in ast.walk(ast.parse(path.read_text()))
+        for path, text in texts.items()
+        if quoted.search(text)
+        for node in ast.walk(ast.parse(text))
         if isinstance(node, ast.Compare) and _compares_a_name(node, names)
     ]
 
