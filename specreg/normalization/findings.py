@@ -811,6 +811,7 @@ NO_FIX: dict[str, str] = {
     "markov-head-off": "nothing to change: a draft trained without a Markov head",
     "trainer-default-applied": "nothing to change: the provenance names the default applied",
     "mask-set-by-field": "nothing to change: the provenance names the field that set each layer's mask",
+    "aux-layer-zero": "nothing to change: a note; `specreg check` against the verifier says whether its class captures id 0",
 }
 
 
