@@ -83,6 +83,10 @@ class _UsageError(Exception):
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line naming the command and the fix (`--help` shows the usage)."""
 
+    def parse_known_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201 (argparse's signature)
+        self.argv = list(sys.argv[1:] if args is None else args)  # which command a usage error is about
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{self.prog}: {message}{did_you_mean(self, message)} (see {self.prog} --help)")
 
@@ -110,7 +114,13 @@ def did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
         close = difflib.get_close_matches(choice.group(1), choices, n=1, cutoff=0.6)
         return f"; did you mean {close[0]}?" if close else ""
     if message.startswith("unrecognized arguments: "):
-        options = _options(parser)
+        # the named command's options and the top level's: another command's option is no suggestion
+        # (and a parser built for one command says what the whole parser says)
+        options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                named = next((w for w in getattr(parser, "argv", []) if w in action.choices), None)
+                options += _options(action.choices[named]) if named else []
         hints = []
         for word in message.removeprefix("unrecognized arguments: ").split():
             if word.startswith("--"):
