@@ -19,6 +19,7 @@ BASE = {
     "specreg.version",
     "specreg.facts",
     "specreg.transformers",
+    "specreg.speculators",
 }
 FACADE = {
     "specreg",
@@ -29,6 +30,8 @@ FACADE = {
     "specreg.facts.refresh",
     "specreg.transformers.__main__",
     "specreg.transformers.refresh",
+    "specreg.speculators.__main__",
+    "specreg.speculators.refresh",
 }
 
 

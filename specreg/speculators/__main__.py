@@ -1,0 +1,5 @@
+import sys
+
+from specreg.speculators.refresh import main
+
+sys.exit(main())

@@ -1,0 +1,302 @@
+"""`python -m specreg.speculators list | refresh | diff`: one speculators release's facts, computed by
+running that release's own config classes, written to specreg/speculators/facts/<version>.json (see the
+package docstring).
+
+    python -m specreg.speculators refresh 0.9.0 --python ENV/bin/python   # downloads the wheel (pip)
+    python -m specreg.speculators refresh --wheel speculators-0.9.0-py3-none-any.whl --python ...
+    python -m specreg.speculators list
+    python -m specreg.speculators diff 0.8.1 0.9.0
+
+speculators is imported only in a child interpreter (`--python`, default this one), which must have the
+release's own dependencies (torch, a transformers it accepts, pydantic); the wheel is unpacked and put
+first on its path, so it wins over an installed speculators."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from specreg.errors import SpecregError
+
+#: run in the child interpreter: argv = [out file]. Every module under speculators.models and
+#: speculators.proposals is imported, so that each config class registers itself (the releases'
+#: registries discover them the same way); then each registered class's pydantic fields are read,
+#: those declared by speculators' own classes (not transformers' PretrainedConfig's).
+EXTRACT = """
+import importlib, importlib.metadata, json, pkgutil, sys, types, typing
+import speculators
+
+def render(t):
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if t is type(None):
+        return "None"
+    if origin is typing.Union or origin is getattr(types, "UnionType", None):
+        return " | ".join(render(a) for a in args)
+    if origin is typing.Literal:
+        return "Literal[" + ", ".join(repr(a) for a in args) + "]"
+    if origin is typing.Annotated:
+        return render(args[0])
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin).replace("typing.", ""))
+        return name + ("[" + ", ".join(render(a) for a in args) + "]" if args else "")
+    if isinstance(t, type):
+        return t.__name__
+    return str(t).replace("typing.", "")
+
+def declared(cls):
+    # the fields speculators' own classes declare: under transformers 5, PretrainedConfig's own
+    # attributes (dtype, id2label, ...) are pydantic fields of the subclass too; they are transformers'
+    names = set()
+    for klass in cls.__mro__:
+        if klass.__module__.split(".")[0] == "speculators":
+            names |= set(klass.__dict__.get("__annotations__", {}))
+    return names
+
+def is_config_object(value):
+    return any(k.__name__ in ("PretrainedConfig", "PreTrainedConfig") for k in type(value).__mro__)
+
+def fields_of(cls):
+    from pydantic_core import PydanticUndefined, to_jsonable_python
+    out = {}
+    own = declared(cls)
+    for name, info in cls.model_fields.items():
+        if name not in own:
+            continue
+        entry = {"type": render(info.annotation)}
+        if info.is_required():
+            entry["required"] = True
+        else:
+            try:
+                value = info.get_default(call_default_factory=True)
+            except TypeError:
+                value = info.get_default()
+            if value is PydanticUndefined:
+                entry["required"] = True
+            elif is_config_object(value):  # a transformers config: its class names it
+                entry["default_object"] = type(value).__name__
+            else:
+                try:
+                    entry["default"] = json.loads(json.dumps(to_jsonable_python(value)))
+                except Exception:
+                    entry["default_object"] = type(value).__name__
+        if name == "speculators_version":
+            entry.pop("default", None)  # the release's own version, read from its metadata
+        out[name] = entry
+    return out
+
+def version_of(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+unreadable = {}
+for package in ("speculators.models", "speculators.proposals"):
+    try:
+        pkg = importlib.import_module(package)
+    except Exception as exc:
+        unreadable[package] = f"{type(exc).__name__}: {exc}"
+        continue
+    for mod in pkgutil.walk_packages(pkg.__path__, package + "."):
+        try:
+            importlib.import_module(mod.name)
+        except Exception as exc:
+            unreadable[mod.name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+config = importlib.import_module("speculators.config")
+base = config.SpeculatorModelConfig
+algorithms = {}
+for name, cls in sorted((base.registry or {}).items()):
+    algorithms[name] = {"class": cls.__name__, "module": cls.__module__, "fields": fields_of(cls)}
+proposals = {}
+token = getattr(config, "TokenProposalConfig", None)
+for name, cls in sorted(((token.registry if token is not None else None) or {}).items()):
+    proposals[name] = {"class": cls.__name__, "fields": fields_of(cls)}
+found = {
+    "speculators": importlib.metadata.version("speculators"),
+    "run_with": {d: version_of(d) for d in ("transformers", "pydantic", "torch")},
+    "algorithms": algorithms,
+    "speculators_config": fields_of(config.SpeculatorsConfig),
+    "verifier": fields_of(config.VerifierConfig),
+    "proposal_methods": proposals,
+    "unreadable_modules": unreadable,
+}
+with open(sys.argv[1], "w", encoding="utf-8") as fh:
+    json.dump(found, fh)
+"""
+
+
+class RefreshError(SpecregError):
+    """The facts could not be computed: the wheel, the download or the child interpreter failed."""
+
+
+def extract(python: str, wheel: Path | None = None) -> dict:
+    """The facts of the speculators in `wheel` (else the one `python` has installed), as computed by its
+    own config classes in a child `python`."""
+    with tempfile.TemporaryDirectory(prefix="specreg-speculators-") as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["TRANSFORMERS_VERBOSITY"] = "error"
+        if wheel is not None:
+            try:
+                with zipfile.ZipFile(wheel) as zf:
+                    zf.extractall(Path(tmp) / "wheel")
+            except (OSError, zipfile.BadZipFile) as exc:
+                raise RefreshError(f"not a readable wheel ({exc})", source=str(wheel)) from None
+            env["PYTHONPATH"] = str(Path(tmp) / "wheel")
+        out = Path(tmp) / "facts.json"
+        try:
+            run = subprocess.run(
+                [python, "-c", EXTRACT, str(out)], capture_output=True, text=True, env=env, timeout=900, cwd=tmp
+            )
+        except OSError as exc:
+            raise RefreshError(f"cannot run it ({exc.strerror or exc})", source=python) from None
+        if run.returncode != 0:
+            last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise RefreshError(f"could not read speculators' config classes: {last}", source=python)
+        found = json.loads(out.read_text(encoding="utf-8"))
+    if wheel is not None and not Path(wheel).name.startswith(f"speculators-{found['speculators']}-"):
+        raise RefreshError(
+            f"gave speculators {found['speculators']}: is a speculators package installed in a way that "
+            "wins over the wheel's?",
+            source=str(wheel),
+        )
+    if not found["algorithms"]:
+        raise RefreshError(
+            "registers no speculator config class that could be imported"
+            + (f" ({'; '.join(f'{m}: {e}' for m, e in sorted(found['unreadable_modules'].items()))})"),
+            source=str(wheel or python),
+        )
+    return found
+
+
+def download(version: str, into: Path) -> Path:
+    """speculators==version's wheel, downloaded by pip (no dependencies)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", f"speculators=={version}",
+         "-d", str(into)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )  # fmt: skip
+    wheels = sorted(into.glob(f"speculators-{version}-*.whl"))
+    if run.returncode != 0 or not wheels:
+        last = (run.stderr.strip().splitlines() or ["no wheel"])[-1]
+        raise RefreshError(f"pip could not download speculators {version}: {last}", source=version)
+    return wheels[0]
+
+
+def text(found: dict) -> str:
+    """The committed file's text: one value per line, so that two releases diff line by line."""
+    return json.dumps(found, indent=1, sort_keys=True) + "\n"
+
+
+def refresh(version: str | None, wheel: Path | None, python: str, out: Path) -> Path:
+    """Compute and write one release's facts; returns the file written."""
+    from specreg import atomic
+
+    with tempfile.TemporaryDirectory(prefix="specreg-speculators-wheel-") as tmp:
+        if version is not None and wheel is None:
+            wheel = download(version, Path(tmp))
+        found = extract(python, wheel)
+    if version is not None and found["speculators"] != version:
+        raise RefreshError(f"asked for speculators {version}, read {found['speculators']}", source=version)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / f"{found['speculators']}.json"
+    atomic.write_bytes(target, text(found).encode("utf-8"))
+    return target
+
+
+def diff(old: dict, new: dict) -> list[str]:
+    """What changed from one release's facts to another's, one line each: algorithms, and per algorithm
+    (and per shared object) the fields added, removed, or whose type or default changed."""
+    lines: list[str] = []
+
+    def fields(where: str, a: dict, b: dict) -> None:
+        for name in sorted(set(a) | set(b)):
+            if name not in a:
+                lines.append(f"+ {where}.{name}: {_describe(b[name])}")
+            elif name not in b:
+                lines.append(f"- {where}.{name}: {_describe(a[name])}")
+            elif a[name] != b[name]:
+                lines.append(f"~ {where}.{name}: {_describe(a[name])} -> {_describe(b[name])}")
+
+    for algo in sorted(set(old["algorithms"]) | set(new["algorithms"])):
+        if algo not in old["algorithms"]:
+            lines.append(f"+ algorithm {algo} ({new['algorithms'][algo]['class']})")
+        elif algo not in new["algorithms"]:
+            lines.append(f"- algorithm {algo} ({old['algorithms'][algo]['class']})")
+        else:
+            fields(algo, old["algorithms"][algo]["fields"], new["algorithms"][algo]["fields"])
+    for part in ("speculators_config", "verifier"):
+        fields(part, old[part], new[part])
+    for method in sorted(set(old["proposal_methods"]) | set(new["proposal_methods"])):
+        a = old["proposal_methods"].get(method, {}).get("fields", {})
+        b = new["proposal_methods"].get(method, {}).get("fields", {})
+        fields(f"proposal_methods[{method}]", a, b)
+    return lines
+
+
+def _describe(entry: dict) -> str:
+    if entry.get("required"):
+        return f"{entry['type']}, required"
+    if "default" in entry:
+        return f"{entry['type']} = {json.dumps(entry['default'])}"
+    if "default_object" in entry:
+        return f"{entry['type']} = a {entry['default_object']}"
+    return entry["type"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from specreg import speculators
+
+    p = argparse.ArgumentParser(prog="python -m specreg.speculators", description=__doc__.split("\n\n")[0])
+    commands = p.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="the speculators releases with committed facts, oldest first")
+    d = commands.add_parser("diff", help="what changed between two known releases' committed facts")
+    d.add_argument("old")
+    d.add_argument("new")
+    r = commands.add_parser("refresh", help="compute one speculators release's facts from its wheel and write them")
+    r.add_argument("version", nargs="?", help="the release to download (pip) and read, e.g. 0.9.0")
+    r.add_argument("--wheel", type=Path, help="a downloaded speculators wheel to read instead")
+    r.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs speculators (it needs the release's dependencies; default: this one)",
+    )
+    r.add_argument(
+        "--out",
+        type=Path,
+        default=speculators.FOLDER,
+        help=f"where to write <version>.json (default {speculators.FOLDER})",
+    )
+    args = p.parse_args(argv)
+    if args.command == "list":
+        for release in speculators.known():
+            found = speculators.facts(release)
+            print(f"{release}  {', '.join(sorted(found['algorithms']))}")
+        return 0
+    if args.command == "diff":
+        for release in (args.old, args.new):
+            if release not in speculators.known():
+                known = ", ".join(speculators.known())
+                print(f"error: {release}: no committed speculators facts (known: {known})", file=sys.stderr)
+                return 2
+        for line in diff(speculators.facts(args.old), speculators.facts(args.new)):
+            print(line)
+        return 0
+    try:
+        written = refresh(args.version, args.wheel, args.python, args.out)
+    except SpecregError as exc:
+        print(f"error: {exc.line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written", file=sys.stderr)
+        return 130
+    print(written)
+    return 0
