@@ -221,4 +221,5 @@ def test_many_near_miss_keys_give_the_first_twenty_findings_and_one_counting_the
         "980 more keys are not fields dflash reads and are near misses of missing fields "
         "(sample_from_anchor); only the first 20 are listed"
     )
-    assert len(spec.to_json()) < 20_000  # 1,000 findings were about 400 kB
+    # 1,000 findings were about 400 kB; the ledger (every key, 20 near misses listed) adds about 7 kB
+    assert len(spec.to_json()) < 30_000

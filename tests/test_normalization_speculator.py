@@ -45,6 +45,7 @@ def test_to_dict_has_the_documented_keys(fx):
         "origin",
         "catalog",
         "checks",
+        "ledger",
     ]
     assert d["attention"][0] == {"layer": 0, "kind": "full", "window": None, "causal": False}
     assert set(d["findings"][0]) == {"code", "severity", "message", "path", "fix"}

@@ -23,7 +23,13 @@ from specreg.cli.sglang import engine_arg
 def add_show(sub: Any) -> None:
     show = sub.add_parser("show", help="the normalized config, attention plan, provenance and findings")
     source_args(show)
-    show.add_argument("--json", action="store_true", help="print Speculator.to_dict() as JSON")
+    show.add_argument("--json", action="store_true", help="print Speculator.to_dict() as JSON (its `ledger` too)")
+    show.add_argument(
+        "--fields",
+        action="store_true",
+        help="also print the field ledger: every key of the config and how it is accounted for "
+        "(read, a trainer's field at its default, unknown, ...)",
+    )
     engine_arg(show)
 
 
@@ -160,8 +166,30 @@ def _show(args: argparse.Namespace) -> int:
             out.append(f"      {f.message}")
     else:
         out.append("findings: none")
+    if getattr(args, "fields", False):
+        out += [""] + _ledger_lines(spec)
     print_lines(out)
     return EXIT_FINDINGS if spec.errors else EXIT_OK
+
+
+def _ledger_lines(spec: Any) -> list[str]:
+    """`show --fields`: every key of the source config and how it is accounted for."""
+    from specreg.normalization import ledger
+
+    if not spec.ledger:
+        return [
+            f"fields: no ledger for a {spec.format} config (the ledger reads the speculators format; "
+            "`specreg convert` writes this draft's twin in it)"
+        ]
+    counts: dict[str, int] = {}
+    for e in spec.ledger:
+        counts[e.status] = counts.get(e.status, 0) + 1
+    tally = ", ".join(f"{counts[s]} {s}" for s in sorted(counts, key=ledger.STATUSES.index))
+    out = [f"fields: {len(spec.ledger)} keys, every one accounted for ({tally})"]
+    width = max(len(e.path) for e in spec.ledger)
+    for e in spec.ledger:
+        out.append(f"  {e.status:<13}{e.path:<{width}}" + (f"  {e.note}" if e.note else "").rstrip())
+    return out
 
 
 def _next_step(args: argparse.Namespace, spec: Any) -> str:

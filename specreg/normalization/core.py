@@ -14,6 +14,7 @@ from specreg.normalization.capabilities import NEWEST_KNOWN, note_unknown, short
 from specreg.errors import ConfigError, Problem
 from specreg.normalization.fields import COUNT, STR, Fields, near_misses, type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
+from specreg.normalization.ledger import account, near_misses as ledger_near_misses
 from specreg.normalization.plan import Context, Envelope, Plan
 from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator, thaw
 from specreg.sources.files import is_repo_id
@@ -341,6 +342,7 @@ def _plan_speculators(
         if not isinstance(config, Mapping):
             raise ConfigError(f"the top level must be a JSON object, got {type_name(config)}", "$")
         version = target_version(vllm)
+        ledger = None
         root = Fields(config)
         name = root.get("speculators_model_type", STR, required=True)
         if name is None:
@@ -369,7 +371,12 @@ def _plan_speculators(
             plan = _run_algorithm(algo, fields, ctx, source)
             root.done()
             _carry_quantization(config, plan)
-            plan.findings.extend(_unread_fields(config, root.reads | fields.reads, algo.name))
+            if native_architecture is None:  # the user's own file: every key of it is accounted for
+                ledger = account(config, root.reads | fields.reads, algo.name, ctx.vllm_label)
+                plan.findings.extend(_unread_fields(ledger_near_misses(ledger), algo.name))
+                plan.findings.extend(ledger.findings)
+            else:  # a native file's twin: its own keys are the converter's (specreg.sources.native)
+                plan.findings.extend(_unread_fields(near_misses(config, root.reads | fields.reads), algo.name))
         findings = _envelope_findings(root, algo, ctx) + findings + plan.findings
         if version > NEWEST_KNOWN:
             findings.append(
@@ -426,6 +433,7 @@ def _plan_speculators(
             source_config=config,
             origin=origin,
             token_limits=plan.token_limits,
+            ledger=ledger.entries if ledger is not None else (),
         )
     except RecursionError:
         raise ConfigError("the config is nested too deeply", "$", source=source) from None
@@ -436,10 +444,9 @@ def _plan_speculators(
 MAX_UNREAD_FINDINGS = 20
 
 
-def _unread_fields(config: Mapping[str, Any], reads: set[str], algorithm: str) -> list[Finding]:
+def _unread_fields(misses: list[tuple[str, str, str]], algorithm: str) -> list[Finding]:
     """An info finding for each key no reader read that is a near miss of a missing field (a typo that
     would otherwise leave the field at its default without a word), at most MAX_UNREAD_FINDINGS."""
-    misses = near_misses(config, reads)
     found = [
         Finding.of(
             "unread-field",

@@ -748,6 +748,31 @@ CODES: dict[str, Code] = {
             "are never reported. A config gives at most 20 of these findings, then one counting the rest.",
         ),
         Code(
+            "unknown-field",
+            "warning",
+            "a key no known trainer release writes and nothing reads",
+            "Every key of a speculators-format config is accounted for (`specreg show --fields`, "
+            "`specreg.normalization.ledger`). This key is read by neither specreg nor the targeted vLLM, is "
+            "no transformers config key, and no speculators release whose config classes specreg has read "
+            "(`python -m specreg.speculators list`) writes it in that object. When the file's "
+            "speculators_version is newer than those releases, a newer trainer wrote it, and it may change how "
+            "the draft was trained (a new head, shifted labels) in a way no vLLM release builds; otherwise the "
+            "file was edited by hand or written by another tool. The message names the version the file claims.",
+            fix="find out what wrote the field and whether the draft was trained with it; upgrade specreg for "
+            "a newer trainer's facts",
+        ),
+        Code(
+            "trainer-field-ignored",
+            "warning",
+            "a trainer field the engine does not read, at a value that changes the draft",
+            "The key is a field a known speculators release writes (its config classes, read by "
+            "`python -m specreg.speculators refresh`), at another value than that release's default, and "
+            "neither specreg nor the targeted vLLM reads it: vLLM builds the draft as if the field were at "
+            "its default, which is not the network that was trained. At its default the field is accounted "
+            "for silently (status `trainer`).",
+            fix="serve with an engine release that reads the field, or check that the draft does not depend on it",
+        ),
+        Code(
             "trainer-default-applied",
             "info",
             "a trainer default was applied",

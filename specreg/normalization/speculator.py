@@ -160,6 +160,9 @@ class Speculator:
     checks: Any = None
     #: the draft-length traits its algorithm declared (`specreg.normalization.plan.TokenLimits`), not in to_dict
     token_limits: Any = attrs.field(default=None, kw_only=True)
+    #: every key of the source config and how it is accounted for (`specreg.normalization.ledger`;
+    #: speculators-format sources)
+    ledger: tuple[Any, ...] = attrs.field(default=(), converter=as_tuple)
 
     @property
     def servable(self) -> bool:

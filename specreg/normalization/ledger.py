@@ -1,0 +1,257 @@
+"""The field ledger: every key at every level of a speculators-format draft config, accounted for in one
+pass over the keys (DESIGN.md: every field is accounted for; nothing is silent).
+
+Each key is one of:
+
+- ``read``: specreg reads it, with the meaning the targeted vLLM gives it (the readers' `Fields.reads`);
+- ``layer``: a key of transformer_layer_config that specreg does not read itself: it is kept in the
+  draft's config, which vLLM reads as the transformers config class of its model_type;
+- ``carried``: an object specreg copies whole into the draft's config (quantization_config);
+- ``transformers``: a top-level key transformers' `PretrainedConfig` writes (save_pretrained);
+- ``trainer``: written by a speculators release (`specreg.speculators` facts) at its default, and not
+  read by vLLM: nothing trained differs from what vLLM builds;
+- ``ignored``: written by a speculators release at another value than its default, and not read by vLLM
+  (a `trainer-field-ignored` warning: the draft was trained with it, vLLM builds it without);
+- ``near-miss``: not read, and a near miss of a missing field read in the same object (an
+  `unread-field` finding: probably that field misspelt);
+- ``unknown``: not read, and no known speculators release writes it (an `unknown-field` warning:
+  written by a newer speculators than specreg knows, or edited by hand).
+
+The objects inside an unread key are that key's: they are not walked."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import lru_cache
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+from packaging.version import InvalidVersion, Version
+
+from specreg.errors import show_value
+from specreg.normalization.speculator import Finding
+from specreg.normalization.fields import child_path, hf_config_keys
+from specreg.sources.native.keys import NEAR_MISS_CUTOFF
+
+#: the statuses, in the order `show --fields` groups them
+STATUSES = ("read", "layer", "carried", "transformers", "trainer", "ignored", "near-miss", "unknown")
+#: statuses that come with a finding
+FLAGGED = frozenset({"ignored", "near-miss", "unknown"})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: top-level objects specreg copies whole into the draft's config (core._carry_quantization)
+CARRIED = frozenset({"quantization_config"})
+
+
+@attrs.frozen
+class FieldEntry:
+    """One key of the config and how it is accounted for."""
+
+    path: str
+    #: one of STATUSES (set by `account` only: no validator on this hot path)
+    status: str
+    #: what the status rests on: the release that writes it, its default, the field it nearly spells
+    note: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "status": self.status, "note": self.note}
+
+
+@attrs.frozen
+class Ledger:
+    """The entries of one config, in the config's order, and the warnings they give (near misses are
+    `near_misses()`: core words them)."""
+
+    entries: tuple[FieldEntry, ...]
+    findings: tuple[Finding, ...]
+    #: (JSON path, key, field) of every near miss, listed or not
+    misses: tuple[tuple[str, str, str], ...] = ()
+
+
+#: the most entries of one flagged status a ledger lists (and findings it gives), then one entry (and one
+#: finding) counting the rest: 100,000 unknown keys must not give 100,000 warnings (core's
+#: MAX_UNREAD_FINDINGS, for the same reason)
+MAX_FLAGGED = 20
+#: the most entries a ledger lists in all, then one counting the rest (a hostile file's 100,000 layer keys)
+MAX_ENTRIES = 2_000
+
+
+def _read_index(reads: Iterable[str]) -> tuple[set[str], set[str], dict[str, set[str]]]:
+    """From `Fields.reads` paths: the full paths read, every path some read goes through, and per object
+    path the field names read in it."""
+    full = {"$" + r if r[:1] == "[" else "$." + r for r in reads}
+    inside: set[str] = set()
+    wanted: dict[str, set[str]] = {}
+    for path in full:
+        parent, key = _split(path)
+        if isinstance(key, str):
+            wanted.setdefault(parent, set()).add(key)
+        while parent and parent != "$" and parent not in inside:
+            inside.add(parent)
+            parent, _ = _split(parent)
+    return full, inside, wanted
+
+
+def _split(path: str) -> tuple[str, str | int]:
+    """A JSON path's parent and last key ("$.a.b[0]" -> ("$.a.b", 0))."""
+    if path.endswith("]"):
+        parent, _, inner = path[:-1].rpartition("[")
+        return parent, int(inner) if inner.isdigit() else json.loads(inner)
+    parent, _, key = path.rpartition(".")
+    return parent, key
+
+
+def _claimed(config: Mapping[str, Any]) -> Version | None:
+    text = config.get("speculators_version")
+    return _version(text) if isinstance(text, str) else None
+
+
+@lru_cache(maxsize=64)
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_label: str) -> Ledger:
+    """The ledger of one speculators-format config, given what the readers read (`reads`: `Fields.reads`
+    paths) for `algorithm`, targeting `vllm_label` (Context.vllm_label: "vLLM X.Y.Z")."""
+    from specreg import speculators
+
+    full, inside, wanted = _read_index(reads)
+    read_names = {k for names in wanted.values() for k in names}
+    hf_keys = hf_config_keys()
+    claimed = _claimed(config)
+    releases = speculators.known()
+    span = f"{releases[0]} to {releases[-1]}"
+    entries: list[FieldEntry] = []
+    findings: list[Finding] = []
+    counts: dict[str, int] = {}
+    first_over: dict[str, str] = {}  # status -> the path of its first entry not listed
+    misses: list[tuple[str, str, str]] = []
+
+    def add(here: str, status: str, note: str = "", finding: Finding | None = None) -> None:
+        n = counts[status] = counts.get(status, 0) + 1
+        if (status in FLAGGED and n > MAX_FLAGGED) or len(entries) >= MAX_ENTRIES:
+            first_over.setdefault(status, here)
+            return
+        entries.append(FieldEntry(here, status, note))
+        if finding is not None:
+            findings.append(finding)
+
+    def trainer_fields(path: str, obj: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+        if path == "$":
+            return speculators.written("algorithms", algorithm)
+        if path == "$.speculators_config":
+            return speculators.written("speculators_config")
+        if path == "$.speculators_config.verifier":
+            return speculators.written("verifier")
+        if path.startswith("$.speculators_config.proposal_methods["):
+            kind = obj.get("proposal_type")
+            return speculators.written("proposal_methods", kind if isinstance(kind, str) else None)
+        return {}
+
+    def unknown(here: str, key: str, value: Any) -> None:
+        if claimed is not None and claimed > speculators.newest():
+            why = (
+                f"the file says speculators {claimed}, newer than any release specreg knows ({span}): "
+                "a field that release may have added, which can change how the draft was trained"
+            )
+            fix = f"upgrade specreg for facts of speculators {claimed}, or find out what the field does before serving"
+        else:
+            said = (
+                f"the file says speculators {claimed}"
+                if claimed is not None
+                else "the file names no speculators_version"
+            )
+            why = f"no speculators release specreg knows ({span}) writes it, and {said}: edited by hand, or written by another tool"
+            fix = "find out what wrote the field and whether the draft was trained with it; remove it if not"
+        message = (
+            f"{key} = {show_value(value, 40)} is not a field {algorithm} is known to have: {why}; "
+            f"{vllm_label} does not read it"
+        )
+        add(here, "unknown", why, Finding.of("unknown-field", message, here, fix=fix))
+
+    def walk_object(obj: Mapping[str, Any], path: str, layer: bool) -> None:
+        known = {} if layer else trainer_fields(path, obj)
+        missing = None
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                continue
+            here = child_path(path, key)
+            if here in full or here in inside:
+                add(here, "read")
+                walk(value, here, layer or here == "$.transformer_layer_config")
+                continue
+            if missing is None:
+                missing = sorted(wanted.get(path, set()) - set(obj))
+            # a field read in another object (an alias, a fallback) or a transformers key is no misspelling
+            if missing and key not in read_names and key not in hf_keys:
+                match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
+                if match:
+                    misses.append((here, key, match[0]))
+                    add(here, "near-miss", match[0])
+                    continue
+            if layer:
+                add(here, "layer")
+                continue
+            if path == "$" and key in CARRIED:
+                add(here, "carried")
+                continue
+            if path == "$" and key in hf_keys:  # architectures, dtype: transformers' own, whoever declares it
+                add(here, "transformers")
+                continue
+            if key in known:
+                release, entry = known[key]
+                if "default" in entry and value != entry["default"]:
+                    default = show_value(entry["default"], 40)
+                    message = (
+                        f"{key} = {show_value(value, 40)} was written by speculators (its default is {default}, "
+                        f"speculators {release}), and {vllm_label} does not read it: it builds the draft as if "
+                        "the field were absent, not as trained"
+                    )
+                    fix = f"serve with a vLLM that reads {key}, or check that the draft does not depend on it"
+                    finding = Finding.of("trainer-field-ignored", message, here, fix=fix)
+                    add(here, "ignored", f"speculators {release}: default {default}", finding)
+                else:
+                    what = (
+                        f"default {show_value(entry['default'], 40)}"
+                        if "default" in entry
+                        else f"{entry['type']}, no default"
+                    )
+                    add(here, "trainer", f"speculators {release}: {what}")
+                continue
+            unknown(here, key, value)
+
+    def walk(value: Any, path: str, layer: bool) -> None:
+        if type(value) in _SCALARS:
+            return
+        if type(value) is dict or isinstance(value, Mapping):  # parsed JSON: dict, the fast test
+            if layer or path in inside or path == "$":
+                walk_object(value, path, layer)
+        elif type(value) is list and (path in inside or layer):
+            for i, item in enumerate(value):
+                here = child_path(path, i)
+                if (here in inside or layer) and isinstance(item, Mapping):
+                    walk_object(item, here, layer)
+
+    walk(config, "$", False)
+    for status, here in first_over.items():  # one entry (and one warning) counting what was not listed
+        listed = sum(1 for e in entries if e.status == status)
+        rest = counts[status] - listed
+        note = f"and {rest:,} more {status} keys from here on, not listed"
+        entries.append(FieldEntry(here, status, note))
+        if status in ("unknown", "ignored"):
+            code = "unknown-field" if status == "unknown" else "trainer-field-ignored"
+            message = (
+                f"{rest:,} more keys are {status} fields like the ones above; only the first {MAX_FLAGGED} are listed"
+            )
+            findings.append(Finding.of(code, message, here))
+    return Ledger(tuple(entries), tuple(findings), tuple(misses))
+
+
+def near_misses(ledger: Ledger) -> list[tuple[str, str, str]]:
+    """(JSON path, key, field) for each key that is a near miss of a missing field."""
+    return list(ledger.misses)
