@@ -303,3 +303,15 @@ def test_no_real_config_or_fixture_has_an_unread_field(name):
     except (specreg.ConfigError, specreg.SpecregError):
         return  # refused with its reason (tests/test_native_structure.py holds which)
     assert unread(spec) == []
+
+
+def test_copy_data_is_what_a_json_round_trip_gives_plain_or_not():
+    import json as _json
+
+    from specreg.normalization.fields import Fields
+
+    plain = {"a": [1, 2.5, {"b": None, "c": [True, "x"]}], "d": {}}
+    copied = Fields(plain).copy_data()
+    assert copied == _json.loads(_json.dumps(plain)) and copied["a"][2] is not plain["a"][2]
+    odd = {"t": (1, 2), "n": {1: "int key"}}  # not plain JSON: the round trip decides
+    assert Fields(odd).copy_data() == {"t": [1, 2], "n": {"1": "int key"}}

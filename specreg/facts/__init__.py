@@ -305,14 +305,20 @@ def rule_spans(rule: str) -> tuple[tuple[str, str | None], ...]:
     return tuple(spans(rule, _holds_per_release(rule)))
 
 
+@lru_cache(maxsize=256)
+def _parsed(version: str | Version) -> tuple[Version, str]:
+    """A version and its X.Y release, parsed once (`holds` is asked dozens of times a normalization)."""
+    v = Version(str(version))
+    return v, f"{v.major}.{v.minor}"
+
+
 def holds(rule: str, version: str | Version) -> bool:
     """Whether vLLM `version` ("X.Y", "X.Y.Z" or a Version) has the dated rule `rule`: its release's
     record (a patch release is its X.Y's); past the newest known release, the newest's. Before the oldest
     (where `state` says None: not known), a rule typed as older than every tracked release by its typed
     first version, any other as the oldest known release has it: specreg plans as that release would,
     never "needs vLLM >= the oldest release" for a rule whose start the facts do not hold."""
-    v = Version(str(version))
-    release = f"{v.major}.{v.minor}"
+    v, release = _parsed(version)
     values = _release_values(rule)
     if release in values:
         return values[release]

@@ -131,8 +131,10 @@ def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -
         if ctx.native_architecture is not None or (read is None and algo.served_by(facts.oldest())):
             note_unknown(algo.rule)
             return findings
-    removed_after = algo.last_served_before(ctx.vllm) if algo.method is not None else None
-    if algo.method is not None and not algo.served_by(ctx.vllm) and removed_after is not None:
+    unserved = algo.method is not None and not algo.served_by(ctx.vllm)
+    # asked only where vLLM does not serve it: it reads every known release's facts
+    removed_after = algo.last_served_before(ctx.vllm) if unserved else None
+    if unserved and removed_after is not None:
         words = facts.refusal(ctx.vllm, algo.name)
         findings.append(
             Finding.of(
@@ -143,7 +145,7 @@ def _envelope_findings(root: Fields, algo: algorithms.Algorithm, ctx: Context) -
                 "$.speculators_model_type",
             )
         )
-    elif algo.method is not None and algo.vllm_min is not None and not algo.served_by(ctx.vllm):
+    elif unserved and algo.vllm_min is not None:
         findings.append(
             Finding.of(
                 "vllm-unsupported-algorithm",

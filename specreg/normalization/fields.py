@@ -237,8 +237,35 @@ class Fields:
         return iter(self._data)
 
     def copy_data(self) -> dict[str, Any]:
-        """A deep copy of this object, for pass-through (the source is never mutated)."""
-        return json.loads(json.dumps(self._data))
+        """A deep copy of this object, for pass-through (the source is never mutated): what a JSON round
+        trip gives, without the round trip where the object is plain parsed JSON."""
+        try:
+            return _json_copy(self._data)
+        except _NotPlain:
+            return json.loads(json.dumps(self._data))
+
+
+class _NotPlain(Exception):
+    """A value a JSON round trip would change (a tuple, a non-string key, a mapping proxy)."""
+
+
+def _json_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _NotPlain
+            out[k] = v if type(v) in _PLAIN else _json_copy(v)
+        return out
+    if kind is list:
+        return [v if type(v) in _PLAIN else _json_copy(v) for v in value]
+    if kind in _PLAIN:
+        return value
+    raise _NotPlain
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 #: the decoder configs draft layers are built from, whose default keys `hf_config_keys()` holds

@@ -24,8 +24,8 @@ from __future__ import annotations
 import difflib
 import json
 from functools import lru_cache
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import attrs
 from packaging.version import InvalidVersion, Version
@@ -44,12 +44,12 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 CARRIED = frozenset({"quantization_config"})
 
 
-@attrs.frozen
-class FieldEntry:
-    """One key of the config and how it is accounted for."""
+class FieldEntry(NamedTuple):
+    """One key of the config and how it is accounted for. (A named tuple, not an attrs class: a
+    normalization makes one per key, and this is its hot path.)"""
 
     path: str
-    #: one of STATUSES (set by `account` only: no validator on this hot path)
+    #: one of STATUSES
     status: str
     #: what the status rests on: the release that writes it, its default, the field it nearly spells
     note: str = ""
@@ -77,9 +77,25 @@ MAX_FLAGGED = 20
 MAX_ENTRIES = 2_000
 
 
-def _read_index(reads: Iterable[str]) -> tuple[set[str], set[str], dict[str, set[str]]]:
-    """From `Fields.reads` paths: the full paths read, every path some read goes through, and per object
-    path the field names read in it."""
+@lru_cache(maxsize=None)
+def _trainer(part: str, name: str | None) -> dict[str, tuple[str, dict[str, Any], str]]:
+    """`speculators.written(part, name)` with each field's ledger note, worded once."""
+    from specreg import speculators
+
+    out = {}
+    for field, (release, entry) in speculators.written(part, name).items():
+        what = f"default {show_value(entry['default'], 40)}" if "default" in entry else f"{entry['type']}, no default"
+        out[field] = (release, entry, f"speculators {release}: {what}")
+    return out
+
+
+@lru_cache(maxsize=256)
+def _read_index(
+    reads: frozenset[str],
+) -> tuple[frozenset[str], frozenset[str], dict[str, frozenset[str]], frozenset[str]]:
+    """From `Fields.reads` paths: the full paths read, every path some read goes through, per object path
+    the field names read in it, and every name read anywhere. Cached on the set of reads: every config of
+    one algorithm is read through much the same fields, whatever their values."""
     full = {"$" + r if r[:1] == "[" else "$." + r for r in reads}
     inside: set[str] = set()
     wanted: dict[str, set[str]] = {}
@@ -90,7 +106,8 @@ def _read_index(reads: Iterable[str]) -> tuple[set[str], set[str], dict[str, set
         while parent and parent != "$" and parent not in inside:
             inside.add(parent)
             parent, _ = _split(parent)
-    return full, inside, wanted
+    names = frozenset(k for keys in wanted.values() for k in keys)
+    return frozenset(full), frozenset(inside), {p: frozenset(k) for p, k in wanted.items()}, names
 
 
 def _split(path: str) -> tuple[str, str | int]:
@@ -120,8 +137,7 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
     paths) for `algorithm`, targeting `vllm_label` (Context.vllm_label: "vLLM X.Y.Z")."""
     from specreg import speculators
 
-    full, inside, wanted = _read_index(reads)
-    read_names = {k for names in wanted.values() for k in names}
+    full, inside, wanted, read_names = _read_index(frozenset(reads))
     hf_keys = hf_config_keys()
     claimed = _claimed(config)
     releases = speculators.known()
@@ -132,25 +148,26 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
     first_over: dict[str, str] = {}  # status -> the path of its first entry not listed
     misses: list[tuple[str, str, str]] = []
 
-    def add(here: str, status: str, note: str = "", finding: Finding | None = None) -> None:
+    def flag(here: str, status: str, note: str, finding: Finding | None = None) -> None:
+        """A flagged entry, the first MAX_FLAGGED of each status listed (the others counted)."""
         n = counts[status] = counts.get(status, 0) + 1
-        if (status in FLAGGED and n > MAX_FLAGGED) or len(entries) >= MAX_ENTRIES:
+        if n > MAX_FLAGGED:
             first_over.setdefault(status, here)
             return
         entries.append(FieldEntry(here, status, note))
         if finding is not None:
             findings.append(finding)
 
-    def trainer_fields(path: str, obj: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    def trainer_fields(path: str, obj: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any], str]]:
         if path == "$":
-            return speculators.written("algorithms", algorithm)
+            return _trainer("algorithms", algorithm)
         if path == "$.speculators_config":
-            return speculators.written("speculators_config")
+            return _trainer("speculators_config", None)
         if path == "$.speculators_config.verifier":
-            return speculators.written("verifier")
+            return _trainer("verifier", None)
         if path.startswith("$.speculators_config.proposal_methods["):
             kind = obj.get("proposal_type")
-            return speculators.written("proposal_methods", kind if isinstance(kind, str) else None)
+            return _trainer("proposal_methods", kind if isinstance(kind, str) else None)
         return {}
 
     def unknown(here: str, key: str, value: Any) -> None:
@@ -172,18 +189,20 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
             f"{key} = {show_value(value, 40)} is not a field {algorithm} is known to have: {why}; "
             f"{vllm_label} does not read it"
         )
-        add(here, "unknown", why, Finding.of("unknown-field", message, here, fix=fix))
+        flag(here, "unknown", why, Finding.of("unknown-field", message, here, fix=fix))
 
     def walk_object(obj: Mapping[str, Any], path: str, layer: bool) -> None:
         known = {} if layer else trainer_fields(path, obj)
         missing = None
+        prefix = path + "."
         for key, value in obj.items():
             if not isinstance(key, str):
                 continue
-            here = child_path(path, key)
+            here = prefix + key if key.isascii() and key.isidentifier() else child_path(path, key)
             if here in full or here in inside:
-                add(here, "read")
-                walk(value, here, layer or here == "$.transformer_layer_config")
+                entries.append(FieldEntry(here, "read"))
+                if type(value) not in _SCALARS:
+                    walk(value, here, layer or here == "$.transformer_layer_config")
                 continue
             if missing is None:
                 missing = sorted(wanted.get(path, set()) - set(obj))
@@ -192,63 +211,60 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
                 match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
                 if match:
                     misses.append((here, key, match[0]))
-                    add(here, "near-miss", match[0])
+                    flag(here, "near-miss", match[0])
                     continue
             if layer:
-                add(here, "layer")
+                entries.append(FieldEntry(here, "layer"))
                 continue
             if path == "$" and key in CARRIED:
-                add(here, "carried")
+                entries.append(FieldEntry(here, "carried"))
                 continue
             if path == "$" and key in hf_keys:  # architectures, dtype: transformers' own, whoever declares it
-                add(here, "transformers")
+                entries.append(FieldEntry(here, "transformers"))
                 continue
             if key in known:
-                release, entry = known[key]
+                release, entry, note = known[key]
                 if "default" in entry and value != entry["default"]:
-                    default = show_value(entry["default"], 40)
                     message = (
-                        f"{key} = {show_value(value, 40)} was written by speculators (its default is {default}, "
-                        f"speculators {release}), and {vllm_label} does not read it: it builds the draft as if "
-                        "the field were absent, not as trained"
+                        f"{key} = {show_value(value, 40)} was written by speculators (its default is "
+                        f"{show_value(entry['default'], 40)}, speculators {release}), and {vllm_label} does not "
+                        "read it: it builds the draft as if the field were absent, not as trained"
                     )
                     fix = f"serve with a vLLM that reads {key}, or check that the draft does not depend on it"
-                    finding = Finding.of("trainer-field-ignored", message, here, fix=fix)
-                    add(here, "ignored", f"speculators {release}: default {default}", finding)
+                    flag(here, "ignored", note, Finding.of("trainer-field-ignored", message, here, fix=fix))
                 else:
-                    what = (
-                        f"default {show_value(entry['default'], 40)}"
-                        if "default" in entry
-                        else f"{entry['type']}, no default"
-                    )
-                    add(here, "trainer", f"speculators {release}: {what}")
+                    entries.append(FieldEntry(here, "trainer", note))
                 continue
             unknown(here, key, value)
 
     def walk(value: Any, path: str, layer: bool) -> None:
-        if type(value) in _SCALARS:
-            return
         if type(value) is dict or isinstance(value, Mapping):  # parsed JSON: dict, the fast test
             if layer or path in inside or path == "$":
                 walk_object(value, path, layer)
         elif type(value) is list and (path in inside or layer):
             for i, item in enumerate(value):
+                if type(item) in _SCALARS:  # layer_types: strings, nothing inside
+                    continue
                 here = child_path(path, i)
                 if (here in inside or layer) and isinstance(item, Mapping):
                     walk_object(item, here, layer)
 
     walk(config, "$", False)
     for status, here in first_over.items():  # one entry (and one warning) counting what was not listed
-        listed = sum(1 for e in entries if e.status == status)
-        rest = counts[status] - listed
-        note = f"and {rest:,} more {status} keys from here on, not listed"
-        entries.append(FieldEntry(here, status, note))
+        rest = counts[status] - MAX_FLAGGED
+        entries.append(FieldEntry(here, status, f"and {rest:,} more {status} keys from here on, not listed"))
         if status in ("unknown", "ignored"):
             code = "unknown-field" if status == "unknown" else "trainer-field-ignored"
             message = (
                 f"{rest:,} more keys are {status} fields like the ones above; only the first {MAX_FLAGGED} are listed"
             )
             findings.append(Finding.of(code, message, here))
+    if len(entries) > MAX_ENTRIES:  # a hostile file's 100,000 layer keys: the first ones, then a count
+        rest = len(entries) - MAX_ENTRIES
+        first = entries[MAX_ENTRIES]
+        entries[MAX_ENTRIES:] = [
+            FieldEntry(first.path, first.status, f"and {rest:,} more keys from here on, not listed")
+        ]
     return Ledger(tuple(entries), tuple(findings), tuple(misses))
 
 
