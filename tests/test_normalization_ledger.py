@@ -104,7 +104,7 @@ def test_a_near_miss_stays_an_unread_field_info_not_an_unknown_field(variant):
     assert statuses(spec)["$.sample_from_anchr"] == "near-miss"
 
 
-@pytest.mark.parametrize("name", ["dflash", "dflash2", "dspark_generated", "eagle3_generated", "peagle", "mtp"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in (DATA / "speculators").glob("*.json")))
 def test_configs_speculators_itself_generated_have_no_unknown_field(fx, name):
     spec = specreg.normalize(fx(name), vllm=VLLM)
     assert "unknown-field" not in codes(spec), [f.message for f in spec.findings if f.code == "unknown-field"]
@@ -123,3 +123,17 @@ def test_show_fields_prints_the_ledger_and_json_carries_it(capsys, tmp_path, var
     assert main(["show", str(path), "--json", "--vllm", VLLM]) == 0
     entries = {e["path"]: e for e in json.loads(capsys.readouterr().out)["ledger"]}
     assert entries["$.shift_label"]["status"] == "unknown" and entries["$.block_size"]["status"] == "read"
+
+
+def test_what_a_releases_to_dict_lets_through_is_the_trainers(fx):
+    # speculators 0.4.0's to_dict, under transformers 4.57, writes transformers' class attributes
+    # base_model_ep_plan and has_no_defaults_at_init (read from the wheel: its facts' to_dict_keys)
+    spec = specreg.normalize(fx("eagle3_v040_generated"), vllm=VLLM)
+    entry = {e.path: e for e in spec.ledger}["$.base_model_ep_plan"]
+    writes = [
+        r
+        for r in speculators.known()
+        if "base_model_ep_plan" in (speculators.facts(r)["algorithms"].get("eagle3", {}).get("to_dict_keys") or ())
+    ]
+    assert "0.4.0" in writes
+    assert entry.status == "trainer" and entry.note == f"speculators {writes[-1]}: written by to_dict(), no default"

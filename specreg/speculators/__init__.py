@@ -6,7 +6,8 @@ release's config classes in a child interpreter and reads their pydantic fields:
 
 - `algorithms`: per `speculators_model_type` the class registered for it and its fields, each with its
   type and default (or `required`), the top-level keys a draft of that release holds beside the
-  transformers config keys `PretrainedConfig` writes;
+  transformers config keys `PretrainedConfig` writes; and `to_dict_keys`, the keys a default instance's
+  `to_dict()` writes (None where the class has no default instance);
 - `speculators_config`, `verifier`, `proposal_methods`: the fields of the objects every draft nests
   (`SpeculatorsConfig`, `VerifierConfig`, each registered `TokenProposalConfig`);
 - `run_with`: the transformers, pydantic and torch the classes ran under; `unreadable_modules`: modules
@@ -55,7 +56,10 @@ def written(part: str, name: str | None = None) -> dict[str, tuple[str, dict[str
     for release in known():
         found = facts(release)[part]
         if part == "algorithms":
-            groups = [found.get(name, {}).get("fields", {})]
+            algo = found.get(name, {})
+            for key in algo.get("to_dict_keys") or ():  # what to_dict adds beyond the fields
+                out[key] = (release, {"type": "written by to_dict()"})
+            groups = [algo.get("fields", {})]
         elif part == "proposal_methods":
             groups = [m["fields"] for t, m in found.items() if name is None or t == name]
         else:

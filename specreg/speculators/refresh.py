@@ -27,7 +27,9 @@ from specreg.errors import SpecregError
 #: run in the child interpreter: argv = [out file]. Every module under speculators.models and
 #: speculators.proposals is imported, so that each config class registers itself (the releases'
 #: registries discover them the same way); then each registered class's pydantic fields are read,
-#: those declared by speculators' own classes (not transformers' PretrainedConfig's).
+#: those declared by speculators' own classes (not transformers' PretrainedConfig's), and the keys a
+#: default instance's to_dict() writes (a release's to_dict may let transformers' class attributes
+#: through: 0.4.0 under transformers 4.57 writes base_model_ep_plan).
 EXTRACT = """
 import importlib, importlib.metadata, json, pkgutil, sys, types, typing
 import speculators
@@ -114,6 +116,12 @@ base = config.SpeculatorModelConfig
 algorithms = {}
 for name, cls in sorted((base.registry or {}).items()):
     algorithms[name] = {"class": cls.__name__, "module": cls.__module__, "fields": fields_of(cls)}
+    try:  # what save_pretrained writes for a default instance: the fields, and what to_dict adds
+        written = sorted(cls().to_dict())
+    except Exception as exc:
+        written = None
+        unreadable[f"{cls.__name__}().to_dict()"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    algorithms[name]["to_dict_keys"] = written
 proposals = {}
 token = getattr(config, "TokenProposalConfig", None)
 for name, cls in sorted(((token.registry if token is not None else None) or {}).items()):
