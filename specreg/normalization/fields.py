@@ -237,16 +237,15 @@ class Fields:
         return iter(self._data)
 
     def copy_data(self) -> dict[str, Any]:
-        """A deep copy of this object, for pass-through (the source is never mutated): what a JSON round
-        trip gives, without the round trip where the object is plain parsed JSON."""
+        """A deep copy for pass-through (the source is never mutated): a JSON round trip's result."""
         try:
             return _json_copy(self._data)
         except _NotPlain:
             return json.loads(json.dumps(self._data))
 
 
-class _NotPlain(Exception):
-    """A value a JSON round trip would change (a tuple, a non-string key, a mapping proxy)."""
+class _NotPlain(Exception):  # a value a JSON round trip would change (a tuple, a non-string key)
+    pass
 
 
 def _json_copy(value: Any) -> Any:
