@@ -120,6 +120,7 @@ def test_show_fields_prints_the_ledger_and_json_carries_it(capsys, tmp_path, var
     head = next(i for i, line in enumerate(lines) if line.startswith("fields: "))
     assert "1 unknown" in lines[head]
     assert any(line.split()[:2] == ["unknown", "$.shift_label"] for line in lines[head + 1 :])
+    assert all(line == line.rstrip() for line in lines[head:])
     assert main(["show", str(path), "--json", "--vllm", VLLM]) == 0
     entries = {e["path"]: e for e in json.loads(capsys.readouterr().out)["ledger"]}
     assert entries["$.shift_label"]["status"] == "unknown" and entries["$.block_size"]["status"] == "read"

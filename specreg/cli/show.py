@@ -188,7 +188,7 @@ def _ledger_lines(spec: Any) -> list[str]:
     out = [f"fields: {len(spec.ledger)} keys, every one accounted for ({tally})"]
     width = max(len(e.path) for e in spec.ledger)
     for e in spec.ledger:
-        out.append(f"  {e.status:<13}{e.path:<{width}}" + (f"  {e.note}" if e.note else "").rstrip())
+        out.append(f"  {e.status:<13}{e.path:<{width}}  {e.note}".rstrip())
     return out
 
 

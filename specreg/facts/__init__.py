@@ -305,9 +305,8 @@ def rule_spans(rule: str) -> tuple[tuple[str, str | None], ...]:
     return tuple(spans(rule, _holds_per_release(rule)))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256)  # a version and its X.Y, parsed once: `holds` is asked dozens of times a normalization
 def _parsed(version: str | Version) -> tuple[Version, str]:
-    """A version and its X.Y release, parsed once (`holds` is asked dozens of times a normalization)."""
     v = Version(str(version))
     return v, f"{v.major}.{v.minor}"
 
