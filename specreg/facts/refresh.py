@@ -324,16 +324,21 @@ class Interrupted(KeyboardInterrupt):
 @contextlib.contextmanager
 def sigint_held() -> Iterator[None]:
     """Ctrl-C held back until the block is done (it is delivered after): the two renames of a swap
-    are one step to it, so no Ctrl-C leaves the release's folder under neither name."""
+    are one step to it, so no Ctrl-C leaves the release's folder under neither name. Python runs signal
+    handlers in the main thread whichever thread the kernel picked, so the handler is swapped for one that
+    only notes the signal (a thread's signal mask would not hold where other threads run: pytest-xdist's)."""
+    noted = []
     try:
-        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    except (AttributeError, OSError, ValueError):  # no signal masks here: the rollback below still holds
-        before = None
+        previous = signal.signal(signal.SIGINT, lambda *_: noted.append(True))
+    except ValueError:  # not the main thread: no handler to swap; the rollback below still holds
+        previous = None
     try:
         yield
     finally:
-        if before is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+            if noted:
+                signal.raise_signal(signal.SIGINT)  # delivered now, to the handler that was there
 
 
 def replace_folder(target: Path, computed: dict[str, Path]) -> None:
