@@ -301,3 +301,32 @@ def test_two_drafts_normalized_from_dicts_are_served_from_two_folders(cache):
     ]
     assert folders[0] != folders[1] and folders[0] == folders[2]
     assert len(os.listdir(cache)) == 2
+
+
+def test_an_earlier_specregs_serve_folder_neither_blocks_serve_nor_is_touched(served, cache, tmp_path):
+    """A folder an earlier specreg served into (its signed specreg.json bound to no folder, recording no
+    content) is not specreg's to rewrite; after an upgrade `serve` writes beside it, not refusing the draft
+    it served before, and `cache list` says why the old one is left."""
+    import hashlib
+
+    import specreg
+    from specreg.vllm import manifest
+
+    draft = tmp_path / "draft"
+    old_doc = json.loads((cache / served / "specreg.json").read_text())
+    for key in (manifest.FOLDER, manifest.WRITTEN, manifest.SIGNATURE):
+        old_doc.pop(key)
+    old_doc[manifest.SIGNATURE] = manifest.signature(old_doc)  # signed as an earlier specreg signed
+    spec = specreg.load(draft, vllm="0.33")
+    digest = hashlib.sha256(json.dumps(manifest.draft_identity(spec), sort_keys=True, default=str).encode())
+    earlier = cache / served.replace(manifest.identity_digest(spec), digest.hexdigest()[:16])
+    assert earlier != cache / served
+    (cache / served).rename(earlier)
+    (earlier / "specreg.json").write_text(json.dumps(old_doc))
+    before = {name: (earlier / name).read_bytes() for name in os.listdir(earlier)}
+
+    r = run_in_process("serve", str(draft), "--vllm", "0.33", "--config-only")
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(cache)) == sorted([earlier.name, served])
+    assert {name: (earlier / name).read_bytes() for name in os.listdir(earlier)} == before
+    assert "an earlier specreg's" in listing()[earlier.name]["why"]

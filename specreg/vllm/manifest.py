@@ -60,7 +60,10 @@ def judged_manifest(directory: Path, *, dir_fd: int | None = None) -> tuple[dict
         return doc, f"its {MANIFEST} is not signed with this machine's key (edited, or written elsewhere)"
     folder = doc.get(FOLDER)
     if not isinstance(folder, dict):
-        return doc, f"its {MANIFEST} is an earlier specreg's, bound to no folder (a copy could not be told apart)"
+        return doc, (
+            f"its {MANIFEST} is an earlier specreg's, bound to no folder and recording no content (a copy or an "
+            "edit could not be told apart): remove it by hand once nothing serves from it"
+        )
     try:
         inode = os.fstat(dir_fd).st_ino if dir_fd is not None else os.stat(directory, follow_symlinks=False).st_ino
     except OSError:
@@ -107,6 +110,10 @@ def user_changes(
 
 cache_root = dirwrite.cache_root
 
+#: the form of specreg.json: 2 records each file written (size and sha256, or a link's target) and the
+#: folder it was written into; an earlier form recorded neither
+MANIFEST_FORM = 2
+
 
 def draft_identity(spec: "Speculator") -> dict[str, Any] | None:
     """What makes a draft this draft: its config's sha256 and where it lives (a Hub repo at a commit,
@@ -142,7 +149,10 @@ def identity_digest(spec: "Speculator") -> str:
     identity = draft_identity(spec)
     if identity is None:
         identity = {"draft_config": spec.draft_config_dict(), "speculative_config": spec.speculative_config_dict()}
-    body = json.dumps(identity, sort_keys=True, default=str).encode()
+    # the manifest's form is part of the key: a folder an earlier specreg wrote (no content record, bound to
+    # no folder) is never specreg's to rewrite, so after an upgrade `serve` writes a new folder beside it
+    # instead of refusing the draft it served before
+    body = json.dumps({"manifest": MANIFEST_FORM, **identity}, sort_keys=True, default=str).encode()
     return hashlib.sha256(body).hexdigest()[:16]
 
 
