@@ -69,6 +69,7 @@ def collect() -> dict[str, Any]:
     from specreg.normalization.capabilities import NEWEST_KNOWN, installed_vllm, short
     from specreg.sglang import rules as sglang_rules
     from specreg.sources import hub
+    from specreg.verify.urls import redact
 
     vllm = installed_vllm()
     sglang = sglang_rules.installed()
@@ -91,7 +92,8 @@ def collect() -> dict[str, Any]:
         "sglang": {"installed": sglang, "rules": sglang_rules.target()[0] if sglang is None else sglang},
         "huggingface_hub": _version("huggingface_hub"),
         "hub": {
-            "endpoint": (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/"),
+            # pasted into bug reports: a password or token in HF_ENDPOINT is never printed
+            "endpoint": redact((os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")),
             "offline": hub.offline(),
         },
         "caches": {
