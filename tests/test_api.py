@@ -743,3 +743,34 @@ def test_any_size_the_cli_would_refuse_is_a_specreg_error_naming_the_argument(dr
     with pytest.raises(specreg.SpecregError) as caught:
         specreg.check(str(draft), **{argument: value})
     assert str(caught.value).startswith(f"{argument} must be an integer from 1 to 1000000000, got ")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda d, t: specreg.load(d, vllm="9" * 5000), "--vllm: not a vLLM version: '9999"),
+        (lambda d, t: specreg.materialize(d, t, weights="hardlink"), "weights must be 'link', 'copy' or 'none'"),
+        (lambda d, t: specreg.convert(d, t, weights=None), "weights must be 'link', 'copy' or 'none', got null"),
+        (lambda d, t: specreg.catalog_list(verifier=5), "verifier must be a string, got int 5"),
+        (lambda d, t: specreg.catalog_list("x" * 5000), "pattern"),
+        (lambda d, t: specreg.catalog_entry(None), "entry_id must be a catalog id such as org/name, got None"),
+        (lambda d, t: specreg.catalog_entry(5), "entry_id must be a string, got int 5"),
+        (lambda d, t: specreg.catalog_pin(None), "entry_id must be a catalog id"),
+        (lambda d, t: specreg.serve_plan(d, force_verifier="yes"), "force_verifier must be True or False, got str"),
+        (lambda d, t: specreg.materialize(d, t, force_verifier=1), "force_verifier must be True or False, got int"),
+    ],
+)
+def test_a_malformed_argument_is_specregs_own_error_never_a_builtin_one(tmp_path, draft, call, message):
+    """ValueError (a 5,000-digit version, weights='hardlink'), AttributeError (verifier=5) and
+    TypeError (catalog_entry(None)) escaped the API; 'yes' passed as force_verifier."""
+    with pytest.raises(specreg.SpecregError) as caught:
+        call(str(draft), str(tmp_path / "out"))
+    assert type(caught.value) in (specreg.SpecregError, specreg.ConfigError)
+    assert message in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_show_with_a_5000_digit_vllm_is_one_error_line_exit_2(draft):
+    r = run_specreg("show", str(draft), "--vllm", "9" * 5000)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "not a vLLM version" in r.stderr and "(5,000 characters)" in r.stderr

@@ -49,3 +49,9 @@ def test_an_unknown_code_is_one_line_with_the_closest():
 def test_a_code_like_none_points_at_the_docs():
     r = run_in_process("explain", "zzzz")
     assert r.stderr == "error: no finding code 'zzzz'; the codes are listed in docs/findings.md\n"
+
+
+def test_a_code_with_a_trailing_newline_is_refused_like_any_unknown_code():
+    r = run_in_process("explain", "served-causal-mismatch\n")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == "error: no finding code 'served-causal-mismatch\\n'; did you mean served-causal-mismatch?\n"

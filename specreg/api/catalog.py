@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from specreg.api import validation
 from specreg.entries import CheckReport, Entry, Pinned, catalog, check, pin
 from specreg.errors import SpecregError
 from specreg.normalization.speculator import as_tuple
@@ -124,6 +125,8 @@ def catalog_list(
     for my model"), `figures` ranks the entries' figures best first within each group of the same
     metric, k, dataset and engine: figures measured otherwise are not compared. With `k`, only the
     entries with a baseline measured at that k, and only those figures."""
+    for name, value in (("pattern", pattern), ("algorithm", algorithm), ("verifier", verifier), ("tag", tag)):
+        validation.text(name, value)
     cat = catalog(registry)
     verifiers = {e.verifier.id for e in cat.values()}
     for name, value, known in (
@@ -158,6 +161,8 @@ def _folded(value: str, known: set[str]) -> bool:
 
 def catalog_entry(entry_id: str, *, registry: Registry = None) -> Entry:
     """One entry with its baselines; a SpecregError naming the closest id for one the catalog lacks."""
+    if validation.text("entry_id", entry_id) is None:
+        raise SpecregError("entry_id must be a catalog id such as org/name, got None")
     cat = catalog(registry)
     entry = cat.get(entry_id)
     if entry is None:
@@ -173,4 +178,7 @@ def catalog_check(*, registry: Registry = None) -> CheckReport:
 
 def catalog_pin(entry_id: str, *, revision: str | None = None, registry: Registry = None) -> Pinned:
     """Pin an entry to a Hub commit: its config's sha256 and a snapshot written beside the entry."""
+    if validation.text("entry_id", entry_id) is None:
+        raise SpecregError("entry_id must be a catalog id such as org/name, got None")
+    validation.text("revision", revision)
     return pin(entry_id, revision=revision, directory=registry)

@@ -170,6 +170,9 @@ def _load(
     with force_verifier); one refused already is not checked further."""
     from specreg.vllm.preflight import accept_verifier, against_verifier
 
+    from specreg.api import validation
+
+    validation.flag("force_verifier", force_verifier)
     if isinstance(draft, Speculator):
         spec = draft
     else:

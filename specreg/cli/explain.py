@@ -27,7 +27,7 @@ def explanation(code: str) -> dict[str, Any]:
     from specreg.normalization.findings import CODES, NO_FIX
 
     algorithms()  # plugins register their own codes when they load
-    found = CODES.get(code.strip().lower())
+    found = CODES.get(code.lower())  # the whole value: a code with a newline or spaces around it is not one
     if found is None:
         import difflib
 

@@ -18,7 +18,7 @@ from typing import Iterator
 from packaging.version import InvalidVersion, Version
 
 from specreg import facts
-from specreg.errors import ConfigError
+from specreg.errors import ConfigError, clipped
 
 #: The newest vLLM release specreg's rules were checked against; the target when none is installed.
 NEWEST_KNOWN = facts.newest()
@@ -134,9 +134,10 @@ def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:
         return text
     try:
         v = Version(str(text).strip())
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a part past int()'s 4300 digits
         raise ConfigError(
-            f"not a vLLM version: {text!r} (expected e.g. {short(NEWEST_KNOWN)} or {NEWEST_KNOWN})", what
+            f"not a vLLM version: {clipped(str(text))} (expected e.g. {short(NEWEST_KNOWN)} or {NEWEST_KNOWN})",
+            what,
         ) from None
     return Version(v.base_version)
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError
+from specreg.errors import ConfigError, FileNotFoundOnHubError, SpecregError, show_value
 from specreg.sources import hub
 from specreg.sources.files import file_kind, link_outside
 
@@ -161,8 +161,8 @@ def _hub_weights(spec: "Speculator", progress: Callable[[str], None]) -> dict[st
 
 
 def check_weight_mode(weights: str) -> None:
-    if weights not in ("link", "copy", "none"):
-        raise ValueError(f"weights must be 'link', 'copy' or 'none', not {weights!r}")
+    if not isinstance(weights, str) or weights not in ("link", "copy", "none"):
+        raise SpecregError(f"weights must be 'link', 'copy' or 'none', got {show_value(weights, 40)}")
 
 
 def weight_sources(
