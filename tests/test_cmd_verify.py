@@ -822,3 +822,58 @@ def test_in_process_verify_without_vllm_fails_before_the_weights_are_downloaded(
     assert r.returncode == 5, r.stderr
     assert "the in-process engine needs vLLM" in r.stdout + r.stderr
     assert hub.bytes_sent(".safetensors") == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            lambda r: r.update(model="org/other-draft"),
+            "the earlier run's model was 'org/other-draft', this run's is 'org/draft'",
+        ),
+        (
+            lambda r: r.update(verifier="org/other-verifier"),
+            "the earlier run's verifier was 'org/other-verifier', this run's is 'org/verifier'",
+        ),
+        (lambda r: r.pop("verifier"), "the earlier run's verifier was not recorded"),
+        (
+            lambda r: r["environment"].update(vllm_version="0.0.1"),
+            "the earlier run's vLLM version was '0.0.1', this run's is",
+        ),
+        (lambda r: r["harness"].update(seed=r["harness"]["seed"] + 1), "the earlier run's harness differs (seed)"),
+    ],
+)
+def test_resume_keeps_no_chunk_of_another_model_verifier_release_or_harness(mt_setup, change, why):
+    """The chunks an interrupted run of another model left in --out were kept: a draft at AL 1.35 was
+    reported at 2.22; a server now on another vLLM release kept the old chunks too."""
+    reg, rows, out = mt_setup
+    args = ("verify", "org/draft", "--dataset-file", str(rows), "--registry", str(reg), "--out", str(out))
+    with OpenAIServer(rates=(0.1, 0.1, 0.1)) as server:  # the earlier run: another AL
+        assert run(*args, "--server", server.url, "--no-early-stop").returncode == 1
+    earlier = json.loads((out / "result.json").read_text())
+    earlier.update(verdict="interrupted", chunk_counters=earlier["chunk_counters"][:4])
+    change(earlier)
+    (out / "result.json").write_text(json.dumps(earlier))
+    with OpenAIServer() as server:
+        r = run(*args, "--server", server.url, "--no-early-stop", "--resume")
+        sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
+    resumed = json.loads((out / "result.json").read_text())
+    assert r.returncode == 0 and resumed["verdict"] == "pass" and len(sent) == 20
+    assert resumed["statistics"]["acceptance_length"] == 2.8
+    (note,) = [n for n in resumed["notes"] if n.startswith("--resume")]
+    assert why in note and note.endswith("; measured from the start") and note in r.stderr
+
+
+def test_resume_of_the_same_run_keeps_its_chunks_and_records_the_verifier(mt_setup):
+    reg, rows, out = mt_setup
+    args = ("verify", "org/draft", "--dataset-file", str(rows), "--registry", str(reg), "--out", str(out))
+    with OpenAIServer() as server:
+        run(*args, "--server", server.url, "--no-early-stop")
+    earlier = json.loads((out / "result.json").read_text())
+    assert earlier["verifier"] == "org/verifier"
+    earlier.update(verdict="interrupted", chunk_counters=earlier["chunk_counters"][:4])
+    (out / "result.json").write_text(json.dumps(earlier))
+    with OpenAIServer() as server:
+        r = run(*args, "--server", server.url, "--no-early-stop", "--resume")
+        sent = [p for p, _ in server.requests if p.startswith("/v1/chat")]
+    assert r.returncode == 0 and len(sent) == 20 - 2 * 4

@@ -11,11 +11,11 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 
-from specreg.errors import HubError, SpecregError
+from specreg.errors import HubError, SpecregError, clipped, printable
 from specreg.verify import outputs
 from specreg.verify.engines import (
     BadAnswer,
@@ -276,6 +276,7 @@ def _verify(
     }
     result: dict[str, Any] = {
         "model": model,
+        "verifier": None,  # what the engine ran the draft beside (set once the engine is up)
         "started": started,
         "engine": _engine_name(opts),
         "notes": notes,
@@ -346,6 +347,7 @@ def _verify(
                 kwargs["speculative_config"]["num_speculative_tokens"] = opts.k
             engine = InProcessEngine(engine_kwargs(kwargs, **options), deadline=deadline)
         environment["vllm_version"] = engine.version()
+        result["verifier"] = _measured_verifier(engine, kwargs)
         harness = attrs.evolve(harness, vllm_version=environment["vllm_version"])
         if opts.server:
             _check_served(engine, model, spec, entry)
@@ -364,7 +366,12 @@ def _verify(
                     "engine options a server takes at launch, not per request (recorded as the harness, "
                     "not checked): " + ", ".join(f"{k}={v}" for k, v in set_at_launch.items())
                 )
-        earlier = _resumable(out, harness, notes) if opts.resume else []
+        if opts.resume:
+            same = {"model": model, "verifier": result["verifier"], "vllm": environment["vllm_version"]}
+            earlier = _resumable(out, harness, notes, same)
+            progress(notes[-1])
+        else:
+            earlier = []
         items = prompts.items
         if one_at_a_time and opts.early_stop:
             # one prompt per chunk: in interleaved order, so that the prompts before a look span the dataset
@@ -447,6 +454,7 @@ def _verify(
             notes=notes,
             dataset_source=prompts.source,
             dataset_revision=result["dataset_revision"],
+            verifier=result["verifier"],
             statistics=partial,
             chunk_counters=[d.chunk_dict() for d in deltas],
         )
@@ -465,6 +473,7 @@ def _verify(
             notes=notes,
             dataset_source=prompts.source,
             dataset_revision=result["dataset_revision"],
+            verifier=result["verifier"],
             chunk_counters=[],
         )
         if out is not None:
@@ -555,9 +564,19 @@ def stop_rule(
     return decided
 
 
-def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any]:
-    """The chunks an interrupted run in `out` measured, when its harness is this run's (--resume);
-    [] (and a note saying why) otherwise."""
+def _measured_verifier(engine: Any, kwargs: Mapping[str, Any] | None) -> str | None:
+    """What the engine runs the draft beside: the models a server lists (their roots, the path or
+    Hub id each was loaded from), or the model handed to vllm.LLM."""
+    if kwargs is not None:
+        return kwargs.get("model")
+    served = sorted({root or ident for ident, root in engine.served_models()})
+    return ", ".join(served) or None
+
+
+def _resumable(out: Path | None, harness: Harness, notes: list[str], same: Mapping[str, Any]) -> list[Any]:
+    """The chunks an interrupted run in `out` measured, when it is this run: the same model, verifier
+    and vLLM version (`same`: model, verifier, vllm) and the same harness (--resume); [] (and a note
+    saying why) otherwise: chunks of another model or release would be judged as this one's."""
     from specreg.verify.counters import CounterError, SpecCounters
 
     if out is None or not (out / outputs.RESULT).is_file():
@@ -571,10 +590,27 @@ def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any
         if earlier.get("verdict") != "interrupted":
             notes.append(f"--resume: the earlier run finished ({earlier.get('verdict')}); measured from the start")
             return []
+        theirs_said = {
+            "model": earlier.get("model"),
+            "verifier": earlier.get("verifier"),
+            "vllm": (earlier.get("environment") or {}).get("vllm_version"),
+        }
+        for key, what in (("model", "model"), ("verifier", "verifier"), ("vllm", "vLLM version")):
+            if theirs_said[key] != same[key] or same[key] is None:
+                notes.append(
+                    f"--resume: the earlier run's {what} was {_said(theirs_said[key])}, this run's is "
+                    f"{_said(same[key])}; measured from the start"
+                )
+                return []
         mine = {k: v for k, v in _plain(harness).items() if k != "vllm_version"}
         theirs = {k: v for k, v in (earlier.get("harness") or {}).items() if k != "vllm_version"}
         if json.loads(json.dumps(mine, default=str)) != theirs:
-            notes.append("--resume: the earlier run's harness differs; measured from the start")
+            differ = sorted(
+                k
+                for k in mine.keys() | theirs.keys()
+                if json.loads(json.dumps(mine.get(k), default=str)) != theirs.get(k)
+            )
+            notes.append(f"--resume: the earlier run's harness differs ({', '.join(differ)}); measured from the start")
             return []
         chunks = [SpecCounters.from_chunk_dict(d) for d in earlier.get("chunk_counters") or []]
     except (OSError, ValueError, CounterError, AttributeError) as exc:
@@ -582,6 +618,10 @@ def _resumable(out: Path | None, harness: Harness, notes: list[str]) -> list[Any
         return []
     notes.append(f"resumed: {len(chunks)} chunk(s) measured by the interrupted run of {earlier.get('started')} kept")
     return chunks
+
+
+def _said(value: Any) -> str:
+    return "not recorded" if value is None else printable(clipped(str(value), 120))
 
 
 def _compare_without_draft(
