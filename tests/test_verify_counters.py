@@ -6,7 +6,7 @@ import json
 import attrs
 import pytest
 
-from conftest import run_specreg
+from conftest import run_in_process, run_specreg
 from openai_server import OpenAIServer
 from specreg.verify import counters as C
 
@@ -158,3 +158,44 @@ def test_counters_whose_label_sets_sum_to_infinity_are_refused_not_a_crash():
     )
     with pytest.raises(CounterError, match="sums to infinity"):
         from_prometheus(text)
+
+
+def test_a_server_claiming_more_drafts_than_its_completions_could_hold_is_invalid(tmp_path):
+    """10^7 drafts per completion of 256 tokens was judged `pass` after 6 prompts: the counters were
+    checked for sign and consistency only."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"question": f"q{i}"}) + "\n" for i in range(4)))
+    out = tmp_path / "out"
+    with OpenAIServer(drafts_per_request=10**7) as server:
+        r = run_in_process(
+            "verify",
+            "org/x",
+            "--server",
+            server.url,
+            "--dataset-file",
+            str(rows),
+            "--dataset",
+            "gsm8k",
+            "--num-prompts",
+            "4",
+            "--max-tokens",
+            "256",
+            "--out",
+            str(out),
+            env={"HF_HUB_OFFLINE": "1"},
+        )
+    result = json.loads((out / "result.json").read_text())
+    assert r.returncode == 2 and result["verdict"] == "invalid", r.stderr
+    assert result["error"] == (
+        "chunk 1: vllm:spec_decode_num_drafts rose by 10,000,000 over 1 completion of at most 256 tokens "
+        "(at most 256 drafts): not a measurement of these prompts"
+    )
+
+
+def test_drafts_up_to_one_per_output_token_are_possible():
+    from specreg.verify.counters import CounterError, SpecCounters, check_possible
+
+    fine = SpecCounters(drafts=512, draft_tokens=3 * 512, accepted=10, per_pos=(10,))
+    assert check_possible(fine, requests=2, max_tokens=256, chunk=1) is fine
+    with pytest.raises(CounterError, match="rose by 513 over 2 completions"):
+        check_possible(attrs.evolve(fine, drafts=513), requests=2, max_tokens=256, chunk=1)

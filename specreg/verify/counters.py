@@ -230,3 +230,24 @@ def check_delta(delta: SpecCounters, *, chunk: int) -> SpecCounters:
             "counts drafts with at least i + 1 accepted tokens, which cannot grow"
         )
     return delta
+
+
+def check_possible(delta: SpecCounters, *, requests: int, max_tokens: int | None, chunk: int) -> SpecCounters:
+    """Refuse a chunk's delta that its requests could not have produced: each of `requests` completions
+    ends at `max_tokens` output tokens, and each draft is verified in a step that emits at least one
+    of them, so a chunk has at most requests x max_tokens drafts (a server claiming 10^7 drafts for
+    6 completions of 256 tokens is not measuring them)."""
+    if max_tokens is None:
+        return delta
+    most = requests * max_tokens
+    if delta.drafts > most:
+        raise CounterError(
+            f"chunk {chunk}: {DRAFTS} rose by {delta.drafts:,} over {requests} completion{'s' * (requests != 1)} "
+            f"of at most {max_tokens} tokens (at most {most:,} drafts): not a measurement of these prompts"
+        )
+    if delta.draft_tokens > delta.drafts * MAX_POSITIONS:
+        raise CounterError(
+            f"chunk {chunk}: {delta.draft_tokens:,} draft tokens in {delta.drafts:,} drafts: more than "
+            f"{MAX_POSITIONS} tokens per draft"
+        )
+    return delta

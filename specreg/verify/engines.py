@@ -72,13 +72,15 @@ def measure(
     deadline: float | None = None,
     skip: int = 0,
     stop: Callable[[list[SpecCounters], int], bool] | None = None,
+    max_tokens: int | None = None,
 ) -> list[SpecCounters]:
     """Run the prompts chunk by chunk; the counters' delta over each chunk is that chunk's measure.
     `deadline` (time.monotonic()) is checked before each chunk. `skip`: chunks measured by an
     interrupted run that this one resumes (not run again; their deltas are the caller's). `stop`
     (the deltas so far, the prompts done) is asked after each chunk whether the verdict is decided:
-    then the rest is not run (verify's sequential test)."""
-    from specreg.verify.counters import check_delta
+    then the rest is not run (verify's sequential test). `max_tokens`: each prompt's output limit, which
+    bounds what a chunk's counters can have counted."""
+    from specreg.verify.counters import check_delta, check_possible
 
     deltas, done = [], 0
     parts = chunks(items, n_chunks)
@@ -96,7 +98,9 @@ def measure(
         except KeyboardInterrupt:
             raise Interrupted(deltas, done, len(items)) from None
         try:
-            deltas.append(attrs.evolve(check_delta(counters() - before, chunk=i + 1), seconds=took))
+            delta = check_delta(counters() - before, chunk=i + 1)
+            check_possible(delta, requests=len(part), max_tokens=max_tokens, chunk=i + 1)
+            deltas.append(attrs.evolve(delta, seconds=took))
         except CounterError as exc:
             raise BadAnswer(str(exc)) from None
         done += len(part)
@@ -320,6 +324,7 @@ class ServerEngine:
                 deadline=self.deadline,
                 skip=skip,
                 stop=decided,
+                max_tokens=max_tokens,
             )
 
 
@@ -398,7 +403,15 @@ class InProcessEngine:
                 raise EngineError(f"vLLM failed while generating: {type(exc).__name__}: {exc}") from None
 
         return measure(
-            self.counters, items, n_chunks, run_chunk, progress, deadline=self.deadline, skip=skip, stop=decided
+            self.counters,
+            items,
+            n_chunks,
+            run_chunk,
+            progress,
+            deadline=self.deadline,
+            skip=skip,
+            stop=decided,
+            max_tokens=max_tokens,
         )
 
 
