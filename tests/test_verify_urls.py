@@ -97,3 +97,18 @@ def test_no_command_prints_a_credential_planted_in_any_variable_specreg_reads(hu
         assert said.strip() and SECRET not in said, (argv, said)
     r = run_in_process("env", env=env)
     assert f"Hub endpoint     http://user:***@{host}" in r.stdout
+
+
+def test_a_token_standing_as_the_user_of_the_server_url_is_never_recorded(tmp_path):
+    from specreg.verify.run import Options, verify
+
+    out = tmp_path / "out"
+    result = verify(
+        "org/x",
+        Options(server=f"http://hf_{SECRET}@127.0.0.1:9", dataset_file=str(_prompts_file(tmp_path))),
+        out=out,
+        history=None,
+        progress=lambda _m: None,
+    )
+    text = "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    assert SECRET not in text and SECRET not in json.dumps(result) and "http://***@127.0.0.1:9" in text

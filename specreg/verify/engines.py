@@ -141,7 +141,11 @@ class ServerEngine:
         self.shown = redact(self.url)  # what messages and results may say (no password)
         from urllib.parse import urlsplit
 
-        self._secret = urlsplit(self.url).password
+        parts = urlsplit(self.url)
+        # the password, or a user name standing alone that is long enough to be a token
+        # (https://TOKEN@host), as redact hides them
+        alone = parts.username if parts.password is None and len(parts.username or "") >= 8 else None
+        self._secret = parts.password or alone
         self.timeout = timeout
         self.deadline = deadline
         self.client = httpx.Client(timeout=timeout)
