@@ -42,7 +42,7 @@ _LAZY = {
     "check_layer_ids": "specreg.normalization.fields",
     "algorithms": "specreg.normalization.algorithms",
     "catalog": "specreg.entries",
-    "convert": "specreg.api",
+    "convert": "specreg.api.conversion",
     # what the commands print, as frozen values with to_dict() (docs/api.md)
     "serve_plan": "specreg.api.serve",
     "materialize": "specreg.api.serve",

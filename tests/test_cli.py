@@ -184,8 +184,12 @@ def test_serve_needs_a_verifier_when_the_config_has_a_local_one(draft):
         "usable verifier; "
         "pass --verifier ORG/NAME"
     )
-    # not the verifier the config names, so it is read first: offline and uncached here, a warning
+    # not the verifier the config names, so it is read first: offline and uncached here, refused unless waived
     r = run_specreg("serve", str(draft), "--verifier", "Qwen/Qwen3-8B", env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2 and "pass --skip-verifier-check" in r.stderr
+    r = run_specreg(
+        "serve", str(draft), "--verifier", "Qwen/Qwen3-8B", "--skip-verifier-check", env={"HF_HUB_OFFLINE": "1"}
+    )
     assert r.returncode == 0
     assert r.stdout.startswith("vllm serve Qwen/Qwen3-8B ")
     assert "# warning: verifier-unread: the draft was not checked against Qwen/Qwen3-8B: " in r.stderr

@@ -247,6 +247,12 @@ def test_force_verifier_serves_it_beside_that_verifier_with_the_errors_as_warnin
         "materialize", str(draft), str(tmp_path / "m"), "--config-only", "--verifier", str(verifier), "--force-verifier"
     )
     assert m.returncode == 0 and (tmp_path / "m" / "config.json").exists(), m.stderr
+    # specreg.json records which verifier the directory was written for and what was overridden
+    assert json.loads((tmp_path / "m" / "specreg.json").read_text())["served_beside"] == {
+        "verifier": str(verifier),
+        "checked": True,
+        "overridden": sorted(MISMATCH),
+    }
 
 
 def test_serve_for_sglang_refuses_a_verifier_the_draft_does_not_match(tmp_path, draft):
@@ -414,13 +420,32 @@ def test_same_draft_is_the_source_and_its_weights_not_the_config(tmp_path):
     assert same_draft(tmp_path / "d", spec1) and not same_draft(tmp_path / "d", spec2)
 
 
-def test_a_given_verifier_the_hub_cannot_give_is_served_unchecked_with_a_warning(draft):
+def test_a_given_verifier_the_hub_cannot_give_is_refused_unless_the_check_is_waived(tmp_path, draft, monkeypatch):
+    """Offline, `serve --verifier HUB_ID` served unchecked with only a warning: a check the user asked
+    for that cannot run refuses, or is waived by name."""
     from test_cmd_check import closed_port_url
 
-    r = run("serve", str(draft), "--verifier", "org/other", "--config-only", env={"HF_ENDPOINT": closed_port_url()})
+    env = {"HF_ENDPOINT": closed_port_url()}
+    for command in (["serve", str(draft)], ["materialize", str(draft), str(tmp_path / "m")]):
+        r = run(*command, "--verifier", "org/other", "--config-only", env=env)
+        assert r.returncode == 2 and r.stdout == "" and not (tmp_path / "m").exists(), r.stderr
+        assert r.stderr.splitlines()[-1].startswith(f"error: {draft}: the draft was not checked against org/other: ")
+        assert r.stderr.splitlines()[-1].endswith(
+            "; nothing written: give a verifier this machine can read, or pass --skip-verifier-check "
+            "(skip_verifier_check=True in Python) to serve the draft beside it unchecked"
+        )
+    r = run("serve", str(draft), "--verifier", "org/other", "--config-only", "--skip-verifier-check", env=env)
     assert r.returncode == 0 and shlex.split(r.stdout)[:3] == ["vllm", "serve", "org/other"], r.stderr
     (line,) = [x for x in r.stderr.splitlines() if "verifier-unread" in x]
     assert line.startswith("# warning: verifier-unread: the draft was not checked against org/other: could not fetch")
+    assert line.endswith("(served unchecked: --skip-verifier-check)")
+    monkeypatch.setenv("HF_ENDPOINT", env["HF_ENDPOINT"])
+    with pytest.raises(specreg.SpecregError, match="pass --skip-verifier-check"):
+        specreg.serve_plan(str(draft), verifier="org/other", config_only=True, write=False)
+    plan = specreg.serve_plan(str(draft), verifier="org/other", config_only=True, skip_verifier_check=True)
+    assert plan.written and plan.verifier == "org/other"
+    recorded = json.loads((Path(plan.directory) / "specreg.json").read_text())["served_beside"]
+    assert recorded == {"verifier": "org/other", "checked": False, "overridden": []}
 
 
 def test_a_refusal_comes_before_anything_is_written_or_downloaded(hub, tmp_path):

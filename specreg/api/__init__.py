@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable
+from typing import Any
 
 from packaging.version import Version
 
@@ -116,27 +116,6 @@ def _in_the_file(exc: ConfigError, text: str, origin) -> ConfigError:
     named.source = label
     named.args = (named.line(),)
     return named
-
-
-def convert(
-    source: str | os.PathLike[str],
-    directory: str | os.PathLike[str],
-    *,
-    verifier: str | None = None,
-    revision: str | None = None,
-    weights: str = "link",
-    force: bool = False,
-    progress: Callable[[str], None] | None = None,
-):
-    """Write the speculators-format twin of a native draft into `directory` (empty unless force);
-    see specreg.vllm.conversion.write_twin."""
-    from specreg.vllm.conversion import check_weight_mode, write_twin
-
-    check_weight_mode(weights)
-    spec = load(source, revision=revision, verifier=verifier, check_verifier=False)
-    return write_twin(
-        spec, directory, source=str(source), verifier=verifier, weights=weights, force=force, progress=progress
-    )
 
 
 def _with_catalog_help(exc: HubError, text: str, revision: str | None) -> HubError:

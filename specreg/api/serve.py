@@ -165,14 +165,18 @@ def _load(
     vllm: str | Version | None,
     verifier: str | None,
     force_verifier: bool,
+    skip_verifier_check: bool = False,
 ) -> Speculator:
     """The draft, checked against a given verifier other than the one it names (its errors warnings
-    with force_verifier); one refused already is not checked further."""
+    with force_verifier; a check that cannot run refused unless skip_verifier_check); one refused
+    already is not checked further."""
     from specreg.vllm.preflight import accept_verifier, against_verifier
 
     from specreg.api import validation
+    from specreg.api.verifier import require_verifier_check
 
     validation.flag("force_verifier", force_verifier)
+    validation.flag("skip_verifier_check", skip_verifier_check)
     if isinstance(draft, Speculator):
         spec = draft
     else:
@@ -180,8 +184,18 @@ def _load(
 
         spec = load(draft, revision=revision, vllm=vllm, verifier=verifier, check_verifier=False)
     if spec.servable:
-        spec = against_verifier(spec, verifier)
+        spec = require_verifier_check(against_verifier(spec, verifier), skip_verifier_check)
     return accept_verifier(spec) if force_verifier else spec
+
+
+def _write(spec: Speculator, target: Any, verifier: str, weights: str, force: bool, progress: Any) -> Any:
+    from specreg.vllm.materialize import materialize as write
+
+    from specreg.api.verifier import served_beside
+
+    return write(
+        spec, target, weights=weights, force=force, progress=progress, served_beside=served_beside(spec, verifier)
+    )
 
 
 def serve_plan(
@@ -198,6 +212,7 @@ def serve_plan(
     spec_flags: bool = False,
     write: bool = True,
     force_verifier: bool = False,
+    skip_verifier_check: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ServePlan:
     """The `vllm serve` line that serves a draft as trained (`specreg serve`).
@@ -211,7 +226,9 @@ def serve_plan(
     --spec-method/--spec-tokens instead of --speculative-config. `progress` receives each note as it
     is made (and the materialize steps). A `verifier` other than the one the draft names is checked
     first (as `specreg check` does): an error there raises NotServable, unless force_verifier (then
-    each is a warning in `findings`). Raises NotServable, ConfigError, SpecregError."""
+    each is a warning in `findings`); a verifier whose config cannot be read (offline) is a
+    SpecregError unless skip_verifier_check serves the draft beside it unchecked. Raises NotServable,
+    ConfigError, SpecregError."""
     from specreg.vllm.manifest import default_directory
 
     from specreg.api import validation
@@ -230,7 +247,7 @@ def serve_plan(
         say(text)
 
     given = vllm_settings(vllm_args)
-    spec = _load(draft, revision, vllm, verifier, force_verifier)
+    spec = _load(draft, revision, vllm, verifier, force_verifier, skip_verifier_check)
     chosen = serving_verifier(spec, verifier)
     flags = list(vllm_args) + _hint_flags(spec, chosen, given, note)
     reason = spec.materialize_reason
@@ -242,7 +259,7 @@ def serve_plan(
         if write:
             # written again without force where it holds exactly what specreg wrote of this same draft
             weights = "none" if config_only else "link"
-            done = spec.materialize(target, weights=weights, force=force, progress=say)
+            done = _write(spec, target, chosen, weights, force, say)
             target, written = done.directory, True
         else:
             target = target.absolute()
@@ -355,6 +372,7 @@ def materialize(
     weights: str = "link",
     force: bool = False,
     force_verifier: bool = False,
+    skip_verifier_check: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Materialization:
     """Write a vLLM-ready draft directory (`specreg materialize`): config.json as trained in the form
@@ -364,9 +382,9 @@ def materialize(
 
     validation.directory("directory", directory)
     validation.flag("force", force)
-    spec = _load(draft, revision, vllm, verifier, force_verifier)
+    spec = _load(draft, revision, vllm, verifier, force_verifier, skip_verifier_check)
     chosen = serving_verifier(spec, verifier)
-    done = spec.materialize(directory, weights=weights, force=force, progress=progress)
+    done = _write(spec, directory, chosen, weights, force, progress)
     kwargs = done.llm_kwargs(verifier=chosen)
     return Materialization(
         directory=str(done.directory),

@@ -79,6 +79,12 @@ def force_verifier_arg(parser: argparse.ArgumentParser) -> None:
         help="serve the draft beside --verifier even where it does not match it (the errors `specreg check` "
         "finds for that pair are printed as warnings): for someone who knows better than the configs",
     )
+    parser.add_argument(
+        "--skip-verifier-check",
+        action="store_true",
+        help="serve the draft beside a --verifier whose config cannot be read here (offline, the Hub down) "
+        "without checking the pair; without it that is refused",
+    )
 
 
 def add_materialize(sub: Any) -> None:
@@ -97,6 +103,7 @@ def add_convert(sub: Any) -> None:
     conv.add_argument(
         "--json", action="store_true", help="print what was written (directory, format, files, verifier) as JSON"
     )
+    force_verifier_arg(conv)
 
 
 def _report(spec, quiet: bool = False) -> None:
@@ -109,12 +116,13 @@ def _report(spec, quiet: bool = False) -> None:
 def _checked(args: argparse.Namespace):
     """The draft checked against a --verifier other than its own (its errors warnings with
     --force-verifier), its findings reported."""
+    from specreg.api.verifier import require_verifier_check
     from specreg.vllm.agreement import served_with
     from specreg.vllm.preflight import accept_verifier, against_verifier
 
     spec = load_draft(args, check_verifier=False)
     if spec.servable:  # one refused already is not checked further
-        spec = against_verifier(spec, args.verifier)
+        spec = require_verifier_check(against_verifier(spec, args.verifier), args.skip_verifier_check)
     if args.force_verifier:
         spec = accept_verifier(spec)
     spec = served_with(spec, getattr(args, "num_speculative_tokens", None))
@@ -150,6 +158,7 @@ def _serve(args: argparse.Namespace) -> int:
             gpu=args.gpu,
             spec_flags=args.spec_flags,
             force_verifier=args.force_verifier,
+            skip_verifier_check=args.skip_verifier_check,
             write=write,
             progress=progress,
         )
@@ -187,6 +196,7 @@ def _materialize(args: argparse.Namespace) -> int:
             weights=weights,
             force=args.force,
             force_verifier=args.force_verifier,
+            skip_verifier_check=args.skip_verifier_check,
             progress=None if args.quiet else progress_line,
         )
     except NotServable as exc:
@@ -212,18 +222,25 @@ def _materialize(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from specreg.api import convert
+    from specreg.api.conversion import convert
+    from specreg.api.serve import NotServable
 
     weights = "none" if args.config_only else "copy" if args.copy else "link"
-    done = convert(
-        args.source,
-        args.dir,
-        verifier=args.verifier,
-        revision=args.revision,
-        weights=weights,
-        force=args.force,
-        progress=None if args.quiet else progress_line,
-    )
+    try:
+        done = convert(
+            args.source,
+            args.dir,
+            verifier=args.verifier,
+            revision=args.revision,
+            weights=weights,
+            force=args.force,
+            force_verifier=args.force_verifier,
+            skip_verifier_check=args.skip_verifier_check,
+            progress=None if args.quiet else progress_line,
+        )
+    except NotServable as exc:
+        print_lines([f"# error: {f.code}: {f.message}" for f in exc.findings], file=sys.stderr)
+        raise _refused(exc, args.source) from None
     if args.json:
         print(json.dumps(done.to_dict(), indent=2))
         return EXIT_OK

@@ -34,6 +34,7 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
         verifier=args.verifier,
         check_weights=check_weights,
         force_verifier=getattr(args, "force_verifier", False),
+        skip_verifier_check=getattr(args, "skip_verifier_check", False),
     )
 
 

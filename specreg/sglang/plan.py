@@ -18,6 +18,7 @@ def sglang_plan(
     check_verifier: bool | None = None,
     check_weights: bool = True,
     force_verifier: bool = False,
+    skip_verifier_check: bool = False,
 ) -> SGLangPlan:
     """The draft at `source` as SGLang `sglang` (the newest release specreg knows when None) serves it as
     trained: `.config` (config.json), `.argv(DIR)`, `.findings`, `.materialize(DIR)`, `.to_dict()`.
@@ -26,10 +27,13 @@ def sglang_plan(
     head SGLang would skip is refused; check_verifier: read the verifier's config, whose layer count
     and class decide what SGLang guesses for an unmodified file; by default (None) a `verifier` other
     than the one the draft names is checked (specreg.load): its errors refuse the plan, unless
-    force_verifier makes them warnings."""
+    force_verifier makes them warnings; a verifier that cannot be read refuses it, unless
+    skip_verifier_check."""
+    from specreg.api.verifier import require_verifier_check
     from specreg.vllm import preflight
 
     spec = load(source, revision=revision, verifier=verifier, check_verifier=check_verifier)
+    spec = require_verifier_check(spec, skip_verifier_check)
     if force_verifier:
         spec = preflight.accept_verifier(spec)
     names = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import attrs
 
@@ -44,9 +44,11 @@ def write_twin(
     weights: str = "link",
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    served_beside: Mapping[str, Any] | None = None,
 ) -> ConvertedDirectory:
     """Write the speculators-format twin of a loaded native draft into `directory` (empty unless
-    force). `specreg.convert(SOURCE, DIR)` loads the draft and calls this."""
+    force). `specreg.convert(SOURCE, DIR)` loads the draft, checks it against a given verifier and
+    calls this; `served_beside` (that check, as materialize records it) goes into specreg.json."""
     check_weight_mode(weights)
     say = progress or (lambda _msg: None)
     if spec.format == "speculators":
@@ -93,6 +95,8 @@ def write_twin(
         "weights": weights if sources else "none",
         "files": ["config.json", *sources, MANIFEST],
     }
+    if served_beside is not None:
+        manifest["served_beside"] = dict(served_beside)
     if not manifest["verifier"]:
         # vLLM's speculators path refuses a twin whose verifier.name_or_path is null: never write one
         raise SpecregError(

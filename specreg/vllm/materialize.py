@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 import attrs
 
@@ -191,8 +191,11 @@ def materialize(
     weights: WeightMode = "link",
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    served_beside: Mapping[str, Any] | None = None,
 ) -> Materialized:
-    """Write `spec` as a vLLM-ready draft directory (see the module docstring)."""
+    """Write `spec` as a vLLM-ready draft directory (see the module docstring). `served_beside`: the
+    verifier the draft is served beside when it is not the one it names, whether it was checked and
+    the check's errors the user overrode (`--force-verifier`), recorded in specreg.json."""
     check_weight_mode(weights)
     if spec.method is None:
         raise SpecregError(
@@ -234,6 +237,8 @@ def materialize(
         "files": ["config.json", *sources, MANIFEST],
         "findings": [f.to_dict() for f in spec.findings],
     }
+    if served_beside is not None:  # only then: a manifest written before it existed stays the same write
+        manifest["served_beside"] = dict(served_beside)
     write_locked(target, force, config, sources, weights, manifest, say)
     return Materialized(directory=target, speculator=spec, files=tuple(manifest["files"]), weights=weights)
 
