@@ -103,3 +103,36 @@ def test_serve_adds_the_catalogs_serving_hints_as_sglang_flags(hub, tmp_path):
     assert mine.returncode == 0, mine.stderr
     assert shlex.split(mine.stdout)[-4:] == ["--tensor-parallel-size", "2", "--context-length", "8192"]
     assert "# note: the catalog entry serves this draft with --tp-size 4; you asked for 2\n" in mine.stderr
+
+
+def test_the_docs_serve_pattern_keeps_a_path_with_a_space_one_argument(tmp_path):
+    """docs/sglang.md's `$(specreg serve ... --engine sglang ...) &` split the draft's directory at its
+    space: the page's lines are run through bash, with SGLang's `python` a function recording its words."""
+    import os
+    import subprocess
+    import sys
+
+    text = (DATA.parents[1] / "docs" / "sglang.md").read_text()
+    block = text.split("reads the acceptance length from SGLang's log:\n\n", 1)[1].split("\n\n", 1)[0]
+    draft, _verifier = write_pair(tmp_path / "my drafts", "dspark")
+    cache = tmp_path / "a cache"
+    script = block.replace("RedHatAI/Qwen3-8B-speculator.dspark", shlex.quote(str(draft))).replace(
+        "/tmp/dspark", shlex.quote(str(tmp_path / "sg dir"))
+    )
+    words = tmp_path / "words"
+    prelude = (
+        f'specreg() {{ {shlex.quote(sys.executable)} -m specreg "$@"; }}\n'
+        f'python() {{ if [ "$2" = sglang.launch_server ]; then printf "%s\\n" "$@" > {shlex.quote(str(words))}; fi; }}\n'
+    )
+    done = subprocess.run(
+        ["bash", "-e", "-c", prelude + script + "\nwait\n"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SPECREG_CACHE": str(cache), "HF_HUB_OFFLINE": "1"},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    argv = words.read_text().splitlines()
+    served = argv[argv.index("--speculative-draft-model-path") + 1]
+    assert " " in served and os.path.isfile(os.path.join(served, "config.json"))
+    assert argv[-4:] == ["--port", "30000", "--mem-fraction-static", "0.8"]
