@@ -136,3 +136,15 @@ def test_the_docs_serve_pattern_keeps_a_path_with_a_space_one_argument(tmp_path)
     served = argv[argv.index("--speculative-draft-model-path") + 1]
     assert " " in served and os.path.isfile(os.path.join(served, "config.json"))
     assert argv[-4:] == ["--port", "30000", "--mem-fraction-static", "0.8"]
+
+
+def test_serve_for_sglang_refuses_a_verifier_it_cannot_read_unless_the_check_is_skipped(tmp_path):
+    draft, _verifier = write_pair(tmp_path, "dspark")
+    args = ("serve", str(draft), "--engine", "sglang", "--verifier", "org/other", "--dir", str(tmp_path / "o"))
+    r = run_in_process(*args, env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 2 and r.stdout == "" and not (tmp_path / "o").exists()
+    assert "the draft was not checked against org/other" in r.stderr and "--skip-verifier-check" in r.stderr
+    r = run_in_process(*args, "--skip-verifier-check", env={"HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0 and shlex.split(r.stdout)[4] == "org/other", r.stderr
+    assert "# warning: verifier-unread: the draft was not checked against org/other" in r.stderr
+    assert "(served unchecked: --skip-verifier-check)" in r.stderr

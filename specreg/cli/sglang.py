@@ -42,8 +42,13 @@ def _report(plan, source: str, quiet: bool = False) -> None:
     """The findings on stderr (with -q, errors only); a plan SGLang cannot serve as trained ends the
     command (exit 1)."""
     shown = ("error",) if quiet else ("error", "warning")
+    spec = plan.speculator
+    checked = spec.checks.found if spec.checks is not None else ()
+    # what the check against a given verifier said (errors overridden by --force-verifier) or why it did not run
+    verifier = [f for f in spec.findings if f.severity == "warning" and (f in checked or f.code == "verifier-unread")]
     print_lines(
-        [f"# {f.severity}: {f.code}: {f.message}" for f in plan.findings if f.severity in shown], file=sys.stderr
+        [f"# {f.severity}: {f.code}: {f.message}" for f in (*verifier, *plan.findings) if f.severity in shown],
+        file=sys.stderr,
     )
     if not plan.servable:
         raise Refused(
