@@ -423,6 +423,7 @@ def test_same_draft_is_the_source_and_its_weights_not_the_config(tmp_path):
 def test_a_given_verifier_the_hub_cannot_give_is_refused_unless_the_check_is_waived(tmp_path, draft, monkeypatch):
     """Offline, `serve --verifier HUB_ID` served unchecked with only a warning: a check the user asked
     for that cannot run refuses, or is waived by name."""
+    from conftest import run_in_process as run
     from test_cmd_check import closed_port_url
 
     env = {"HF_ENDPOINT": closed_port_url()}
