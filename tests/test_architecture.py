@@ -28,6 +28,7 @@ FACADE = {
     "specreg.facts.__main__",
     "specreg.facts.diff",
     "specreg.facts.refresh",
+    "specreg.facts.upstream",
     "specreg.transformers.__main__",
     "specreg.transformers.refresh",
     "specreg.speculators.__main__",

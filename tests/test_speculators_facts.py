@@ -175,3 +175,41 @@ def test_refresh_of_a_wheel_with_no_config_classes_is_an_error(tmp_path):
 
 def test_known_is_sorted_by_version():
     assert list(speculators.known()) == sorted(speculators.known(), key=Version)
+
+
+@pytest.mark.parametrize(
+    "writes, said",
+    [
+        (None, "exited 0 but wrote no facts (is it a Python with speculators?)"),
+        ("{", "wrote no facts file that reads as JSON (Expecting property name"),
+        ('{"speculators": "../x", "algorithms": {}}', "reported $.speculators = '../x': not a speculators version"),
+        ('{"speculators": 9, "algorithms": {}}', "reported $.speculators = 9: not a speculators version"),
+        ('{"speculators": "9.1.0", "algorithms": []}', "reported $.algorithms = []: not an object of algorithms"),
+        ('{"speculators": "9.1.0", "algorithms": {"x": 1}}', "reported $.algorithms = {'x': 1}: not an object"),
+    ],
+    ids=["writes nothing", "invalid JSON", "a path", "a number", "no object", "no fields"],
+)
+def test_a_child_that_reports_no_facts_is_one_line_and_writes_nothing(tmp_path, capsys, writes, said):
+    """The speculators refresh reads its child's answer by the transformers refresh's one rule
+    (specreg/facts/upstream.py): these were tracebacks, or (a version "../x") a file outside --out."""
+    from test_transformers_facts import stand_in_python
+
+    python = stand_in_python(tmp_path, writes)
+    out = tmp_path / "out" / "facts"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert refresh.main(["refresh", "--python", str(python), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: {python}: {said}")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_refresh_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.write_text("mine\n")
+    assert refresh.main(["refresh", "--python", sys.executable, "--out", str(out)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"error: {out}: is not a directory: --out names the folder <version>.json is written into\n"
+    )
+    assert out.read_text() == "mine\n"

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import zipfile
 from pathlib import Path
 
-from specreg.errors import SpecregError
+from specreg.errors import SpecregError, printable
+from specreg.facts import upstream
+from specreg.facts.upstream import RefreshError, text  # noqa: F401 (the command's own names)
 
 #: run in the child interpreter: argv = [out file]. Every module under speculators.models and
 #: speculators.proposals is imported, so that each config class registers itself (the releases'
@@ -140,84 +138,31 @@ with open(sys.argv[1], "w", encoding="utf-8") as fh:
 """
 
 
-class RefreshError(SpecregError):
-    """The facts could not be computed: the wheel, the download or the child interpreter failed."""
-
-
 def extract(python: str, wheel: Path | None = None) -> dict:
     """The facts of the speculators in `wheel` (else the one `python` has installed), as computed by its
     own config classes in a child `python`."""
-    with tempfile.TemporaryDirectory(prefix="specreg-speculators-") as tmp:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        env["TRANSFORMERS_VERBOSITY"] = "error"
-        if wheel is not None:
-            try:
-                with zipfile.ZipFile(wheel) as zf:
-                    zf.extractall(Path(tmp) / "wheel")
-            except (OSError, zipfile.BadZipFile) as exc:
-                raise RefreshError(f"not a readable wheel ({exc})", source=str(wheel)) from None
-            env["PYTHONPATH"] = str(Path(tmp) / "wheel")
-        out = Path(tmp) / "facts.json"
-        try:
-            run = subprocess.run(
-                [python, "-c", EXTRACT, str(out)], capture_output=True, text=True, env=env, timeout=900, cwd=tmp
-            )
-        except OSError as exc:
-            raise RefreshError(f"cannot run it ({exc.strerror or exc})", source=python) from None
-        if run.returncode != 0:
-            last = (run.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise RefreshError(f"could not read speculators' config classes: {last}", source=python)
-        found = json.loads(out.read_text(encoding="utf-8"))
-    if wheel is not None and not Path(wheel).name.startswith(f"speculators-{found['speculators']}-"):
+    found = upstream.run_child("speculators", EXTRACT, python, wheel)
+    algorithms = found.get("algorithms")
+    if not isinstance(algorithms, dict) or not all(
+        isinstance(a, str) and isinstance(v, dict) and isinstance(v.get("fields"), dict) for a, v in algorithms.items()
+    ):
         raise RefreshError(
-            f"gave speculators {found['speculators']}: is a speculators package installed in a way that "
-            "wins over the wheel's?",
-            source=str(wheel),
+            f"reported $.algorithms = {printable(repr(algorithms))[:80]}: not an object of algorithms", source=python
         )
-    if not found["algorithms"]:
+    if not algorithms:
+        unreadable = found.get("unreadable_modules") or {}
         raise RefreshError(
             "registers no speculator config class that could be imported"
-            + (f" ({'; '.join(f'{m}: {e}' for m, e in sorted(found['unreadable_modules'].items()))})"),
+            + (f" ({'; '.join(f'{m}: {e}' for m, e in sorted(unreadable.items()))})" if unreadable else ""),
             source=str(wheel or python),
         )
     return found
 
 
-def download(version: str, into: Path) -> Path:
-    """speculators==version's wheel, downloaded by pip (no dependencies)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", f"speculators=={version}",
-         "-d", str(into)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )  # fmt: skip
-    wheels = sorted(into.glob(f"speculators-{version}-*.whl"))
-    if run.returncode != 0 or not wheels:
-        last = (run.stderr.strip().splitlines() or ["no wheel"])[-1]
-        raise RefreshError(f"pip could not download speculators {version}: {last}", source=version)
-    return wheels[0]
-
-
-def text(found: dict) -> str:
-    """The committed file's text: one value per line, so that two releases diff line by line."""
-    return json.dumps(found, indent=1, sort_keys=True) + "\n"
-
-
 def refresh(version: str | None, wheel: Path | None, python: str, out: Path) -> Path:
     """Compute and write one release's facts; returns the file written."""
-    from specreg import atomic
-
-    with tempfile.TemporaryDirectory(prefix="specreg-speculators-wheel-") as tmp:
-        if version is not None and wheel is None:
-            wheel = download(version, Path(tmp))
-        found = extract(python, wheel)
-    if version is not None and found["speculators"] != version:
-        raise RefreshError(f"asked for speculators {version}, read {found['speculators']}", source=version)
-    out.mkdir(parents=True, exist_ok=True)
-    target = out / f"{found['speculators']}.json"
-    atomic.write_bytes(target, text(found).encode("utf-8"))
-    return target
+    found = upstream.acquire("speculators", version, wheel, out, lambda w: extract(python, w))
+    return upstream.write(out, found["speculators"], found)
 
 
 def diff(old: dict, new: dict) -> list[str]:
