@@ -144,3 +144,20 @@ def test_the_older_releases_table_has_every_rule_for_every_release_it_read():
             assert facts.state(rule, release) == (value if isinstance(value, bool) else None) or (
                 "since" in facts.metadata()[rule]
             ), (rule, release)
+
+
+def test_serve_gpu_before_the_attention_facts_serves_without_the_gpus_settings_and_says_so(tmp_path):
+    """It stopped with "no attention-backend facts for vLLM X": a refusal nothing backs."""
+    from specreg.api.serve import serve_plan
+
+    c = tiny.draft_config("dflash")
+    c["transformer_layer_config"]["head_dim"] = 128
+    draft, ver = tiny.write_pair(tmp_path, "dflash", config=c)
+    older = _minor_before(attention.versions()[0])
+    plan = serve_plan(specreg.load(draft, vllm=older), verifier=str(ver), gpu="H100", config_only=True)
+    said = [n for n in plan.notes if n.startswith("gpu: ")]
+    assert len(said) == 1 and attention.versions()[0] in said[0] and "nothing for this GPU is written" in said[0]
+    inside = serve_plan(
+        specreg.load(draft, vllm=attention.versions()[0]), verifier=str(ver), gpu="H100", config_only=True
+    )
+    assert not any("nothing for this GPU is written" in n for n in inside.notes)

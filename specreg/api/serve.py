@@ -327,9 +327,12 @@ def _spec_flags_allowed(spec: Speculator, kwargs: Mapping[str, Any]) -> None:
 def _fit_gpu(
     spec: Speculator, gpu: str, kwargs: Mapping[str, Any], given: Mapping[str, str | None], note: Callable[[str], None]
 ) -> dict[str, Any]:
-    """The draft's attention on `gpu` (specreg.vllm.gpu_plan.serve_fit), with the flags given."""
+    """The draft's attention on `gpu` (specreg.vllm.gpu_plan.serve_fit), with the flags given. On a release
+    older than the attention-backend facts nothing of the GPU is known: the command is served without the
+    GPU's settings, and a note says so (never a refusal the facts cannot back)."""
     from specreg.vllm.attention import AttentionError
     from specreg.vllm.gpu_plan import serve_fit
+    from specreg.vllm.preflight import gpu_facts_unknown
 
     from specreg import facts
 
@@ -339,6 +342,10 @@ def _fit_gpu(
         or "VLLM_USE_V2_MODEL_RUNNER" in spec.serve_env
         or os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "") in ("1", "true")
     )
+    unknown = gpu_facts_unknown(spec, gpu)
+    if unknown is not None:
+        note(f"gpu: {unknown.message}; nothing for this GPU is written")
+        return dict(kwargs)
     try:
         written, notes, errors = serve_fit(
             spec,

@@ -170,7 +170,7 @@ def preflight(
         bad = _head_size_problems(spec, gpu)
         if bad:
             raise ConfigError(bad, source=source)
-        unknown = _gpu_facts_unknown(spec, gpu)
+        unknown = gpu_facts_unknown(spec, gpu)
         if unknown is not None:
             found.append(unknown)
             gpu = None  # the rest is answered; what the GPU does with the draft is said to be unknown
@@ -205,7 +205,7 @@ def preflight(
     )
 
 
-def _gpu_facts_unknown(spec: "Speculator", gpu: str) -> Finding | None:
+def gpu_facts_unknown(spec: "Speculator", gpu: str) -> Finding | None:
     """The finding for a release with no attention-backend facts (older than the attention selector's
     range): what --gpu would check there is not known, and said so, instead of stopping the check."""
     from specreg.vllm.attention import capability, versions
