@@ -327,9 +327,8 @@ def _spec_flags_allowed(spec: Speculator, kwargs: Mapping[str, Any]) -> None:
 def _fit_gpu(
     spec: Speculator, gpu: str, kwargs: Mapping[str, Any], given: Mapping[str, str | None], note: Callable[[str], None]
 ) -> dict[str, Any]:
-    """The draft's attention on `gpu` (specreg.vllm.gpu_plan.serve_fit), with the flags given. On a release
-    older than the attention-backend facts nothing of the GPU is known: the command is served without the
-    GPU's settings, and a note says so (never a refusal the facts cannot back)."""
+    """The draft's attention on `gpu` (specreg.vllm.gpu_plan.serve_fit), with the flags given; older than
+    the attention facts, nothing of the GPU is known: no GPU settings, and a note says so."""
     from specreg.vllm.attention import AttentionError
     from specreg.vllm.gpu_plan import serve_fit
     from specreg.vllm.preflight import gpu_facts_unknown
