@@ -8,7 +8,21 @@ function decorated with `specreg.register_speculator`, whose docstring tables th
 
 from specreg.normalization.capabilities import NEWEST_KNOWN, short
 
-_ACCEPTED = f"(vLLM {short(NEWEST_KNOWN)} accepts eagle3, peagle, dflash, dflash2 and dspark)"
+
+def _accepted() -> str:
+    """ "(vLLM X accepts a, b and c)": the types the newest known release's speculators path maps, read from
+    its facts (its algorithm_* rules), not listed here, where a new algorithm or release would leave it stale."""
+    from specreg import facts
+
+    rules = facts.release_rules(facts.known()[-1])
+    names = sorted(
+        r.removeprefix("algorithm_") for r, held in rules.items() if r.startswith("algorithm_") and held is True
+    )
+    listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else "".join(names)
+    return f"(vLLM {short(NEWEST_KNOWN)} accepts {listed})"
+
+
+_ACCEPTED = _accepted()
 
 #: speculators_model_type -> why vLLM cannot serve it (the unservable-algorithm finding's message).
 #: Each is registered with `refused` as its function, like an algorithm module's, on first use.
