@@ -16,7 +16,7 @@ import attrs
 
 from specreg.errors import with_article
 from specreg.normalization.speculator import Finding, as_tuple, thaw
-from specreg.sglang import reading
+from specreg.sglang import agreement, reading
 from specreg.sglang.rules import rules as release_rules
 from specreg.sglang.rules import target
 
@@ -245,6 +245,9 @@ def export(
             target_architecture=target_architecture,
         )
         found += _served_differently(unmodified, plan, spec, rules)
+    if config:
+        # the written config.json against the verifier, as SGLang's classes read the two
+        found += agreement.findings(spec, config, rules["architectures"][served]["algorithm"], rules)
     return SGLangPlan(
         sglang_version=version,
         algorithm=algo,

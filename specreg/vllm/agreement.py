@@ -77,8 +77,31 @@ def rope_findings(spec: "Speculator", verifier_id: str, verifier_body: Mapping[s
     size get_rope's rotated dimensions come from."""
     from specreg.sources.decoder import head_size
 
-    draft_config = spec.draft_config
-    d, v = rope_view(draft_config), rope_view(verifier_body)
+    d, v = rope_view(spec.draft_config), rope_view(verifier_body)
+    heads = []
+    for config, view in ((spec.draft_config, d), (verifier_body, v)):
+        h = head_size(dict(config))
+        factor = view.get("partial_rotary_factor", 1.0) if isinstance(view, Mapping) else 1.0
+        heads.append((h, int(h * float(factor)) if isinstance(h, int) else None))
+    return compare(d, v, heads[0], heads[1], verifier_id)
+
+
+def compare(
+    d: Mapping[str, Any],
+    v: Mapping[str, Any],
+    draft_head: tuple[int | None, int | None],
+    verifier_head: tuple[int | None, int | None],
+    verifier_id: str,
+    *,
+    engine: str = "vLLM",
+    head_from: str = "head_dim, else hidden_size // num_attention_heads",
+    rotator: str = "get_rope",
+) -> list[Finding]:
+    """Two RoPE views (the parameters `engine`'s rotary embedding takes from the draft's config and from
+    the verifier's) and each side's (head size, rotated dimensions), compared: `verifier-rope-mismatch`
+    and `verifier-head-dim-mismatch`, each with both values and what the difference costs. Shared by
+    the vLLM pre-flight and the SGLang export (specreg.sglang.agreement), which build the views as
+    each engine reads them."""
     # a key one side leaves out takes its model class's default (vLLM's set_default_rope_theta differs by
     # class), so only what both state is compared; a scaling type stated on one side only is a difference
     differ = sorted(k for k in set(d) & set(v) if d[k] != v[k])
@@ -93,24 +116,19 @@ def rope_findings(spec: "Speculator", verifier_id: str, verifier_body: Mapping[s
         out.append(
             Finding.of(
                 "verifier-rope-mismatch",
-                f"the draft's RoPE differs from {verifier_id}'s ({both}): vLLM rotates the draft's positions with "
-                f"its own ({_costs(d, v, differ)} than in the verifier whose hidden states it reads)",
+                f"the draft's RoPE differs from {verifier_id}'s ({both}): {engine} rotates the draft's positions "
+                f"with its own ({_costs(d, v, differ)} than in the verifier whose hidden states it reads)",
                 "draft_config.rope_parameters",
                 fix="pair the draft with the verifier it was trained beside",
             )
         )
-    hd, hv = head_size(dict(draft_config)), head_size(dict(verifier_body))
+    (hd, rd), (hv, rv) = draft_head, verifier_head
     if isinstance(hd, int) and isinstance(hv, int) and hd != hv:
-        rotated = [
-            int(h * float(p.get("partial_rotary_factor", 1.0) if isinstance(p, Mapping) else 1.0))
-            for h, p in ((hd, d), (hv, v))
-        ]
         out.append(
             Finding.of(
                 "verifier-head-dim-mismatch",
-                f"the draft's head size is {hd}, {verifier_id}'s {hv} (head_dim, else hidden_size // "
-                f"num_attention_heads): get_rope rotates {rotated[0]} dimensions of each draft head against "
-                f"{rotated[1]} of the verifier's",
+                f"the draft's head size is {hd}, {verifier_id}'s {hv} ({head_from}): {rotator} rotates "
+                f"{rd} dimensions of each draft head against {rv} of the verifier's",
                 "draft_config.head_dim",
                 fix="pair the draft with the verifier it was trained beside",
             )
