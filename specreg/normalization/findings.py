@@ -361,7 +361,10 @@ CODES: dict[str, Code] = {
             "draft's own parameters, so the draft and the verifier whose hidden states it reads disagree on the "
             "angle of every position (a dynamic-NTK difference: from original_max_position_embeddings on): the "
             "draft was trained beside another verifier, or its layer config was edited. The message gives both "
-            "values.",
+            "values. The SGLang plan compares what SGLang's classes read instead (rope_scaling before "
+            "rope_parameters, partial_rotary_factor from the top level only, the neox style, the DFlash "
+            "classes' rope_dim; `rotated dimensions` where one side's width rotates another share of the same "
+            "heads): docs/sglang.md.",
             fix="pair the draft with the verifier it was trained beside",
         ),
         Code(
@@ -370,7 +373,8 @@ CODES: dict[str, Code] = {
             "the draft's attention head size differs from its verifier's",
             "head_dim (else hidden_size // num_attention_heads) differs between the draft's layer config and "
             "the verifier's: `get_rope` rotates head size x partial_rotary_factor dimensions, so the two rotate "
-            "different parts of their heads: a draft trained beside this verifier has its layer shape.",
+            "different parts of their heads: a draft trained beside this verifier has its layer shape (the SGLang "
+            "plan: as SGLang's draft class reads the written config.json).",
             fix="pair the draft with the verifier it was trained beside",
         ),
         Code(
