@@ -72,6 +72,24 @@ def test_the_dflash_classes_rope_dim_is_the_rotated_width(tmp_path):
     assert "rotated dimensions: draft 4, verifier 8" in message
 
 
+def test_a_llama3_draft_whose_original_length_sglang_takes_from_max_positions_differs(tmp_path):
+    """vLLM compares only what both dicts state; with transformers' default the draft's llama3 scaling
+    starts at its own max_position_embeddings, the verifier's at the one its dict names."""
+    scaling = {
+        "rope_theta": 500000,
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+    }
+    layer = {"rope_parameters": scaling, "max_position_embeddings": 2048}
+    verifier = {"rope_parameters": {**scaling, "original_max_position_embeddings": 8192}}
+    plan = _plan(tmp_path, "dflash", layer, verifier)
+    assert [f.code for f in plan.speculator.checks.found if f.code.startswith("verifier-rope")] == []  # vLLM's
+    message = next(f.message for f in plan.findings if f.code == "verifier-rope-mismatch")
+    assert "original_max_position_embeddings: draft 2048, verifier 8192" in message
+
+
 def test_the_neox_style_both_state_is_compared(tmp_path):
     """get_rope's is_neox_style (its cache key) comes from the config in SGLang's classes."""
     plan = _plan(tmp_path, "dflash", {"rope_is_neox_style": False}, {"rope_is_neox_style": True})
@@ -111,6 +129,30 @@ def test_no_verifier_check_no_comparison_and_agreeing_configs_give_none(tmp_path
             {"rope_parameters": {"rope_dim": 4}, "partial_rotary_factor": 0.5},
             "EAGLE3",
             {"partial_rotary_factor": 0.5},
+        ),
+        # transformers gives llama3/yarn/longrope their original length; llama.py writes the top-level one over it
+        (
+            {"rope_parameters": {"rope_type": "llama3", "factor": 8.0}, "max_position_embeddings": 4096},
+            "DFLASH",
+            {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 4096},
+        ),
+        (
+            {
+                "rope_scaling": {"rope_type": "yarn"},
+                "max_position_embeddings": 4096,
+                "original_max_position_embeddings": 2048,
+            },
+            "EAGLE3",
+            {"rope_type": "yarn", "original_max_position_embeddings": 2048},
+        ),
+        (
+            {
+                "rope_scaling": {"rope_type": "yarn"},
+                "max_position_embeddings": 4096,
+                "original_max_position_embeddings": 2048,
+            },
+            "DFLASH",
+            {"rope_type": "yarn", "original_max_position_embeddings": 4096},
         ),
         ({"is_neox_style": False}, "DFLASH", {"is_neox_style": False}),
         ({"is_neox_style": False}, "EAGLE3", {}),

@@ -12,7 +12,9 @@ from:
 - `partial_rotary_factor` from the top level only (a share written inside the dict alone is not read);
 - the neox style (`rope_is_neox_style`, and for the DFlash-family classes `is_neox_style`), part of
   get_rope's key, which vLLM's draft classes take from the model class;
-- the DFlash-family classes' `rope_dim` in the dict: the rotated width, replacing the share.
+- the DFlash-family classes' `rope_dim` in the dict: the rotated width, replacing the share;
+- `original_max_position_embeddings` for the scaling types whose angles it sets: transformers defaults
+  it to `max_position_embeddings`, and the EAGLE-3 class (llama.py) writes a top-level one over it.
 
 The draft side is the config.json the export writes (what SGLang loads); the verifier's is its config
 as read by the verifier check (`spec.checks.verifier`), when one ran."""
@@ -42,6 +44,11 @@ def rope_view(config: Mapping[str, Any], reader: Mapping[str, Any], rope: Mappin
         view.pop("type", None)
     if "rope_theta" not in view and config.get("rope_theta") is not None:
         view["rope_theta"] = config["rope_theta"]  # folded into the dict by transformers, read from it
+    original = "original_max_position_embeddings"
+    if view.get("rope_type") in rope["original_max_types"] and config.get("max_position_embeddings") is not None:
+        view.setdefault(original, config["max_position_embeddings"])  # transformers' default for these types
+    if view and reader.get("original_max_top_level") and config.get(original):
+        view[original] = config[original]  # llama.py writes the top-level one into the dict
     for name in rope["top_level"]:  # read from the top level, never from the dict
         view.pop(name, None)
         if config.get(name) is not None:

@@ -83,6 +83,7 @@ def test_the_dflash_family_classes_read_what_the_rules_say(release):
     assert set(rope["top_level"]) <= set(names)
     assert reader["rotary_dim"] in _constants(fn)  # rope_scaling["rope_dim"]
     assert "get_rope_config" in ast.unparse(fn)
+    assert not reader["original_max_top_level"] and "original_max_position_embeddings" not in _constants(fn)
     # DSpark's classes are DFlash's, with DFlashAttention's reading: none of them builds its own rotary
     dspark = ast.parse(code["models/dspark.py"])
     model = next(n for n in ast.walk(dspark) if isinstance(n, ast.ClassDef) and n.name == "DSparkDraftModel")
@@ -100,6 +101,7 @@ def test_the_eagle3_class_reads_what_the_rules_say(release):
     assert [n for n in names if n.endswith("neox_style")] == reader["neox_style"]
     assert set(rope["top_level"]) <= set(names)
     assert reader["rotary_dim"] is None and not any("rope_dim" in _constants(fn) for fn in fns)
+    assert reader["original_max_top_level"] and "original_max_position_embeddings" in names
     # llama_eagle3's layer subclasses llama's and builds no rotary embedding of its own
     assert "class LlamaDecoderLayer(LlamaDecoderLayer)" in code["models/llama_eagle3.py"]
     assert "get_rope(" not in code["models/llama_eagle3.py"]
@@ -135,3 +137,10 @@ def test_transformers_folds_rope_scaling_before_rope_parameters_and_keeps_the_to
     assert r["rope"]["dicts"] == ["rope_scaling", "rope_parameters"]
     source = ast.unparse(fn)
     assert "kwargs.get('partial_rotary_factor'" in source and "kwargs.pop('partial_rotary_factor'" not in source
+    standardize = _function(tree, "RotaryEmbeddingConfigMixin", "standardize_rope_params")
+    lists = [
+        [e.value for e in n.comparators[0].elts]
+        for n in ast.walk(standardize)
+        if isinstance(n, ast.Compare) and isinstance(n.ops[0], ast.In) and isinstance(n.comparators[0], ast.List)
+    ]
+    assert lists and all(types == r["rope"]["original_max_types"] for types in lists)
