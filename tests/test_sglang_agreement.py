@@ -173,3 +173,14 @@ def test_serve_for_sglang_prints_the_rope_finding_once_in_sglangs_terms(tmp_path
     assert r.returncode == 0, r.stderr
     (line,) = [x for x in r.stderr.splitlines() if "verifier-rope-mismatch" in x]
     assert f"SGLang {VERSION} rotates" in line
+
+
+def test_a_draft_sglang_refuses_keeps_the_vllm_checks_rope_finding(tmp_path):
+    """No config is written for SGLang, so nothing is compared in its terms: the pre-flight's finding stays."""
+    from conftest import run_in_process as run
+
+    draft, verifier = _files(tmp_path, "peagle", verifier={"rope_theta": 10.0})
+    r = run("materialize", str(draft), str(tmp_path / "out"), "--engine", "sglang", "--verifier", str(verifier))
+    assert r.returncode == 1 and "sglang-unservable" in r.stderr, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "verifier-rope-mismatch" in x]
+    assert "vLLM rotates" in line

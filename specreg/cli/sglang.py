@@ -41,17 +41,18 @@ def _plan(args: argparse.Namespace, *, check_weights: bool = True):
 def _report(plan, source: str, quiet: bool = False) -> None:
     """The findings on stderr (with -q, errors only); a plan SGLang cannot serve as trained ends the
     command (exit 1)."""
-    from specreg.sglang.agreement import CODES as REREAD
+    from specreg.sglang.agreement import CODES
 
     shown = ("error",) if quiet else ("error", "warning")
     spec = plan.speculator
     checked = spec.checks.found if spec.checks is not None else ()
     # what the check against a given verifier said (errors overridden by --force-verifier) or why it did not run
-    # (less the RoPE and head-size findings in vLLM's terms: the plan has them as SGLang reads the two)
+    # (less the RoPE and head-size findings in vLLM's terms where the plan has them as SGLang reads the two)
+    reread = CODES if plan.config else ()
     verifier = [
         f
         for f in spec.findings
-        if f.severity == "warning" and (f in checked or f.code == "verifier-unread") and f.code not in REREAD
+        if f.severity == "warning" and (f in checked or f.code == "verifier-unread") and f.code not in reread
     ]
     print_lines(
         [f"# {f.severity}: {f.code}: {f.message}" for f in (*verifier, *plan.findings) if f.severity in shown],
