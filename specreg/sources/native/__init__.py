@@ -41,7 +41,7 @@ __all__ = [
     "architecture_of",
 ]
 
-_SUPPORT = {"common", "layout", "structure", "keys", "dflash_common"}
+_SUPPORT = {"common", "layout", "structure", "keys", "dflash_common", "trainers"}
 
 
 def layouts() -> tuple[Layout, ...]:
