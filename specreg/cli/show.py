@@ -178,8 +178,8 @@ def _ledger_lines(spec: Any) -> list[str]:
 
     if not spec.ledger:
         return [
-            f"fields: no ledger for a {spec.format} config (the ledger reads the speculators format; "
-            "`specreg convert` writes this draft's twin in it)"
+            f"fields: no ledger for a {spec.format} config (the directory specreg materialized: its keys are "
+            "specreg's own)"
         ]
     counts: dict[str, int] = {}
     for e in spec.ledger:

@@ -14,7 +14,7 @@ from specreg.normalization.capabilities import NEWEST_KNOWN, note_unknown, short
 from specreg.errors import ConfigError, Problem
 from specreg.normalization.fields import COUNT, STR, Fields, near_misses, type_name
 from specreg.normalization.findings import SERVED_DIFFERENTLY
-from specreg.normalization.ledger import account, near_misses as ledger_near_misses
+from specreg.normalization.ledger import account, account_native, near_misses as ledger_near_misses
 from specreg.normalization.plan import Context, Envelope, Plan
 from specreg.normalization.speculator import Finding, Origin, Provenance, Speculator, thaw
 from specreg.sources.files import is_repo_id
@@ -250,10 +250,19 @@ def _as_native(spec: Speculator, config: Mapping[str, Any], converted: Any) -> S
                 "auto-map-ignored", "auto_map points at repository code; specreg never imports or runs it", "$.auto_map"
             )
         )
+    ledger = spec.ledger
+    if converted.format != "materialized":  # the native file's own keys, against its trainers' writers
+        reported = {f.path: f.code for f in findings if f.path is not None}
+        native = account_native(
+            config, converted.format, spec.algorithm, f"vLLM {short(Version(spec.vllm_version))}", reported
+        )
+        findings += native.findings
+        ledger = native.entries
     return attrs.evolve(
         spec,
         provenance=provenance,
         findings=_ordered(findings),
+        ledger=ledger,
         source_config=config,
         format=converted.format,
         attention=attention,

@@ -761,7 +761,11 @@ CODES: dict[str, Code] = {
             "(`python -m specreg.speculators list`) writes it in that object. When the file's "
             "speculators_version is newer than those releases, a newer trainer wrote it, and it may change how "
             "the draft was trained (a new head, shifted labels) in a way no vLLM release builds; otherwise the "
-            "file was edited by hand or written by another tool. The message names the version the file claims.",
+            "file was edited by hand or written by another tool. The message names the version the file claims. "
+            "A native config (z-lab DFlash, DSpark, native EAGLE-3) is accounted for the same way against the "
+            "fields its layout's known writers write, read from each trainer's code at a cited commit "
+            "(specreg/sources/native/facts/, tests/native_trainer_facts.py: SpecForge, z-lab DFlash, ModelOpt's "
+            "export): the message names those writers.",
             fix="find out what wrote the field and whether the draft was trained with it; upgrade specreg for "
             "a newer trainer's facts",
         ),
@@ -773,7 +777,8 @@ CODES: dict[str, Code] = {
             "`python -m specreg.speculators refresh`), at another value than that release's default, and "
             "neither specreg nor the targeted vLLM reads it: vLLM builds the draft as if the field were at "
             "its default, which is not the network that was trained. At its default the field is accounted "
-            "for silently (status `trainer`).",
+            "for silently (status `trainer`). For a native config, the field is one a known writer of its layout "
+            "writes, at another value than every default those writers' code states.",
             fix="serve with an engine release that reads the field, or check that the draft does not depend on it",
         ),
         Code(

@@ -271,3 +271,121 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
 def near_misses(ledger: Ledger) -> list[tuple[str, str, str]]:
     """(JSON path, key, field) for each key that is a near miss of a missing field."""
     return list(ledger.misses)
+
+
+#: the objects of a native config whose keys the native ledger accounts for one by one (the others are
+#: values of their key: rope_scaling, quantization_config)
+NATIVE_OBJECTS = ("$", "$.dflash_config", "$.eagle_config")
+
+
+def account_native(
+    config: Mapping[str, Any], fmt: str, algorithm: str, vllm_label: str, reported: Mapping[str, str]
+) -> Ledger:
+    """The ledger of a native config (`fmt`: Layout.format), every key of its top level, dflash_config
+    and eagle_config accounted for:
+
+    - ``read``: a key specreg reads to write what vLLM reads (`keys.CONSUMED`, `keys.CARRIED`, DFlash2's
+      fields) or an object it walks;
+    - ``carried``: quantization_config, copied whole;
+    - ``layer``: a top-level transformers config key, which vLLM reads as the draft's layer config;
+    - ``trainer``: a trained-side key that does not change the served model (`keys.TRAINED_SIDE`), or a
+      key a known writer of the layout writes (`specreg.sources.native.trainers`) at its default;
+    - ``ignored``: a trained-side key vLLM does not serve (the converter's `trained-key-not-served`), or
+      a writer's key at another value than every default its writers' code states
+      (`trainer-field-ignored`);
+    - ``near-miss`` / ``unknown``: as for the speculators format, the unknown ones naming the layout's
+      known writers (`unknown-field`).
+
+    `reported`: native path -> the code of a finding the conversion already gave there; such a key gets
+    its status, not a second warning."""
+    from specreg.sources.native import keys, trainers
+    from specreg.sources.native.common import DFLASH2_FIELDS, DSPARK_FIELDS
+
+    hf_keys = hf_config_keys()
+    read_here = set(keys.CONSUMED) | set(keys.CARRIED.get(algorithm, {})) | set(DFLASH2_FIELDS) | set(DSPARK_FIELDS)
+    writers = trainers.writers(fmt)
+    named = ", ".join(trainers.label(t) for t in writers) or "none"
+    entries: list[FieldEntry] = []
+    findings: list[Finding] = []
+    counts: dict[str, int] = {}
+    first_over: dict[str, str] = {}
+
+    def flag(here: str, status: str, note: str, finding: Finding | None) -> None:
+        n = counts[status] = counts.get(status, 0) + 1
+        if n > MAX_FLAGGED:
+            first_over.setdefault(status, here)
+            return
+        entries.append(FieldEntry(here, status, note))
+        if finding is not None and here not in reported:
+            findings.append(finding)
+
+    def one(obj: str, key: str, value: Any) -> None:
+        here = obj + "." + key if key.isascii() and key.isidentifier() else child_path(obj, key)
+        code = reported.get(here)
+        if obj == "$" and key in ("dflash_config", "eagle_config") and isinstance(value, Mapping):
+            entries.append(FieldEntry(here, "read", "walked"))
+            return
+        if key in read_here:
+            entries.append(FieldEntry(here, "read", keys.CONSUMED.get(key, "")))
+            return
+        if code == "unread-field":
+            flag(here, "near-miss", "a near miss of a field specreg reads (unread-field)", None)
+            return
+        if key in keys.NOT_SERVED or code == "trained-key-not-served":
+            flag(here, "ignored", "trained, and not served (trained-key-not-served)", None)
+            return
+        if obj == "$" and key in CARRIED:
+            entries.append(FieldEntry(here, "carried"))
+            return
+        if key in keys.TRAINED_SIDE:
+            entries.append(FieldEntry(here, "trainer", keys.TRAINED_SIDE[key]))
+            return
+        if obj == "$" and key in hf_keys:
+            entries.append(FieldEntry(here, "layer"))
+            return
+        found = trainers.written(fmt, obj).get(key)
+        if found:
+            stated = [(t, e["default"]) for t, e in found if "default" in e]
+            by = ", ".join(f"{trainers.label(t)} ({e['from']})" for t, e in found)
+            if stated and all(value != default for _, default in stated):
+                defaults = "; ".join(f"{trainers.label(t)}: {show_value(d, 40)}" for t, d in stated)
+                message = (
+                    f"{key} = {show_value(value, 40)} was written by a trainer of this layout at another value "
+                    f"than its code's default ({defaults}), and {vllm_label} does not read it: it builds the "
+                    "draft as if the field were absent, not as trained"
+                )
+                fix = f"check that the draft does not depend on {key} before serving it"
+                flag(here, "ignored", f"written by {by}", Finding.of("trainer-field-ignored", message, here, fix=fix))
+            else:
+                entries.append(FieldEntry(here, "trainer", f"written by {by}"))
+            return
+        why = (
+            f"no known writer of this layout ({named}) writes it, and neither specreg nor {vllm_label} reads "
+            "it: written by a trainer or release whose writer specreg has not read, or edited by hand"
+        )
+        message = f"{key} = {show_value(value, 40)} is not a field of {algorithm}'s native config: {why}"
+        fix = "find out what wrote the field and whether the draft was trained with it; remove it if not"
+        flag(here, "unknown", why, Finding.of("unknown-field", message, here, fix=fix))
+
+    for obj in NATIVE_OBJECTS:
+        fields = config if obj == "$" else config.get(obj[2:])
+        if isinstance(fields, Mapping):
+            for key, value in fields.items():
+                if isinstance(key, str):
+                    one(obj, key, value)
+    for status, here in first_over.items():
+        rest = counts[status] - MAX_FLAGGED
+        entries.append(FieldEntry(here, status, f"and {rest:,} more {status} keys from here on, not listed"))
+        if status in ("unknown", "ignored"):
+            code = "unknown-field" if status == "unknown" else "trainer-field-ignored"
+            message = (
+                f"{rest:,} more keys are {status} fields like the ones above; only the first {MAX_FLAGGED} are listed"
+            )
+            findings.append(Finding.of(code, message, here))
+    if len(entries) > MAX_ENTRIES:
+        rest = len(entries) - MAX_ENTRIES
+        first = entries[MAX_ENTRIES]
+        entries[MAX_ENTRIES:] = [
+            FieldEntry(first.path, first.status, f"and {rest:,} more keys from here on, not listed")
+        ]
+    return Ledger(tuple(entries), tuple(findings))
