@@ -14,7 +14,7 @@ What counts as a written field, per Python file:
 - a dict literal assigned to one of the trainer's config names (``config = {...}``,
   ``llama_eagle_template_config = {...}``): its keys, the literal under ``dflash_config`` /
   ``eagle_config`` being that object's;
-- ``NAME["key"] = value`` for a config name, and ``X["dflash_config"].update({...})``,
+- ``NAME["key"] = value`` and ``NAME.key = value`` for a config name, and ``X["dflash_config"].update({...})``,
   ``X.dflash_config = {...}``, ``dflash_config["key"] = value``: that object's keys;
 - read sites of the draft's config object (``config.key``, ``getattr(config, "key", default)``,
   ``dflash_config.get("key", default)``): keys of the format that the trainer's model class takes.
@@ -36,6 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 FACTS = ROOT / "specreg" / "sources" / "native" / "facts"
 MIRROR = Path("/work/.mirror")
+#: casts a writer wraps a default in
+CASTS = {"bool": bool, "int": int, "float": float, "str": str}
 #: the nested objects of a native config whose keys are recorded as their own
 OBJECTS = ("dflash_config", "eagle_config")
 #: names of the draft's config object at read sites
@@ -64,12 +66,37 @@ TRAINERS: dict[str, dict[str, Any]] = {
         # the DFlash draft config it ships (z-lab's layout under its own class name); its DFlare one is refused
         "json": ["configs/qwen3_dflash.json"],
     },
+    "nemo-automodel": {
+        "label": "NeMo Automodel",
+        "repo": "NVIDIA-NeMo/Automodel",
+        "commit": "36044ad3d139363fb6c73c24af2e7c6b65ec52f6",
+        "formats": ["zlab", "zlab-dflash2", "deepspec", "eagle3-native"],
+        "python": {
+            f"nemo_automodel/recipes/llm/{name}.py": {
+                "writes": ["draft_config"],
+                "objects": {"cfg": "dflash_config"},
+                "returns": {"_build_dflash_config": "dflash_config"},
+            }
+            for name in ("train_dflash", "train_jetspec", "train_dflash2", "train_dspark", "train_eagle3")
+        },
+    },
     "zlab": {
         "label": "z-lab DFlash",
         "repo": "z-lab/dflash",
         "commit": "44947fbf71114e241c96de194f4b382b5dd330d0",
         "formats": ["zlab"],
         "python": {"dflash/model.py": {"reads": True}},
+    },
+    "deepspec": {
+        "label": "DeepSpec",
+        "repo": "deepseek-ai/DeepSpec",
+        "commit": "afdfa7c9382a3341a3e6f17756dd816da79f132c",
+        "formats": ["deepspec"],
+        # build_draft_config: the DSpark draft config its trainer saves (save_pretrained, ckpt_manager.py)
+        "python": {
+            f"deepspec/modeling/dspark/{family}/config.py": {"writes": ["draft_config"]}
+            for family in ("qwen3", "gemma4")
+        },
     },
     "modelopt": {
         "label": "ModelOpt export",
@@ -87,9 +114,7 @@ TRAINERS: dict[str, dict[str, Any]] = {
 
 #: trainers named by issue 56 whose writers are not read yet
 NOT_READ = {
-    "deepspec": "DeepSpec's own trainer (its DSpark configs are read from SpecForge's configs/)",
     "torchspec": "lightseekorg/TorchSpec (the mirror at hand stops at 6f21829, before its configs/ci drafts)",
-    "nemo-automodel": "NVIDIA-NeMo/Automodel (recipes/llm/train_dflash.py, train_jetspec.py)",
 }
 
 
@@ -114,15 +139,24 @@ def _literal(node: ast.AST) -> tuple[bool, Any]:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
         if len(node.args) == 2:
             return _literal(node.args[1])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CASTS and len(node.args) == 1:
+        ok, value = _literal(node.args[0])  # bool(cfg.get("fc_norm", False)): the default, cast
+        if ok:
+            try:
+                return True, CASTS[node.func.id](value)
+            except (TypeError, ValueError):
+                pass
     return False, None
 
 
-def _object_of(node: ast.AST, roots: frozenset[str]) -> str | None:
-    """ "$" for a config root name, "$.dflash_config" for X["dflash_config"], X.dflash_config or the name
-    dflash_config; None for anything else."""
+def _object_of(node: ast.AST, roots: frozenset[str], objects: dict[str, str] | None = None) -> str | None:
+    """ "$" for a config root name, "$.dflash_config" for X["dflash_config"], X.dflash_config, the name
+    dflash_config or a name `objects` maps to it; None for anything else."""
     if isinstance(node, ast.Name):
         if node.id in roots:
             return "$"
+        if objects and node.id in objects:
+            return f"$.{objects[node.id]}"
         return f"$.{node.id}" if node.id in OBJECTS else None
     if isinstance(node, ast.Attribute) and node.attr in OBJECTS:
         return f"$.{node.attr}"
@@ -139,10 +173,17 @@ def _is_config(node: ast.AST) -> bool:
 
 
 def python_fields(
-    text: str, path: str, writes: tuple[str, ...] | list[str] = (), reads: bool = False
+    text: str,
+    path: str,
+    writes: tuple[str, ...] | list[str] = (),
+    reads: bool = False,
+    objects: dict[str, str] | None = None,
+    returns: dict[str, str] | None = None,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """object path -> key -> {type, default?, from}: the fields one Python file writes (through the
-    config names `writes`) or, with `reads`, takes from the draft's config object."""
+    config names `writes`; `objects`: local name -> the nested object it holds, as NeMo's ``cfg`` holds
+    dflash_config; `returns`: function -> the object the dict literal it returns is) or, with `reads`,
+    takes from the draft's config object."""
     tree = ast.parse(text)
     names = frozenset(writes)
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -171,21 +212,27 @@ def python_fields(
                     add(obj, k.value, v, k.lineno, placeholder=True)
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and returns and node.name in returns:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Return) and isinstance(inner.value, ast.Dict):
+                    add_dict(f"$.{returns[node.name]}", inner.value)
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                obj = _object_of(target, names)
+                obj = _object_of(target, names, objects)
                 if obj is not None and isinstance(node.value, ast.Dict):
                     add_dict(obj, node.value)
                     if obj != "$":
                         add("$", obj[2:], None, node.lineno)
                         out["$"][obj[2:]]["type"] = "dict"
                 elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
-                    obj = _object_of(target.value, names)
+                    obj = _object_of(target.value, names, objects)
                     if obj is not None:
                         add(obj, target.slice.value, node.value, node.lineno)
+                elif isinstance(target, ast.Attribute) and _object_of(target.value, names, objects) == "$":
+                    add("$", target.attr, node.value, node.lineno)  # draft_config.block_size = ... (DeepSpec)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            obj = _object_of(node.func.value, names)
+            obj = _object_of(node.func.value, names, objects)
             if node.func.attr == "update" and obj is not None and node.args and isinstance(node.args[0], ast.Dict):
                 add_dict(obj, node.args[0])
             elif reads and node.func.attr == "get" and obj not in (None, "$") and node.args:

@@ -51,6 +51,38 @@ def test_the_reader_finds_what_a_draft_class_takes_from_its_config():
     assert reader.python_fields(READER, "r.py") == {}  # a writer's file is not read for reads
 
 
+RECIPE = """
+class Recipe:
+    def setup(self, recipe_cfg):
+        draft_config["fc_norm"] = bool(recipe_cfg.get("fc_norm", False))
+        draft_config.num_anchors = int(recipe_cfg.num_anchors)
+        draft_config._attn_implementation = "flex_attention"
+
+    def _build_dflash_config(self, recipe_cfg):
+        return {"mask_token_id": self.mask_token_id}
+
+class Causal(Recipe):
+    def _build_dflash_config(self, recipe_cfg):
+        cfg = super()._build_dflash_config(recipe_cfg)
+        cfg["causal"] = True
+        return cfg
+"""
+
+
+def test_the_reader_follows_a_recipes_helpers_into_dflash_config():
+    found = reader.python_fields(
+        RECIPE,
+        "t.py",
+        writes=["draft_config"],
+        objects={"cfg": "dflash_config"},
+        returns={"_build_dflash_config": "dflash_config"},
+    )
+    assert found["$"]["fc_norm"]["default"] is False  # the .get default, through bool()
+    assert set(found["$"]) == {"fc_norm", "num_anchors"}  # an attribute set (DeepSpec's way); private ones not
+    assert set(found["$.dflash_config"]) == {"mask_token_id", "causal"}
+    assert found["$.dflash_config"]["causal"]["default"] is True
+
+
 @pytest.mark.parametrize("name", sorted(reader.TRAINERS))
 def test_each_trainers_facts_cite_the_repository_commit_and_files_every_field_came_from(name):
     facts = trainers.known()[name]

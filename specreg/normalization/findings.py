@@ -765,7 +765,7 @@ CODES: dict[str, Code] = {
             "A native config (z-lab DFlash, DSpark, native EAGLE-3) is accounted for the same way against the "
             "fields its layout's known writers write, read from each trainer's code at a cited commit "
             "(specreg/sources/native/facts/, tests/native_trainer_facts.py: SpecForge, z-lab DFlash, ModelOpt's "
-            "export, AngelSlim): the message names those writers.",
+            "export, NeMo Automodel, DeepSpec, AngelSlim): the message names those writers.",
             fix="find out what wrote the field and whether the draft was trained with it; upgrade specreg for "
             "a newer trainer's facts",
         ),
