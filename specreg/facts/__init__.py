@@ -339,8 +339,7 @@ def oldest() -> Version:
 
 def below(version: str | Version) -> bool:
     """Whether vLLM `version` is older than every known release (what it does is not in the facts)."""
-    v = Version(str(version))
-    return Version(f"{v.major}.{v.minor}") < Version(known()[0])
+    return _parsed(_parsed(version)[1])[0] < _parsed(known()[0])[0]
 
 
 def older_releases() -> tuple[str, ...]:
@@ -368,7 +367,7 @@ def state(rule: str, version: str | Version) -> bool | None:
     the oldest known release: a rule typed as older than every known release holds from its typed
     version on; else the value its extractor read from that release's wheel (older_releases.json), where
     it could; else not known. `holds` answers for every version."""
-    v = Version(str(version))
+    v = _parsed(version)[0]
     if not below(v):
         return holds(rule, v)
     typed = _metadata()[rule].get("since")
