@@ -121,7 +121,8 @@ def catalog_page() -> str:
     lines.append(
         f"{len(cat)} known speculators, one TOML file each under `registry/<org>/<name>.toml` (the format: "
         "[registry/README.md](../registry/README.md)). Numbers are as published, with their source; "
-        "*secondary* marks a number seen only where the primary source is quoted. `specreg catalog show ID` "
+        "*secondary* marks a number seen only where the primary source is quoted; each says whether its source "
+        "prints it or it was computed, with the source's row as printed or why it is not kept. `specreg catalog show ID` "
         "prints an entry whole.\n\n"
     )
     lines.append("| id | algorithm | verifier | status | dataset | AL | source |\n|---|---|---|---|---|---|---|\n")

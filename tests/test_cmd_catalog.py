@@ -184,7 +184,8 @@ def _ranked_entry(entry_id: str, verifier: str, *figures: tuple[str, str, str]) 
         name, _, value = metric.partition("=")
         text += (
             '\n[[baselines]]\nkind = "published"\nsource = "https://example.org/card"\n\n[baselines.harness]\n'
-            f"{harness}\n\n[baselines.metrics.{name}]\nvalue = {value}\n"
+            f"{harness}\n\n[baselines.metrics.{name}]\nvalue = {value}\n\n"
+            f'[baselines.provenance]\nfigure = "printed"\nrow = "| MT-Bench | {value} |"\n'
         )
     return text
 
@@ -283,6 +284,53 @@ def test_a_baseline_without_k_or_a_k_note_is_a_warning(tmp_path):
     ]
     noted = entry.replace('dataset = "mt-bench"', 'dataset = "mt-bench"\nk_note = "not given beside the table"')
     assert _checked(tmp_path / "noted", noted) == []
+
+
+def test_a_published_figure_says_whether_it_is_printed_or_computed_and_keeps_the_source_row(tmp_path):
+    kept = _ranked_entry("org/x", "org/v", ("acceptance_length=2.5", 'dataset = "mt-bench"\nk = 3'))
+    assert _checked(tmp_path / "kept", kept) == []
+    table = '[baselines.provenance]\nfigure = "printed"\nrow = "| MT-Bench | 2.5 |"\n'
+    assert table in kept
+    bare = kept.replace(table, "")
+    assert _checked(tmp_path / "bare", bare) == [
+        [
+            "$.baselines[0].provenance",
+            "no provenance: say whether the source prints the figure or it was computed (figure), with the source's "
+            "row as printed (row) or why it is not kept (note)",
+        ]
+    ]
+    rowless = kept.replace('row = "| MT-Bench | 2.5 |"\n', "")
+    assert _checked(tmp_path / "rowless", rowless) == [
+        ["$.baselines[0].provenance.row", "no row: keep the source's row as printed, or say why not in note"]
+    ]
+    why = rowless + 'note = "the card is not in the stored copies"\n'
+    assert _checked(tmp_path / "why", why) == []
+    computed = kept.replace('figure = "printed"', 'figure = "computed"')
+    assert _checked(tmp_path / "computed", computed) == [
+        ["$.baselines[0].provenance.note", "a computed figure says in note how it was computed"]
+    ]
+    said = computed + 'note = "the mean of the 9 per-task rows"\n'
+    assert _checked(tmp_path / "said", said) == []
+    shown = run("catalog", "show", "org/x", "--registry", str(tmp_path / "said" / "registry"))
+    assert shown.returncode == 0, shown.stderr
+    assert "  figure    computed from the source; its row: | MT-Bench | 2.5 |\n" in shown.stdout
+    assert "            the mean of the 9 per-task rows\n" in shown.stdout
+    measured = bare.replace('kind = "published"', 'kind = "measured"')  # this tool's own run
+    assert _checked(tmp_path / "measured", measured) == []
+    typo = kept.replace('figure = "printed"', 'figure = "printd"')
+    reg = tmp_path / "typo" / "registry"
+    (reg / "org").mkdir(parents=True)
+    (reg / "org" / "x.toml").write_text(typo)
+    r = run("catalog", "check", "--registry", str(reg))
+    assert r.returncode == 1 and '$.baselines[0].provenance.figure: must be one of "printed", "computed"' in r.stderr
+
+
+def test_every_published_figure_in_the_catalog_keeps_its_source_row_or_says_why_not():
+    from specreg.entries import catalog
+
+    published = [b for e in catalog().values() for b in e.baselines if b.kind == "published"]
+    assert published and all(b.provenance is not None for b in published)
+    assert all(b.provenance.row or b.provenance.note for b in published)
 
 
 def test_a_serving_k_none_of_the_primary_baselines_was_measured_at_needs_a_note(tmp_path):

@@ -228,6 +228,12 @@ def _show(args: argparse.Namespace) -> int:
             out.append(f"  accept    {_fmt_metric(m.draft_acceptance_rate)}")
         if m.accuracy:
             out.append(f"  accuracy  {_fmt_metric(m.accuracy)}")
+        if b.provenance:
+            p = b.provenance
+            origin = "printed in the source" if p.figure == "printed" else "computed from the source"
+            out.append(f"  figure    {origin}" + (f"; its row: {p.row}" if p.row else ""))
+            if p.note:
+                out.append(f"            {p.note}")
     print_lines(out)
     return EXIT_OK
 

@@ -189,6 +189,7 @@ def warnings(entry: Entry) -> list[Problem]:
                     "no k: give the k the figure was measured at, or harness.k_note saying the source does not",
                 )
             )
+        out += _provenance_warnings(b, at)
     served = entry.serving.k
     primary = {b.harness.k for b in entry.baselines if not b.secondary and b.harness.k is not None}
     differ = sorted(primary - {served})
@@ -202,3 +203,24 @@ def warnings(entry: Entry) -> list[Problem]:
             )
         )
     return out
+
+
+def _provenance_warnings(b: Baseline, at: str) -> list[Problem]:
+    """A published figure says whether its source prints it or the entry computed it, and keeps the
+    source's row as printed, or says why not (a measured one is this tool's own run)."""
+    if b.kind != "published":
+        return []
+    p = b.provenance
+    if p is None:
+        return [
+            Problem(
+                f"{at}.provenance",
+                "no provenance: say whether the source prints the figure or it was computed (figure), with the "
+                "source's row as printed (row) or why it is not kept (note)",
+            )
+        ]
+    if p.row is None and p.note is None:
+        return [Problem(f"{at}.provenance.row", "no row: keep the source's row as printed, or say why not in note")]
+    if p.figure == "computed" and p.note is None:
+        return [Problem(f"{at}.provenance.note", "a computed figure says in note how it was computed")]
+    return []

@@ -18,6 +18,9 @@ Mode = Literal["batched", "prompt-at-a-time"]
 #: pooled: 1 + accepted / drafts over the whole run; mean-per-prompt: the mean of each prompt's own AL
 Statistic = Literal["pooled", "mean-per-prompt"]
 BaselineKind = Literal["published", "measured"]
+#: printed: the source prints the figure as the entry keeps it; computed: the entry computed it from
+#: what the source prints (a mean of its rows, 1 + a sum of its rates), saying how in the note
+Origin = Literal["printed", "computed"]
 
 SNAPSHOT_SUFFIX = ".config.json"
 
@@ -131,6 +134,17 @@ class Metrics:
 
 
 @attrs.frozen
+class Provenance:
+    """Where a published figure stands in its source, so that anyone can re-find it."""
+
+    figure: Origin
+    #: the source's row as printed, its labels and numbers ("| MT-Bench | 3.12 | 2.1x |")
+    row: Optional[str] = None
+    #: how a computed figure was computed; where `row` is absent, why (the source could not be re-opened)
+    note: Optional[str] = None
+
+
+@attrs.frozen
 class Baseline:
     kind: BaselineKind
     source: str
@@ -140,6 +154,8 @@ class Baseline:
     secondary: bool = False
     #: the commit of the source (for vLLM's CI files: the release's, from its sdist's vllm/_version.py)
     source_commit: Optional[str] = None
+    #: printed in the source or computed from it, with the source's row (`catalog check` warns without it)
+    provenance: Optional[Provenance] = None
 
 
 @attrs.frozen
