@@ -200,3 +200,13 @@ def test_the_plugin_refuses_aux_id_0_beside_a_verifier_that_does_not_capture_it(
     with pytest.raises(plugin.Refusal, match="verifier-no-layer-zero-capture"):
         plugin._check_verifier(spec, Target(no_layer_zero_architecture()))
     plugin._check_verifier(spec, Target("Qwen3ForCausalLM"))
+
+
+def test_the_rotated_width_is_exact_for_any_integer_and_none_for_what_is_no_number():
+    """`int(head * float(factor))` overflowed on a 4,000-digit head size (exit 3) and raised on a string."""
+    from specreg.vllm.agreement import rotated
+
+    assert rotated(128, 0.5) == 64 and rotated(96, 1) == 96
+    assert rotated(10**4000, 0.5) == 5 * 10**3999
+    assert rotated(128, "half") is None and rotated(128, float("nan")) is None and rotated(128, True) is None
+    assert rotated(None, 0.5) is None

@@ -76,6 +76,7 @@ def entry(entry_id: str, *, al: float | None = None, rate: float | None = None, 
         return text
     text += '\n[[baselines]]\nkind = "published"\nsource = "https://example.org/card"\n\n[baselines.harness]\ndataset = "mt-bench"\n'
     text += f"k = {k}\n"
+    text += '\n[baselines.provenance]\nfigure = "printed"\nrow = "the card\'s mt-bench row"\n'
     if al is not None:
         text += f"\n[baselines.metrics.acceptance_length]\nvalue = {al}\n"
     if rate is not None:

@@ -78,7 +78,9 @@ def head(
     width = reader.get("rotary_dim")
     if width and isinstance(view.get(width), int):
         return size, int(view[width])
-    return size, int(size * float(view.get("partial_rotary_factor", 1.0)))
+    from specreg.vllm.agreement import rotated
+
+    return size, rotated(size, view.get("partial_rotary_factor", 1.0))
 
 
 def findings(spec: "Speculator", config: Mapping[str, Any], worker: str, rules: Mapping[str, Any]) -> list["Finding"]:

@@ -72,6 +72,19 @@ def _costs(draft: Mapping[str, Any], verifier: Mapping[str, Any], differ: list[s
     return "every position after the first is rotated by other angles"
 
 
+def rotated(head: int | None, factor: Any) -> int | None:
+    """The dimensions a rotary embedding turns: `int(head * partial_rotary_factor)` as get_rope computes it,
+    in exact arithmetic (a 4,000-digit head size overflows a float); None where either is not a number."""
+    import math
+    from fractions import Fraction
+
+    if not isinstance(head, int) or isinstance(head, bool) or isinstance(factor, bool):
+        return None
+    if not isinstance(factor, (int, float)) or not math.isfinite(factor):
+        return None
+    return int(Fraction(head) * Fraction(factor))
+
+
 def rope_findings(spec: "Speculator", verifier_id: str, verifier_body: Mapping[str, Any]) -> list[Finding]:
     """The draft's RoPE (its layer config as served) against the verifier's, key by key, with the head
     size get_rope's rotated dimensions come from."""
@@ -82,7 +95,7 @@ def rope_findings(spec: "Speculator", verifier_id: str, verifier_body: Mapping[s
     for config, view in ((spec.draft_config, d), (verifier_body, v)):
         h = head_size(dict(config))
         factor = view.get("partial_rotary_factor", 1.0) if isinstance(view, Mapping) else 1.0
-        heads.append((h, int(h * float(factor)) if isinstance(h, int) else None))
+        heads.append((h, rotated(h, factor)))
     return compare(d, v, heads[0], heads[1], verifier_id)
 
 
