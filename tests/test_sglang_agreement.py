@@ -1,7 +1,8 @@
 """The SGLang export compares the draft with its verifier as SGLang's classes read the two
 (specreg.sglang.agreement, the rules' `rope` entry): RoPE and head size, where SGLang's reading
 differs from vLLM's (the dict it takes, the top-level-only rotated share, the neox style, the
-DFlash classes' rope_dim)."""
+DFlash classes' rope_dim); and the vocabulary as SGLang shares the verifier's embedding (the rules'
+`vocab`)."""
 
 from __future__ import annotations
 
@@ -184,3 +185,77 @@ def test_a_draft_sglang_refuses_keeps_the_vllm_checks_rope_finding(tmp_path):
     assert r.returncode == 1 and "sglang-unservable" in r.stderr, r.stderr
     (line,) = [x for x in r.stderr.splitlines() if "verifier-rope-mismatch" in x]
     assert "vLLM rotates" in line
+
+
+def _vocab(plan):
+    (found,) = [f for f in plan.findings if f.code == "verifier-vocab-mismatch"]
+    return found.message
+
+
+def test_an_eagle3_draft_of_another_vocabulary_has_its_embedding_replaced_by_the_verifiers(tmp_path):
+    """SGLang's EAGLE-3 worker calls set_embed with the target's embedding (the rules' `vocab`), where
+    vLLM keeps a draft's own loaded table: the draft's 64-row embedding is not the one it is served with."""
+    plan = _plan(tmp_path, "eagle3", verifier={"vocab_size": 128})
+    assert "verifier-vocab-mismatch" in _codes(plan)
+    message = _vocab(plan)
+    assert "the draft's vocab_size is 64" in message and "'s 128" in message
+    assert f"SGLang {VERSION}'s LlamaForCausalLMEagle3 replaces the draft's 64-row embedding" in message
+    assert "llama.py:910-918" in message
+
+
+def test_an_eagle3_draft_whose_target_hidden_size_differs_keeps_its_own_embedding(tmp_path):
+    """set_embed returns without replacing the table when target_hidden_size is not the draft's
+    hidden_size: the draft embeds with its own 64 rows, as in vLLM."""
+    message = _vocab(_plan_with(tmp_path, "eagle3", {"target_hidden_size": 16}, {"vocab_size": 128}))
+    assert "keeps the draft's own embedding (target_hidden_size 16 is not its hidden_size)" in message
+    assert "token ids at or past 64 fall outside it" in message
+
+
+def _plan_with(root, algo, top, verifier):
+    cfg = tiny.draft_config(algo)
+    cfg.update(top)
+    (root / "draft").mkdir(parents=True)
+    (root / "draft" / "config.json").write_text(json.dumps(cfg))
+    (root / "verifier").mkdir()
+    body = {**tiny.verifier_config(algo), "num_attention_heads": 4, "head_dim": 2, **verifier}
+    (root / "verifier" / "config.json").write_text(json.dumps(body))
+    return sglang_plan(str(root / "draft" / "config.json"), verifier=str(root / "verifier"), check_weights=False)
+
+
+@pytest.mark.parametrize("algo, cls", [("dflash", "DFlashDraftModel"), ("dspark", "Qwen3DSparkModel")])
+def test_a_dflash_family_draft_of_another_vocabulary_is_served_with_the_verifiers_tables(tmp_path, algo, cls):
+    plan = _plan(tmp_path, algo, verifier={"vocab_size": 128})
+    message = _vocab(plan)
+    assert f"SGLang {VERSION}'s {cls} embeds and scores the draft's block with" in message
+    assert "128-token embedding and lm_head: the draft was trained against a 64-token verifier" in message
+
+
+def test_the_same_vocabulary_gives_no_vocab_finding(tmp_path):
+    assert "verifier-vocab-mismatch" not in _codes(_plan(tmp_path, "eagle3"))
+
+
+def test_serve_for_sglang_prints_the_vocab_finding_once_in_sglangs_terms(tmp_path):
+    from conftest import run_in_process as run
+
+    draft, verifier = _files(tmp_path, "dflash", verifier={"vocab_size": 128})
+    out = tmp_path / "out"
+    r = run("materialize", str(draft), str(out), "--engine", "sglang", "--verifier", str(verifier), "--config-only")
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "verifier-vocab-mismatch" in x]
+    assert "embeds and scores the draft's block" in line
+
+
+def test_an_eagle3_draft_without_a_head_of_its_own_has_its_embedding_replaced_whatever_its_hidden_size(tmp_path):
+    """No draft_vocab_size: SGLang's class loads the head from the target, and set_embed_and_head replaces
+    the embedding too, without set_embed's hidden-size exception (the rules' `vocab`)."""
+    cfg = tiny.draft_config("eagle3")
+    del cfg["draft_vocab_size"]
+    (tmp_path / "draft").mkdir()
+    (tmp_path / "draft" / "config.json").write_text(json.dumps({**cfg, "target_hidden_size": 16}))
+    (tmp_path / "verifier").mkdir()
+    body = {**tiny.verifier_config("eagle3"), "num_attention_heads": 4, "head_dim": 2, "vocab_size": 128}
+    (tmp_path / "verifier" / "config.json").write_text(json.dumps(body))
+    plan = sglang_plan(
+        str(tmp_path / "draft" / "config.json"), verifier=str(tmp_path / "verifier"), check_weights=False
+    )
+    assert "replaces the draft's 64-row embedding" in _vocab(plan)

@@ -320,7 +320,9 @@ CODES: dict[str, Code] = {
             "warning",
             "the draft's embedding vocabulary is not the verifier's",
             "The draft's `vocab_size` differs from the verifier's: token ids from the verifier's "
-            "tokenizer may fall outside the draft's embedding.",
+            "tokenizer may fall outside the draft's embedding. For SGLang, the plan says what SGLang embeds "
+            "the draft's tokens with instead (its EAGLE-3 worker replaces the draft's embedding with the "
+            "verifier's; its DFlash-family classes use the verifier's embedding and lm_head).",
         ),
         Code(
             "mask-token-out-of-vocab",

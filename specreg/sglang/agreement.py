@@ -16,6 +16,20 @@ from:
 - `original_max_position_embeddings` for the scaling types whose angles it sets: transformers defaults
   it to `max_position_embeddings`, and the EAGLE-3 class (llama.py) writes a top-level one over it.
 
+The vocabulary as SGLang shares it (the rules' `vocab`): the DFlash-family classes embed and score
+with the verifier's tables; the EAGLE-3 worker replaces the draft's embedding with the verifier's
+(`set_embed`) unless `target_hidden_size` differs from `hidden_size`, where vLLM keeps a draft's own
+loaded embedding unless it equals the verifier's. A draft `vocab_size` other than the verifier's is
+`verifier-vocab-mismatch` in those terms. `draft_vocab_size` against the verifier is the verifier
+check's (`verifier-vocab-too-small`, an error the plan carries) and, against the draft's own
+`vocab_size`, the export's refusal for the DFlash-family classes.
+
+The maximum positions need no finding: SGLang builds the draft's model config with the served
+length (`context_length=` the target's context_len, sglang/srt/speculative/eagle_worker_v2.py:229,
+draft_worker_common.py:100) and refuses to start when it exceeds the draft's
+(sglang/srt/configs/model_config.py:1296-1305, a ValueError unless
+SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which raises the draft's max_position_embeddings to it).
+
 The draft side is the config.json the export writes (what SGLang loads); the verifier's is its config
 as read by the verifier check (`spec.checks.verifier`), when one ran."""
 
@@ -29,7 +43,7 @@ if TYPE_CHECKING:
     from specreg.normalization.speculator import Finding, Speculator
 
 #: the findings the SGLang plan derives itself, in SGLang's terms, in place of the vLLM pre-flight's
-CODES = frozenset({"verifier-rope-mismatch", "verifier-head-dim-mismatch"})
+CODES = frozenset({"verifier-rope-mismatch", "verifier-head-dim-mismatch", "verifier-vocab-mismatch"})
 
 
 def rope_view(config: Mapping[str, Any], reader: Mapping[str, Any], rope: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,11 +99,61 @@ def head(
 
 def findings(spec: "Speculator", config: Mapping[str, Any], worker: str, rules: Mapping[str, Any]) -> list["Finding"]:
     """The written config.json of a draft SGLang's `worker` class reads against the verifier the check
-    read (none when no check ran): `verifier-rope-mismatch`, `verifier-head-dim-mismatch`."""
+    read (none when no check ran): `verifier-rope-mismatch`, `verifier-head-dim-mismatch`,
+    `verifier-vocab-mismatch`."""
     facts = spec.checks.verifier if spec.checks is not None else None
     rope = rules.get("rope")
     if facts is None or not facts.body or not config or rope is None:
         return []
+    return [*_rope(config, worker, facts, rope, rules), *vocabulary(config, worker, facts, rules)]
+
+
+def vocabulary(config: Mapping[str, Any], worker: str, facts: Any, rules: Mapping[str, Any]) -> list["Finding"]:
+    """The draft's embedding vocabulary (`vocab_size`) against the verifier's, as the rules' `vocab`
+    says SGLang's `worker` shares the embedding: `verifier-vocab-mismatch` with both sizes and what
+    SGLang embeds the draft's tokens with instead."""
+    from specreg.normalization.speculator import Finding
+
+    rule = rules.get("vocab", {}).get(worker)
+    mine, theirs = config.get("vocab_size"), facts.vocab_size
+    if rule is None or not isinstance(mine, int) or not isinstance(theirs, int) or mine == theirs:
+        return []
+    engine, cls = f"SGLang {rules['sglang']}", config["architectures"][0]
+    kept = rule.get("own_embedding_kept")
+    target_hidden = config.get(kept) if kept else None
+    own_head = config.get("draft_vocab_size") is not None or bool(config.get("tie_word_embeddings"))
+    if own_head and target_hidden is not None and target_hidden != config.get("hidden_size"):
+        # set_embed returns without replacing the draft's table (llama.py:912-916); a draft without a head
+        # of its own gets set_embed_and_head instead, which always replaces both (llama.py:895-899)
+        cost = (
+            f"{engine}'s {cls} keeps the draft's own embedding ({kept} {target_hidden} is not its hidden_size), "
+            f"and the verifier's token ids at or past {mine} fall outside it"
+        )
+    elif kept:
+        # init_lm_head: set_embed(the target's embedding) (eagle_worker_v2.py:352-363, llama.py:910-918)
+        cost = (
+            f"{engine}'s {cls} replaces the draft's {mine}-row embedding with {facts.id}'s {theirs}-row one "
+            "without a word, so every drafted token is embedded with a table the draft was not trained with "
+            "(vLLM keeps a draft's own loaded embedding)"
+        )
+    else:
+        # the DFlash family has no tables of its own (dflash_worker_v2.py:2490-2493, dspark.py:550-555)
+        cost = (
+            f"{engine}'s {cls} embeds and scores the draft's block with {facts.id}'s {theirs}-token embedding "
+            f"and lm_head: the draft was trained against a {mine}-token verifier"
+        )
+    return [
+        Finding.of(
+            "verifier-vocab-mismatch",
+            f"the draft's vocab_size is {mine}, {facts.id}'s {theirs}: {cost} ({rule['from']})",
+            "$.vocab_size",
+            fix="serve the draft with the verifier it was trained against (the one whose vocabulary it has)",
+        )
+    ]
+
+
+def _rope(config: Mapping[str, Any], worker: str, facts: Any, rope: Mapping[str, Any], rules) -> list["Finding"]:
+    """RoPE and head size as the two classes read them, by the vLLM pre-flight's `compare`."""
     draft_reader, verifier_reader = rope["readers"][worker], rope["readers"]["verifier"]
     d, v = rope_view(config, draft_reader, rope), rope_view(facts.body, verifier_reader, rope)
     (hd, rd), (hv, rv) = head(config, d, draft_reader), head(facts.body, v, verifier_reader)
