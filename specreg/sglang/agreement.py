@@ -27,7 +27,7 @@ check's (`verifier-vocab-too-small`, an error the plan carries) and, against the
 The maximum positions need no finding: SGLang builds the draft's model config with the served
 length (`context_length=` the target's context_len, sglang/srt/speculative/eagle_worker_v2.py:229,
 draft_worker_common.py:100) and refuses to start when it exceeds the draft's
-(sglang/srt/configs/model_config.py:1296-1305, a ValueError unless
+(sglang/srt/configs/model_config.py:1291-1320, a ValueError unless
 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which raises the draft's max_position_embeddings to it).
 
 The draft side is the config.json the export writes (what SGLang loads); the verifier's is its config

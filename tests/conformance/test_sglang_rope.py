@@ -1,5 +1,5 @@
-"""The SGLang rules' `rope` entry (what specreg.sglang.agreement compares) against the code it was read
-from: the SGLang wheel each rules file names, and the transformers release that wheel pins (whose config
+"""The SGLang rules' `rope` and `vocab` entries (what specreg.sglang.agreement compares) against the code
+they were read from: the SGLang wheel each rules file names, and the transformers release that wheel pins (whose config
 classes fold the RoPE fields before SGLang's classes read them). Read with ast, nothing imported
 (pytest -m conformance; the wheels are downloaded once into ~/.cache/specreg/)."""
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from specreg.sglang import agreement
 from specreg.sglang.rules import known, rules
 
 pytestmark = pytest.mark.conformance
@@ -64,7 +65,16 @@ def release(request):
     with zipfile.ZipFile(_wheel("sglang", r["sglang"], "sglang-wheels")) as z:
         code = {
             name: z.read(f"sglang/srt/{name}").decode()
-            for name in ("models/dflash.py", "models/llama.py", "models/llama_eagle3.py", "models/dspark.py")
+            for name in (
+                "models/dflash.py",
+                "models/llama.py",
+                "models/llama_eagle3.py",
+                "models/dspark.py",
+                "speculative/eagle_worker_v2.py",
+                "speculative/dflash_worker_v2.py",
+                "speculative/draft_worker_common.py",
+                "configs/model_config.py",
+            )
         }
         pinned = re.search(
             r"^Requires-Dist: transformers==([\w.]+)$",
@@ -121,6 +131,37 @@ def test_the_cited_lines_hold_what_they_are_cited_for(release):
     for (path, line), token in cited.items():
         assert f"{path}:{line}" in text
         assert token in code[path].splitlines()[line - 1], (path, line)
+
+
+def test_the_vocab_entry_and_the_positions_refusal_hold_what_they_are_cited_for(release):
+    """The rules' `vocab` (and agreement.py's reason to compare no maximum positions): each cited range
+    of the wheel holds the call it is cited for."""
+    r, code, _ = release
+    cited = {
+        ("speculative/eagle_worker_v2.py", 352, 363): ("load_lm_head_from_target", "set_embed(embed)"),
+        ("models/llama.py", 910, 918): ("def set_embed(", "target_hidden_size", "embed_tokens.weight = embed"),
+        ("models/llama.py", 895, 899): ("def set_embed_and_head(", "embed_tokens.weight = embed"),
+        ("speculative/dflash_worker_v2.py", 2490, 2493): ("_resolve_dflash_embedding_module", "target_model"),
+        ("models/dspark.py", 550, 555): ("def attach_shared_modules", "self.lm_head = lm_head"),
+        ("models/dspark.py", 633, 641): ("_DSPARK_SKIPPED_WEIGHT_PREFIXES", '"embed_tokens."'),
+    }
+    text = " ".join(v["from"] for v in r["vocab"].values())
+    for (path, first, last), tokens in cited.items():
+        assert f"{path}:{first}-{last}" in text or f":{first}-{last}" in text, (path, first)
+        lines = "\n".join(code[path].splitlines()[first - 1 : last])
+        assert all(t in lines for t in tokens), (path, first, last)
+    positions = {
+        ("configs/model_config.py", 1291, 1320): ("def _derive_context_length", "raise ValueError"),
+        ("speculative/eagle_worker_v2.py", 229, 229): ("context_length=target_worker",),
+        ("speculative/draft_worker_common.py", 100, 100): ("context_length=target_model_config.context_len",),
+    }
+    for (path, first, last), tokens in positions.items():
+        assert (
+            f"{path}:{first}" in agreement.__doc__.replace("\n", " ")
+            or f"{path.split('/')[-1]}:{first}" in agreement.__doc__
+        )
+        lines = "\n".join(code[path].splitlines()[first - 1 : last])
+        assert all(t in lines for t in tokens), (path, first, last)
 
 
 def test_transformers_folds_rope_scaling_before_rope_parameters_and_keeps_the_top_level_share(release):
