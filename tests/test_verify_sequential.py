@@ -83,18 +83,27 @@ def both_verdicts(chunks: list[SpecCounters]) -> tuple[str, str, int]:
     return fixed, fixed, PROMPTS
 
 
+#: the cases a run decides early stay in the default suite; those that run to (or near) the end at every
+#: simulated run cost 3-5 CPU-s each (the statistics at every look), so they are the simulation tier's
+SIMULATED = pytest.mark.simulation
+
+
 @pytest.mark.parametrize(
     "chunks, true_rate, right, fixed_wrong, sequential_wrong, mean_prompts",
     [
-        (10, 0.2882, "pass", 76, 76, 79.856),  # at the baseline (the 5% band: 0.2738-0.3026)
+        pytest.param(
+            10, 0.2882, "pass", 76, 76, 79.856, marks=SIMULATED
+        ),  # at the baseline (the 5% band: 0.2738-0.3026)
         (10, 0.2882 / 3, "regressed", 0, 0, 28.528),  # a third of it: the headline's regression
-        (10, 0.2882 * 0.90, "regressed", 32, 33, 79.872),  # 10% below: 5% under the band's floor
-        (10, 0.2882 * 0.97, "pass", 131, 131, 80.0),  # borderline: 2% inside the band
-        (10, 0.2882 * 0.93, "regressed", 152, 152, 80.0),  # borderline: 2% under the floor
+        pytest.param(
+            10, 0.2882 * 0.90, "regressed", 32, 33, 79.872, marks=SIMULATED
+        ),  # 10% below: 5% under the band's floor
+        pytest.param(10, 0.2882 * 0.97, "pass", 131, 131, 80.0, marks=SIMULATED),  # borderline: 2% inside the band
+        pytest.param(10, 0.2882 * 0.93, "regressed", 152, 152, 80.0, marks=SIMULATED),  # borderline: 2% under the floor
         # a chunk per prompt (--chunks 80): the same runs, more degrees of freedom at each look
-        (80, 0.2882, "pass", 76, 76, 80.0),
+        pytest.param(80, 0.2882, "pass", 76, 76, 80.0, marks=SIMULATED),
         (80, 0.2882 / 3, "regressed", 0, 0, 8.0),
-        (80, 0.2882 * 0.90, "regressed", 32, 32, 79.472),
+        pytest.param(80, 0.2882 * 0.90, "regressed", 32, 32, 79.472, marks=SIMULATED),
     ],
 )
 def test_the_sequential_test_errs_at_most_alpha_early_over_the_fixed_count_test(
