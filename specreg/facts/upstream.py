@@ -143,3 +143,35 @@ def acquire(package: str, version: str | None, wheel: Path | None, out: Path, co
     if version is not None and found[package] != version:
         raise RefreshError(f"asked for {package} {version}, read {found[package]}", source=version)
     return found
+
+
+def add_refresh_parser(commands, package: str, folder: Path, example: str, needs: str):  # noqa: ANN001, ANN201
+    """The `refresh` command both refresh CLIs take: a version, or --wheel, --python and --out."""
+    r = commands.add_parser("refresh", help=f"compute one {package} release's facts from its wheel and write them")
+    r.add_argument("version", nargs="?", help=f"the release to download (pip) and read, e.g. {example}")
+    r.add_argument("--wheel", type=Path, help=f"a downloaded {package} wheel to read instead")
+    r.add_argument(
+        "--python",
+        default=sys.executable,
+        help=f"the interpreter that runs {package} (it needs {needs}; default: this one)",
+    )
+    r.add_argument("--out", type=Path, default=folder, help=f"where to write <version>.json (default {folder})")
+    return r
+
+
+def run_refresh(refresh, args) -> int:  # noqa: ANN001
+    """Run a refresh command's `refresh(version, wheel, python, out)`: the file written on stdout, or one
+    error line (exit 2; 130 when interrupted, nothing written), never a traceback."""
+    try:
+        written = refresh(args.version, args.wheel, args.python, args.out)
+    except SpecregError as exc:
+        print(f"error: {exc.line()}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the machine said no (a temporary folder, a full disk): one line, not a traceback
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written", file=sys.stderr)
+        return 130
+    print(written)
+    return 0

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from specreg.errors import SpecregError, printable
+from specreg.errors import printable
 from specreg.facts import upstream
 from specreg.facts.upstream import RefreshError, text  # noqa: F401 (the command's own names)
 
@@ -214,20 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     d = commands.add_parser("diff", help="what changed between two known releases' committed facts")
     d.add_argument("old")
     d.add_argument("new")
-    r = commands.add_parser("refresh", help="compute one speculators release's facts from its wheel and write them")
-    r.add_argument("version", nargs="?", help="the release to download (pip) and read, e.g. 0.9.0")
-    r.add_argument("--wheel", type=Path, help="a downloaded speculators wheel to read instead")
-    r.add_argument(
-        "--python",
-        default=sys.executable,
-        help="the interpreter that runs speculators (it needs the release's dependencies; default: this one)",
-    )
-    r.add_argument(
-        "--out",
-        type=Path,
-        default=speculators.FOLDER,
-        help=f"where to write <version>.json (default {speculators.FOLDER})",
-    )
+    upstream.add_refresh_parser(commands, "speculators", speculators.FOLDER, "0.9.0", "the release's dependencies")
     args = p.parse_args(argv)
     if args.command == "list":
         for release in speculators.known():
@@ -243,13 +230,4 @@ def main(argv: list[str] | None = None) -> int:
         for line in diff(speculators.facts(args.old), speculators.facts(args.new)):
             print(line)
         return 0
-    try:
-        written = refresh(args.version, args.wheel, args.python, args.out)
-    except SpecregError as exc:
-        print(f"error: {exc.line()}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
-        return 130
-    print(written)
-    return 0
+    return upstream.run_refresh(refresh, args)

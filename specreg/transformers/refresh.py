@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from specreg.errors import SpecregError
 from specreg.facts import upstream
 from specreg.facts.upstream import RefreshError, text  # noqa: F401 (the command's own names)
 
@@ -75,26 +73,5 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m specreg.transformers", description=__doc__.split("\n\n")[0])
     commands = p.add_subparsers(dest="command", required=True)
-    r = commands.add_parser("refresh", help="compute one transformers release's facts from its wheel and write them")
-    r.add_argument("version", nargs="?", help="the release to download (pip) and read, e.g. 5.25.0")
-    r.add_argument("--wheel", type=Path, help="a downloaded transformers wheel to read instead")
-    r.add_argument(
-        "--python",
-        default=sys.executable,
-        help="the interpreter that runs transformers (it needs transformers' dependencies; default: this one)",
-    )
-    r.add_argument("--out", type=Path, default=FOLDER, help=f"where to write <version>.json (default {FOLDER})")
-    args = p.parse_args(argv)
-    try:
-        written = refresh(args.version, args.wheel, args.python, args.out)
-    except SpecregError as exc:
-        print(f"error: {exc.line()}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # the machine said no (a temporary folder, a full disk): one line, not a traceback
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: nothing was written", file=sys.stderr)
-        return 130
-    print(written)
-    return 0
+    upstream.add_refresh_parser(commands, "transformers", FOLDER, "5.25.0", "transformers' dependencies")
+    return upstream.run_refresh(refresh, p.parse_args(argv))
