@@ -192,16 +192,9 @@ def test_known_is_sorted_by_version():
 def test_a_child_that_reports_no_facts_is_one_line_and_writes_nothing(tmp_path, capsys, writes, said):
     """The speculators refresh reads its child's answer by the transformers refresh's one rule
     (specreg/facts/upstream.py): these were tracebacks, or (a version "../x") a file outside --out."""
-    from test_transformers_facts import stand_in_python
+    from test_transformers_facts import refused_writing_nothing, stand_in_python
 
-    python = stand_in_python(tmp_path, writes)
-    out = tmp_path / "out" / "facts"
-    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    assert refresh.main(["refresh", "--python", str(python), "--out", str(out)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith(f"error: {python}: {said}")
-    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    refused_writing_nothing(refresh.main, stand_in_python(tmp_path, writes), tmp_path, capsys, said)
 
 
 def test_refresh_refuses_an_out_that_is_a_file(tmp_path, capsys):

@@ -156,10 +156,15 @@ LISTS = '"model_types": [], "composite_model_types": [], "config_keys": []'
 )
 def test_a_child_that_reports_no_facts_is_one_line_and_writes_nothing(tmp_path, capsys, writes, said):
     """These were tracebacks, or (a version "../x") a file written outside --out."""
-    python = stand_in_python(tmp_path, writes)
+    refused_writing_nothing(refresh.main, stand_in_python(tmp_path, writes), tmp_path, capsys, said)
+
+
+def refused_writing_nothing(main, python: Path, tmp_path: Path, capsys, said: str) -> None:
+    """A refresh command run with `python` as its child: exit 2, one error line naming the interpreter and
+    starting with `said`, nothing written under tmp_path (the speculators refresh's tests use it too)."""
     out = tmp_path / "out" / "facts"
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    assert refresh.main(["refresh", "--python", str(python), "--out", str(out)]) == 2
+    assert main(["refresh", "--python", str(python), "--out", str(out)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith(f"error: {python}: {said}")
