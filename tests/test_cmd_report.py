@@ -127,7 +127,7 @@ def test_a_malformed_result_is_skipped_with_a_warning_and_the_report_goes_on(one
     else:
         doc[node] = value
     (bad / "result.json").write_text(json.dumps(doc))
-    r = run("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg))
+    r = run_in_process("report", str(results), "--out", str(tmp_path / "site"), "--registry", str(reg))
     assert r.returncode == 0, r.stderr
     assert "skipped org--bad/result.json" in r.stderr
     assert "<td class='verdict'>pass</td>" in (tmp_path / "site" / "index.html").read_text()
