@@ -95,8 +95,6 @@ def test_secondary_numbers_stay_marked():
         "amazon/Qwen3-Coder-30B-A3B-Instruct-P-EAGLE",
         "amazon/gpt-oss-120b-p-eagle",
         "deepseek-ai/dspark_qwen3_8b_block7",
-        "deepseek-ai/dflash_qwen3_8b_block7",
-        "deepseek-ai/eagle3_qwen3_8b_ttt7",
         "k-l-lambda/kimi-k2.6-eagle3-mla",
         "lightseekorg/kimi-k2.5-eagle3",
         "lightseekorg/kimi-k2.5-eagle3-mla",
