@@ -235,7 +235,10 @@ def test_the_ci_sourced_entries_are_the_eight_ci_gates():
 def test_specregs_verdict_is_cis_at_one_percent_around_every_bound(entry_id):
     entry = catalog().get(entry_id)
     (b,) = [b for b in entry.baselines if b.source.endswith(CI_FILES)]
-    assert b.source_commit == "62d4bc3c7" and "v0.34.0" in b.source
+    # the v0.34.0 sdist's files, or (the P-EAGLE configs 0.34 no longer has) the main-branch version read
+    assert (b.source_commit == "62d4bc3c7" and "v0.34.0" in b.source) or (
+        "main-branch" in b.source and len(b.source_commit) == 40
+    )
     m = b.metrics
     exp_al, al_rtol = m.acceptance_length.value, m.acceptance_length.tolerance
     exp_rates, pos_rtol = list(m.per_position.values), m.per_position.tolerance
