@@ -317,13 +317,24 @@ def holds(rule: str, version: str | Version) -> bool:
     (where `state` says None: not known), a rule typed as older than every tracked release by its typed
     first version, any other as the oldest known release has it: specreg plans as that release would,
     never "needs vLLM >= the oldest release" for a rule whose start the facts do not hold."""
+    return answer(rule, _parsed(version)[0])[0]
+
+
+@lru_cache(maxsize=4096)  # a normalization asks some 30 rules, each twice (`answer`'s two parts)
+def answer(rule: str, version: Version) -> tuple[bool, bool]:
+    """(`holds(rule, version)`, whether the facts back it: `state` is not None), computed once per rule
+    and version."""
+    return _holds(rule, version), _state(rule, version) is not None
+
+
+def _holds(rule: str, version: Version) -> bool:
     v, release = _parsed(version)
     values = _release_values(rule)
     if release in values:
         return values[release]
     if v > newest():
         return values[known()[-1]]
-    read = state(rule, v)
+    read = _state(rule, v)
     if read is not None:
         return read
     typed = _metadata()[rule].get("since")
@@ -368,8 +379,13 @@ def state(rule: str, version: str | Version) -> bool | None:
     version on; else the value its extractor read from that release's wheel (older_releases.json), where
     it could; else not known. `holds` answers for every version."""
     v = _parsed(version)[0]
+    held, known_here = answer(rule, v)
+    return held if known_here else None
+
+
+def _state(rule: str, v: Version) -> bool | None:
     if not below(v):
-        return holds(rule, v)
+        return _holds(rule, v)
     typed = _metadata()[rule].get("since")
     if typed is not None and v >= Version(typed):
         return True
@@ -415,7 +431,7 @@ def rules(read_by: str) -> tuple[str, ...]:
 
 def reread() -> None:
     """Forget what was read from the committed files (after `refresh` wrote them)."""
-    for cached in (_read, _releases, _rules_of, since, rule_spans, _release_values):
+    for cached in (_read, _releases, _rules_of, since, rule_spans, _release_values, answer):
         cached.cache_clear()
 
 

@@ -98,10 +98,12 @@ def holds(rule: str, version: Version) -> bool:
     """Whether vLLM `version` has the dated rule `rule` (its release's record in the facts). Where the
     facts do not know (`facts.state` None: a release older than every known one), the answer is the
     oldest known release's, and the rule is noted as unknown for `unknown_rules`."""
-    asked = _UNKNOWN.get()
-    if asked is not None and facts.state(rule, version) is None:
-        asked.add(rule)
-    return facts.holds(rule, version)
+    held, known_here = facts.answer(rule, version)
+    if not known_here:
+        asked = _UNKNOWN.get()
+        if asked is not None:
+            asked.add(rule)
+    return held
 
 
 def note_unknown(rule: str) -> None:

@@ -34,6 +34,13 @@ def child_path(parent: str, key: str | int) -> str:
     return f"{parent}[{json.dumps(key, ensure_ascii=False)}]"
 
 
+@lru_cache(maxsize=4096)  # the same few dozen fields of every config: one string each, built once
+def _read_name(parent: str, key: str) -> str:
+    """`Fields.reads`' name of `key` in the object at `parent`: its JSON path without the leading "$."."""
+    rel = child_path(parent, key)
+    return rel[2:] if rel.startswith("$.") else rel
+
+
 def type_name(value: Any) -> str:
     if value is None:
         return "null"
@@ -151,8 +158,7 @@ class Fields:
         return child_path(self.path, key)
 
     def _note(self, key: str) -> None:
-        rel = self.at(key)
-        self.reads.add(rel[2:] if rel.startswith("$.") else rel)
+        self.reads.add(_read_name(self.path, key))
 
     def problem(self, path: str, message: str) -> None:
         self.problems.append(Problem(path, message))

@@ -137,8 +137,8 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
     paths) for `algorithm`, targeting `vllm_label` (Context.vllm_label: "vLLM X.Y.Z")."""
     from specreg import speculators
 
-    full, inside, wanted, read_names = _read_index(frozenset(reads))
-    hf_keys = hf_config_keys()
+    reads_key = frozenset(reads)
+    _, inside, _, _ = _read_index(reads_key)
     claimed = _claimed(config)
     releases = speculators.known()
     span = f"{releases[0]} to {releases[-1]}"
@@ -157,18 +157,6 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
         entries.append(FieldEntry(here, status, note))
         if finding is not None:
             findings.append(finding)
-
-    def trainer_fields(path: str, obj: Mapping[str, Any]) -> dict[str, tuple[str, dict[str, Any], str]]:
-        if path == "$":
-            return _trainer("algorithms", algorithm)
-        if path == "$.speculators_config":
-            return _trainer("speculators_config", None)
-        if path == "$.speculators_config.verifier":
-            return _trainer("verifier", None)
-        if path.startswith("$.speculators_config.proposal_methods["):
-            kind = obj.get("proposal_type")
-            return _trainer("proposal_methods", kind if isinstance(kind, str) else None)
-        return {}
 
     def unknown(here: str, key: str, value: Any) -> None:
         if claimed is not None and claimed > speculators.newest():
@@ -192,38 +180,24 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
         flag(here, "unknown", why, Finding.of("unknown-field", message, here, fix=fix))
 
     def walk_object(obj: Mapping[str, Any], path: str, layer: bool) -> None:
-        known = {} if layer else trainer_fields(path, obj)
-        missing = None
-        prefix = path + "."
-        for key, value in obj.items():
-            if not isinstance(key, str):
-                continue
-            here = prefix + key if key.isascii() and key.isidentifier() else child_path(path, key)
-            if here in full or here in inside:
-                entries.append(FieldEntry(here, "read"))
+        kind = obj.get("proposal_type") if path.startswith("$.speculators_config.proposal_methods[") else None
+        keys = tuple(obj)  # hashable (a mapping's keys); _object_steps passes over any that is not a str
+        args = (reads_key, algorithm, path, layer, kind if isinstance(kind, str) else None, keys)
+        steps = _object_steps(*args) if len(keys) <= _CACHED_KEYS else _object_steps.__wrapped__(*args)
+        for step, here, key, extra in steps:
+            if step is _ENTRY:
+                entries.append(extra)
+            elif step is _READ:
+                entries.append(extra)
+                value = obj[key]
                 if type(value) not in _SCALARS:
                     walk(value, here, layer or here == "$.transformer_layer_config")
-                continue
-            if missing is None:
-                missing = sorted(wanted.get(path, set()) - set(obj))
-            # a field read in another object (an alias, a fallback) or a transformers key is no misspelling
-            if missing and key not in read_names and key not in hf_keys:
-                match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
-                if match:
-                    misses.append((here, key, match[0]))
-                    flag(here, "near-miss", match[0])
-                    continue
-            if layer:
-                entries.append(FieldEntry(here, "layer"))
-                continue
-            if path == "$" and key in CARRIED:
-                entries.append(FieldEntry(here, "carried"))
-                continue
-            if path == "$" and key in hf_keys:  # architectures, dtype: transformers' own, whoever declares it
-                entries.append(FieldEntry(here, "transformers"))
-                continue
-            if key in known:
-                release, entry, note = known[key]
+            elif step is _NEAR:
+                misses.append((here, key, extra))
+                flag(here, "near-miss", extra)
+            elif step is _TRAINER:
+                release, entry, note = extra
+                value = obj[key]
                 if "default" in entry and value != entry["default"]:
                     message = (
                         f"{key} = {show_value(value, 40)} was written by speculators (its default is "
@@ -234,8 +208,8 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
                     flag(here, "ignored", note, Finding.of("trainer-field-ignored", message, here, fix=fix))
                 else:
                     entries.append(FieldEntry(here, "trainer", note))
-                continue
-            unknown(here, key, value)
+            else:
+                unknown(here, key, obj[key])
 
     def walk(value: Any, path: str, layer: bool) -> None:
         if type(value) is dict or isinstance(value, Mapping):  # parsed JSON: dict, the fast test
@@ -266,6 +240,64 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
             FieldEntry(first.path, first.status, f"and {rest:,} more keys from here on, not listed")
         ]
     return Ledger(tuple(entries), tuple(findings), tuple(misses))
+
+
+#: what `account` does with one key of an object (`_object_steps`)
+_ENTRY, _READ, _NEAR, _TRAINER, _UNKNOWN = "entry", "read", "near", "trainer", "unknown"
+#: objects with more keys than this are planned without the cache (a hostile file's 100,000 keys)
+_CACHED_KEYS = 256
+
+
+def _trainer_fields(algorithm: str, path: str, kind: str | None) -> dict[str, tuple[str, dict[str, Any], str]]:
+    """The fields a speculators release writes in the object at `path` (`kind`: a proposal's type)."""
+    if path == "$":
+        return _trainer("algorithms", algorithm)
+    if path == "$.speculators_config":
+        return _trainer("speculators_config", None)
+    if path == "$.speculators_config.verifier":
+        return _trainer("verifier", None)
+    if path.startswith("$.speculators_config.proposal_methods["):
+        return _trainer("proposal_methods", kind)
+    return {}
+
+
+@lru_cache(maxsize=512)
+def _object_steps(
+    reads: frozenset[str], algorithm: str, path: str, layer: bool, kind: str | None, keys: tuple[Any, ...]
+) -> tuple[tuple[str, str, str, Any], ...]:
+    """What `account` does with each key of one object, in its order: (step, JSON path, key, what the step
+    needs). It depends on the keys, not their values (those are looked at when the steps run), so one
+    algorithm's configs, which share their keys, plan each object once."""
+    full, inside, wanted, read_names = _read_index(reads)
+    hf_keys = hf_config_keys()
+    known = {} if layer else _trainer_fields(algorithm, path, kind)
+    missing = sorted(wanted.get(path, set()) - set(keys))
+    prefix = path + "."
+    steps: list[tuple[str, str, str, Any]] = []
+    for key in keys:
+        if not isinstance(key, str):
+            continue
+        here = prefix + key if key.isascii() and key.isidentifier() else child_path(path, key)
+        if here in full or here in inside:
+            steps.append((_READ, here, key, FieldEntry(here, "read")))
+            continue
+        # a field read in another object (an alias, a fallback) or a transformers key is no misspelling
+        if missing and key not in read_names and key not in hf_keys:
+            match = difflib.get_close_matches(key, missing, n=1, cutoff=NEAR_MISS_CUTOFF)
+            if match:
+                steps.append((_NEAR, here, key, match[0]))
+                continue
+        if layer:
+            steps.append((_ENTRY, here, key, FieldEntry(here, "layer")))
+        elif path == "$" and key in CARRIED:
+            steps.append((_ENTRY, here, key, FieldEntry(here, "carried")))
+        elif path == "$" and key in hf_keys:  # architectures, dtype: transformers' own, whoever declares it
+            steps.append((_ENTRY, here, key, FieldEntry(here, "transformers")))
+        elif key in known:
+            steps.append((_TRAINER, here, key, known[key]))
+        else:
+            steps.append((_UNKNOWN, here, key, None))
+    return tuple(steps)
 
 
 def near_misses(ledger: Ledger) -> list[tuple[str, str, str]]:
