@@ -96,6 +96,25 @@ def test_a_trainer_field_vllm_does_not_read_at_another_value_than_its_default_is
     assert f"{LABEL} does not read it" in f.message
 
 
+def test_configs_sharing_their_keys_share_one_plan_of_them_and_are_each_judged_by_their_own_values(variant):
+    """The ledger plans an object's keys once per key set (`_object_steps`, cached); the values, which
+    decide trainer against ignored and what a warning shows, are read on every call, in any order."""
+    path = "$.speculators_config.proposal_methods[0].verifier_accept_k"
+    before = ledger._object_steps.cache_info().hits
+    for k, hand in ((3, 7), (1, 8), (5, 9)):
+        spec = specreg.normalize(
+            variant("dflash", speculators_config__proposal_methods__0__verifier_accept_k=k, hand_field=hand), vllm=VLLM
+        )
+        assert statuses(spec)[path] == ("trainer" if k == 1 else "ignored")
+        ignored = [f.message for f in spec.findings if f.code == "trainer-field-ignored"]
+        assert ignored == ([] if k == 1 else [ignored[0]]) and all(
+            m.startswith(f"verifier_accept_k = {k} ") for m in ignored
+        )
+        (unknown,) = [f.message for f in spec.findings if f.code == "unknown-field"]
+        assert unknown.startswith(f"hand_field = {hand} is not a field dflash")
+    assert ledger._object_steps.cache_info().hits > before
+
+
 def test_a_near_miss_stays_an_unread_field_info_not_an_unknown_field(variant):
     from conftest import DROP
 
