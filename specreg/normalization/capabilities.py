@@ -134,8 +134,13 @@ def parse_version(text: str | Version, *, what: str = "--vllm") -> Version:
     """`0.26`, `0.26.0` or a Version; a clear ConfigError for anything else."""
     if isinstance(text, Version):
         return text
+    return _parsed(str(text), what)
+
+
+@lru_cache(maxsize=256)  # the same few versions asked on every normalization
+def _parsed(text: str, what: str) -> Version:
     try:
-        v = Version(str(text).strip())
+        v = Version(text.strip())
     except (InvalidVersion, ValueError):  # ValueError: a part past int()'s 4300 digits
         raise ConfigError(
             f"not a vLLM version: {clipped(str(text))} (expected e.g. {short(NEWEST_KNOWN)} or {NEWEST_KNOWN})",

@@ -186,7 +186,7 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
         steps = _object_steps(*args) if len(keys) <= _CACHED_KEYS else _object_steps.__wrapped__(*args)
         for step, here, key, extra in steps:
             if step is _ENTRY:
-                entries.append(extra)
+                entries.extend(extra)  # a run of entries that need no value
             elif step is _READ:
                 entries.append(extra)
                 value = obj[key]
@@ -288,16 +288,25 @@ def _object_steps(
                 steps.append((_NEAR, here, key, match[0]))
                 continue
         if layer:
-            steps.append((_ENTRY, here, key, FieldEntry(here, "layer")))
+            static = FieldEntry(here, "layer")
         elif path == "$" and key in CARRIED:
-            steps.append((_ENTRY, here, key, FieldEntry(here, "carried")))
+            static = FieldEntry(here, "carried")
         elif path == "$" and key in hf_keys:  # architectures, dtype: transformers' own, whoever declares it
-            steps.append((_ENTRY, here, key, FieldEntry(here, "transformers")))
+            static = FieldEntry(here, "transformers")
         elif key in known:
             steps.append((_TRAINER, here, key, known[key]))
+            continue
         else:
             steps.append((_UNKNOWN, here, key, None))
-    return tuple(steps)
+            continue
+        if steps and steps[-1][0] is _ENTRY:  # runs of entries are added in one step
+            steps[-1][3].append(static)
+        else:
+            steps.append((_ENTRY, here, key, [static]))
+    return tuple(
+        (step, here, key, tuple(extra)) if step is _ENTRY else (step, here, key, extra)
+        for step, here, key, extra in steps
+    )
 
 
 def near_misses(ledger: Ledger) -> list[tuple[str, str, str]]:

@@ -6,6 +6,7 @@ where each one came from. The module never touches its input: it reads through `
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import attrs
@@ -119,7 +120,7 @@ class Plan:
         target, provenance = self.outputs[into], self.provenance
         for key, value in data.items():
             target[key] = value
-            provenance[f"{into}.{key}"] = Provenance("source", (f"{source}.{key}",))
+            provenance[f"{into}.{key}"] = _copied_from(f"{source}.{key}")
 
     def layer(self, attn: LayerAttention, sources: Sequence[str], why: str) -> None:
         self.attention.append(attn)
@@ -128,3 +129,10 @@ class Plan:
     # -- findings --------------------------------------------------------------------------------
     def find(self, code: str, message: str, path: str | None = None, fix: str | None = None) -> None:
         self.findings.append(Finding.of(code, message, path, fix))
+
+
+@lru_cache(maxsize=1024)
+def _copied_from(path: str) -> Provenance:
+    """Provenance("source", (path,)), one per path (a frozen value: every config of one algorithm shares
+    its layer-config fields' provenance, built once)."""
+    return Provenance("source", (path,))
