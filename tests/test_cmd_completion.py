@@ -50,23 +50,24 @@ def test_finding_codes_and_catalog_ids_complete(bash_script):
 
 
 #: drives an interactive zsh (zsh -f -i) through its zpty module: loads compinit and the script, types the
-#: words and a TAB, and prints what the line became (zsh's own completion system, widgets and all)
+#: words, a TAB and ^X, which a widget binds to print the line as it became (zsh's own completion system,
+#: widgets and all; zle runs the keys in order, so the line is printed once the completion is done)
 ZPTY_DRIVER = r"""
 zmodload zsh/zpty
 zpty z 'zsh -f -i'
-zpty -w z "PS1='>'; PATH=$1:\$PATH; autoload -U compinit && compinit -u; source $2; print RE''ADY"
+zpty -w z "PS1='>'; PATH=$1:\$PATH; autoload -U compinit && compinit -u; source $2; show-line() { print -rn -- B''UF:\$BUFFER:E''ND }; zle -N show-line; bindkey '^X' show-line; print RE''ADY"
 out=''
-for i in {1..200}; do zpty -r -t z chunk && out+=$chunk; [[ $out == *READY* ]] && break; sleep 0.05; done
-zpty -n -w z "$3"$'\t'
+for i in {1..400}; do zpty -r -t z chunk && out+=$chunk; [[ $out == *READY* ]] && break; sleep 0.02; done
+zpty -n -w z "$3"$'\t\x18'
 out=''
-for i in {1..40}; do zpty -r -t z chunk && out+=$chunk; sleep 0.05; done
+for i in {1..1000}; do zpty -r -t z chunk && out+=$chunk; [[ $out == *:END* ]] && break; sleep 0.01; done
 zpty -d z
 print -r -- "$out"
 """
 
 
 def zsh_line(script: Path, words: str) -> str:
-    """The command line after typing `words` and TAB in zsh with `script` loaded, terminal codes removed."""
+    """The command line after typing `words` and TAB in zsh with `script` loaded."""
     import re
     import sys
 
@@ -78,8 +79,8 @@ def zsh_line(script: Path, words: str) -> str:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|.\x08|\r", "", out.stdout)
-    return text.rsplit(">", 1)[-1].strip()
+    (line,) = re.findall(r"BUF:(.*?):END", out.stdout, re.S)
+    return line.strip()
 
 
 @pytest.fixture(scope="module")
