@@ -377,7 +377,7 @@ def test_show_on_a_materialized_directory_reports_the_same_plan(tmp_path, name, 
 
 
 def _materialize_on_a_terminal(hub, tmp_path, *flags):
-    """Run `specreg materialize` for a Hub draft with a 100 MB weight file, stderr on a pseudo-terminal."""
+    """Run `specreg materialize` for a Hub draft with a 20 MB weight file, stderr on a pseudo-terminal."""
     import pty
     import select
 
@@ -385,7 +385,7 @@ def _materialize_on_a_terminal(hub, tmp_path, *flags):
         "org/big",
         {
             "config.json": json.dumps(fixture_config("dflash")).encode(),
-            "model.safetensors": b"\0" * (100 * 1024 * 1024),
+            "model.safetensors": b"\0" * (20 * 1024 * 1024),
         },
     )
     import fcntl
