@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from specreg.vllm.fact_files import write_releases
-from tests.conformance.vllm_mapping import wheel
+from tests.conformance.vllm_mapping import wheel, wheel_file
 
 PACKAGE = "vllm/model_executor/layers/quantization"
 #: torch's names for the dtypes, as the classes write them
@@ -35,10 +35,12 @@ class Wheel:
         """vllm.a.b -> the parsed vllm/a/b.py (or vllm/a/b/__init__.py)."""
         base = module.replace(".", "/")
         for path in (f"{base}.py", f"{base}/__init__.py"):
-            if path in self.names:
-                if path not in self._trees:
-                    self._trees[path] = ast.parse(self.zip.read(path))
-                return self._trees[path]
+            if path not in self._trees:
+                text = wheel_file(self.zip, path)  # a module moved behind a sys.modules shim is followed
+                if text is None:
+                    continue
+                self._trees[path] = ast.parse(text)
+            return self._trees[path]
         return None
 
 

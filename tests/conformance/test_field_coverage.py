@@ -19,7 +19,16 @@ import specreg
 from specreg import facts
 from specreg.normalization import algorithms
 from specreg.sources.native import keys
-from tests.conformance.vllm_mapping import wheel
+from tests.conformance.vllm_mapping import wheel, wheel_file
+
+
+def _required(z: zipfile.ZipFile, path: str) -> str:
+    """A module every known wheel has, read through any `sys.modules` shim (KeyError where it is gone)."""
+    text = wheel_file(z, path)
+    if text is None:
+        raise KeyError(f"{path} is not in the wheel")
+    return text
+
 
 pytestmark = pytest.mark.conformance
 
@@ -81,12 +90,10 @@ def dflash_config_keys(source: str) -> set[str]:
 
 def wheel_keys(version: str, algorithm: str) -> set[str] | None:
     with zipfile.ZipFile(wheel(version)) as z:
-        names = set(z.namelist())
-        if f"{MODELS}{FILES[algorithm][0]}" not in names:
+        texts = [wheel_file(z, f"{MODELS}{f}") for f in FILES[algorithm]]  # a shimmed module followed
+        if texts[0] is None:
             return None
-        return set().union(
-            *(dflash_config_keys(z.read(f"{MODELS}{f}").decode()) for f in FILES[algorithm] if f"{MODELS}{f}" in names)
-        )
+        return set().union(*(dflash_config_keys(text) for text in texts if text is not None))
 
 
 def carried(algorithm: str) -> set[str]:
@@ -182,8 +189,7 @@ def refuses_mrope(version: str) -> bool:
     """Whether the drafter raises on an M-RoPE draft config exactly when it adds input slots per request
     (rules.json mrope_refused_with_extra_slots)."""
     with zipfile.ZipFile(wheel(version)) as z:
-        path = "vllm/v1/spec_decode/llm_base_proposer.py"
-        text = z.read(path).decode() if path in z.namelist() else ""
+        text = wheel_file(z, "vllm/v1/spec_decode/llm_base_proposer.py") or ""
     tree = ast.parse(text)
     guarded = [
         n
@@ -224,7 +230,7 @@ def test_the_mtp_rewrite_table_is_each_wheels_own_hf_config_override(version):
 def config_registry(version: str) -> set[str]:
     """The model types of a wheel's `_CONFIG_REGISTRY` (vllm/transformers_utils/config.py, read with ast)."""
     with zipfile.ZipFile(wheel(version)) as z:
-        tree = ast.parse(z.read("vllm/transformers_utils/config.py"))
+        tree = ast.parse(_required(z, "vllm/transformers_utils/config.py"))
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_CONFIG_REGISTRY":
@@ -274,8 +280,7 @@ def eagle3_reads(version: str) -> tuple[set[str], set[str]]:
     ``config.X``, ``getattr(config, "X", ...)``, ``hasattr(config, "X")``, and ``eagle_config`` reads."""
     top, nested = set(), set()
     with zipfile.ZipFile(wheel(version)) as z:
-        names = set(z.namelist())
-        sources = [z.read(MODELS + f).decode() for f in EAGLE3_FILES if MODELS + f in names]
+        sources = [text for f in EAGLE3_FILES if (text := wheel_file(z, MODELS + f)) is not None]
     for source in sources:
         tree = ast.parse(source)
         for n in ast.walk(tree):
@@ -383,7 +388,7 @@ def _registry(version: str) -> dict[str, tuple[str, str]]:
     import re
 
     with zipfile.ZipFile(wheel(version)) as z:
-        text = z.read("vllm/model_executor/models/registry.py").decode()
+        text = _required(z, "vllm/model_executor/models/registry.py")
     return {
         name: (module, cls) for name, module, cls in re.findall(r'"(\w+)":\s*\(\s*"([\w.]+)",\s*"(\w+)",?\s*\)', text)
     }
@@ -428,7 +433,7 @@ def test_every_served_native_name_is_the_class_vllm_0_33_registry_serves_it_with
 def cli_options(version: str) -> dict[str, str]:
     """option string -> dest of every add_argument call of the wheel's engine/arg_utils.py (ast)."""
     with zipfile.ZipFile(wheel(version)) as z:
-        tree = ast.parse(z.read("vllm/engine/arg_utils.py"))
+        tree = ast.parse(_required(z, "vllm/engine/arg_utils.py"))
     out = {}
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument":

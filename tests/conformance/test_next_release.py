@@ -12,6 +12,8 @@ pull request's change applied, read by the refresh's own rule extractors (rule_f
 
 from __future__ import annotations
 
+import ast
+
 import json
 import shutil
 import subprocess
@@ -195,6 +197,11 @@ def test_a_module_moved_behind_a_sys_modules_shim_is_followed_to_its_new_home(wh
     assert len(decided) == len(rule_facts.HOLDS)
     assert decided == {r: newest[r] for r in decided}
     assert rule_facts.refusals(version) == facts.refused(facts.known()[-1])
+    # the module readers of the other fact kinds read the same new home through the shim
+    from conformance.quantization_methods import Wheel
+
+    tree = Wheel(version).tree("vllm.config.speculative")
+    assert tree is not None and "SpeculativeConfig" in {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
 
 
 def test_a_shim_whose_new_home_is_missing_fails_the_extractors_loudly(wheels):
