@@ -266,8 +266,9 @@ def _object_steps(
     reads: frozenset[str], algorithm: str, path: str, layer: bool, kind: str | None, keys: tuple[Any, ...]
 ) -> tuple[tuple[str, str, str, Any], ...]:
     """What `account` does with each key of one object, in its order: (step, JSON path, key, what the step
-    needs). It depends on the keys, not their values (those are looked at when the steps run), so one
-    algorithm's configs, which share their keys, plan each object once."""
+    needs); an `_ENTRY` step is a run of keys whose entries need no value (their FieldEntry tuples, the
+    path and key being the run's first). It depends on the keys, not their values (those are looked at
+    when the steps run), so one algorithm's configs, which share their keys, plan each object once."""
     full, inside, wanted, read_names = _read_index(reads)
     hf_keys = hf_config_keys()
     known = {} if layer else _trainer_fields(algorithm, path, kind)
