@@ -115,6 +115,23 @@ def test_configs_sharing_their_keys_share_one_plan_of_them_and_are_each_judged_b
     assert ledger._object_steps.cache_info().hits > before
 
 
+def test_a_long_key_is_accounted_for_and_not_kept_in_a_cache_after_the_normalization(variant):
+    """A 20,000-character key in the layer config is planned (a `layer` entry) without the caches that
+    outlive a normalization: a hostile file's key must not stay in memory."""
+    from specreg.normalization import plan
+
+    specreg.normalize(variant("dflash"), vllm=VLLM)  # every ordinary object and field cached
+    steps, copied = ledger._object_steps.cache_info().currsize, plan._copied_from.cache_info().currsize
+    key = "k" * 20_000
+    cfg = variant("dflash")
+    cfg["transformer_layer_config"][key] = 1
+    spec = specreg.normalize(cfg, vllm=VLLM)
+    assert statuses(spec)[f"$.transformer_layer_config.{key}"] == "layer"
+    assert spec.provenance[f"draft_config.{key}"].sources == (f"$.transformer_layer_config.{key}",)
+    assert ledger._object_steps.cache_info().currsize == steps
+    assert plan._copied_from.cache_info().currsize == copied
+
+
 def test_a_near_miss_stays_an_unread_field_info_not_an_unknown_field(variant):
     from conftest import DROP
 

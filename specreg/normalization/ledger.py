@@ -183,7 +183,7 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
         kind = obj.get("proposal_type") if path.startswith("$.speculators_config.proposal_methods[") else None
         keys = tuple(obj)  # hashable (a mapping's keys); _object_steps passes over any that is not a str
         args = (reads_key, algorithm, path, layer, kind if isinstance(kind, str) else None, keys)
-        steps = _object_steps(*args) if len(keys) <= _CACHED_KEYS else _object_steps.__wrapped__(*args)
+        steps = _object_steps(*args) if _cacheable(keys) else _object_steps.__wrapped__(*args)
         for step, here, key, extra in steps:
             if step is _ENTRY:
                 entries.extend(extra)  # a run of entries that need no value
@@ -244,8 +244,16 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
 
 #: what `account` does with one key of an object (`_object_steps`)
 _ENTRY, _READ, _NEAR, _TRAINER, _UNKNOWN = "entry", "read", "near", "trainer", "unknown"
-#: objects with more keys than this are planned without the cache (a hostile file's 100,000 keys)
-_CACHED_KEYS = 256
+#: objects with more keys, or longer keys in all, than these are planned without the cache: a hostile
+#: file's 100,000 keys, or a 4 MB key, must not stay in memory after the normalization that read it
+_CACHED_KEYS, _CACHED_KEY_CHARS = 256, 16_384
+
+
+def _cacheable(keys: tuple[Any, ...]) -> bool:
+    try:
+        return len(keys) <= _CACHED_KEYS and sum(map(len, keys)) <= _CACHED_KEY_CHARS
+    except TypeError:  # a key that is not a str (a mapping handed to the API): planned each time
+        return False
 
 
 def _trainer_fields(algorithm: str, path: str, kind: str | None) -> dict[str, tuple[str, dict[str, Any], str]]:

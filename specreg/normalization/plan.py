@@ -120,7 +120,9 @@ class Plan:
         target, provenance = self.outputs[into], self.provenance
         for key, value in data.items():
             target[key] = value
-            provenance[f"{into}.{key}"] = _copied_from(f"{source}.{key}")
+            path = f"{source}.{key}"
+            # one shared Provenance per field name; a long (hostile) key is not kept in the cache
+            provenance[f"{into}.{key}"] = _copied_from(path) if len(key) <= 200 else Provenance("source", (path,))
 
     def layer(self, attn: LayerAttention, sources: Sequence[str], why: str) -> None:
         self.attention.append(attn)
