@@ -142,21 +142,9 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
     claimed = _claimed(config)
     releases = speculators.known()
     span = f"{releases[0]} to {releases[-1]}"
-    entries: list[FieldEntry] = []
-    findings: list[Finding] = []
-    counts: dict[str, int] = {}
-    first_over: dict[str, str] = {}  # status -> the path of its first entry not listed
+    tally = _Tally()
+    entries, flag = tally.entries, tally.flag
     misses: list[tuple[str, str, str]] = []
-
-    def flag(here: str, status: str, note: str, finding: Finding | None = None) -> None:
-        """A flagged entry, the first MAX_FLAGGED of each status listed (the others counted)."""
-        n = counts[status] = counts.get(status, 0) + 1
-        if n > MAX_FLAGGED:
-            first_over.setdefault(status, here)
-            return
-        entries.append(FieldEntry(here, status, note))
-        if finding is not None:
-            findings.append(finding)
 
     def unknown(here: str, key: str, value: Any) -> None:
         if claimed is not None and claimed > speculators.newest():
@@ -224,22 +212,48 @@ def account(config: Mapping[str, Any], reads: set[str], algorithm: str, vllm_lab
                     walk_object(item, here, layer)
 
     walk(config, "$", False)
-    for status, here in first_over.items():  # one entry (and one warning) counting what was not listed
-        rest = counts[status] - MAX_FLAGGED
-        entries.append(FieldEntry(here, status, f"and {rest:,} more {status} keys from here on, not listed"))
-        if status in ("unknown", "ignored"):
-            code = "unknown-field" if status == "unknown" else "trainer-field-ignored"
-            message = (
-                f"{rest:,} more keys are {status} fields like the ones above; only the first {MAX_FLAGGED} are listed"
-            )
-            findings.append(Finding.of(code, message, here))
-    if len(entries) > MAX_ENTRIES:  # a hostile file's 100,000 layer keys: the first ones, then a count
-        rest = len(entries) - MAX_ENTRIES
-        first = entries[MAX_ENTRIES]
-        entries[MAX_ENTRIES:] = [
-            FieldEntry(first.path, first.status, f"and {rest:,} more keys from here on, not listed")
-        ]
-    return Ledger(tuple(entries), tuple(findings), tuple(misses))
+    return Ledger(*tally.close(), tuple(misses))
+
+
+class _Tally:
+    """A ledger's entries and warnings as they are found. Each flagged status lists its first MAX_FLAGGED
+    entries (and their findings); `close` adds one entry (and one warning) counting the rest of each, and
+    keeps the first MAX_ENTRIES entries then one counting the rest (a hostile file's 100,000 layer keys)."""
+
+    def __init__(self) -> None:
+        self.entries: list[FieldEntry] = []
+        self.findings: list[Finding] = []
+        self._counts: dict[str, int] = {}
+        self._first_over: dict[str, str] = {}  # status -> the path of its first entry not listed
+
+    def flag(self, here: str, status: str, note: str, finding: Finding | None = None) -> None:
+        n = self._counts[status] = self._counts.get(status, 0) + 1
+        if n > MAX_FLAGGED:
+            self._first_over.setdefault(status, here)
+            return
+        self.entries.append(FieldEntry(here, status, note))
+        if finding is not None:
+            self.findings.append(finding)
+
+    def close(self) -> tuple[tuple[FieldEntry, ...], tuple[Finding, ...]]:
+        entries, findings = self.entries, self.findings
+        for status, here in self._first_over.items():
+            rest = self._counts[status] - MAX_FLAGGED
+            entries.append(FieldEntry(here, status, f"and {rest:,} more {status} keys from here on, not listed"))
+            if status in ("unknown", "ignored"):
+                code = "unknown-field" if status == "unknown" else "trainer-field-ignored"
+                message = (
+                    f"{rest:,} more keys are {status} fields like the ones above; only the first {MAX_FLAGGED} "
+                    "are listed"
+                )
+                findings.append(Finding.of(code, message, here))
+        if len(entries) > MAX_ENTRIES:
+            rest = len(entries) - MAX_ENTRIES
+            first = entries[MAX_ENTRIES]
+            entries[MAX_ENTRIES:] = [
+                FieldEntry(first.path, first.status, f"and {rest:,} more keys from here on, not listed")
+            ]
+        return tuple(entries), tuple(findings)
 
 
 #: what `account` does with one key of an object (`_object_steps`)
@@ -355,19 +369,11 @@ def account_native(
     read_here = set(keys.CONSUMED) | set(keys.CARRIED.get(algorithm, {})) | set(DFLASH2_FIELDS) | set(DSPARK_FIELDS)
     writers = trainers.writers(fmt)
     named = ", ".join(trainers.label(t) for t in writers) or "none"
-    entries: list[FieldEntry] = []
-    findings: list[Finding] = []
-    counts: dict[str, int] = {}
-    first_over: dict[str, str] = {}
+    tally = _Tally()
+    entries = tally.entries
 
     def flag(here: str, status: str, note: str, finding: Finding | None) -> None:
-        n = counts[status] = counts.get(status, 0) + 1
-        if n > MAX_FLAGGED:
-            first_over.setdefault(status, here)
-            return
-        entries.append(FieldEntry(here, status, note))
-        if finding is not None and here not in reported:
-            findings.append(finding)
+        tally.flag(here, status, note, None if here in reported else finding)
 
     def one(obj: str, key: str, value: Any) -> None:
         here = obj + "." + key if key.isascii() and key.isidentifier() else child_path(obj, key)
@@ -423,19 +429,4 @@ def account_native(
             for key, value in fields.items():
                 if isinstance(key, str):
                     one(obj, key, value)
-    for status, here in first_over.items():
-        rest = counts[status] - MAX_FLAGGED
-        entries.append(FieldEntry(here, status, f"and {rest:,} more {status} keys from here on, not listed"))
-        if status in ("unknown", "ignored"):
-            code = "unknown-field" if status == "unknown" else "trainer-field-ignored"
-            message = (
-                f"{rest:,} more keys are {status} fields like the ones above; only the first {MAX_FLAGGED} are listed"
-            )
-            findings.append(Finding.of(code, message, here))
-    if len(entries) > MAX_ENTRIES:
-        rest = len(entries) - MAX_ENTRIES
-        first = entries[MAX_ENTRIES]
-        entries[MAX_ENTRIES:] = [
-            FieldEntry(first.path, first.status, f"and {rest:,} more keys from here on, not listed")
-        ]
-    return Ledger(tuple(entries), tuple(findings))
+    return Ledger(*tally.close())
