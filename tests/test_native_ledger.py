@@ -101,3 +101,29 @@ def test_show_fields_prints_a_native_configs_ledger(capsys):
     assert "no ledger" not in out
     head = next(line for line in out.splitlines() if line.startswith("fields: "))
     assert "every one accounted for" in head and "read" in head
+
+
+@pytest.mark.parametrize("form", ["speculators", "native"])
+def test_many_unknown_keys_list_the_first_twenty_then_count_the_rest_and_the_entries_stay_capped(form, variant):
+    """Both ledgers share one tally: 30 unknown keys give 20 entries and warnings, then one entry and one
+    warning counting the other 10. 3,000 layer keys (a speculators file's transformer_layer_config; a native
+    file's unknown keys are all flagged, so counted above) leave MAX_ENTRIES entries and one counting the rest."""
+    if form == "speculators":
+        config, verifier = variant("dflash"), None
+    else:
+        config, verifier = load("specforge_qwen3_4b_eagle3"), "Qwen/Qwen3-4B"
+    for i in range(30):
+        config[f"hand_field_{i:02d}"] = i
+    spec = specreg.normalize(config, vllm=VLLM, verifier=verifier)
+    unknown = [e for e in spec.ledger if e.status == "unknown"]
+    assert [e.path for e in unknown[:20]] == [f"$.hand_field_{i:02d}" for i in range(20)]
+    assert len(unknown) == 21 and unknown[20] == ledger.FieldEntry(
+        "$.hand_field_20", "unknown", "and 10 more unknown keys from here on, not listed"
+    )
+    warned = [f for f in spec.findings if f.code == "unknown-field"]
+    assert len(warned) == 21 and warned[-1].message.startswith("10 more keys are unknown fields like the ones above")
+    if form == "native":
+        return
+    config["transformer_layer_config"].update({f"k{i}": i for i in range(3_000)})
+    capped = specreg.normalize(config, vllm=VLLM, verifier=verifier).ledger
+    assert len(capped) == ledger.MAX_ENTRIES + 1 and capped[-1].note.endswith("more keys from here on, not listed")
