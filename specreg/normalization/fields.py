@@ -322,7 +322,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _split(path: str) -> tuple[str, str | int]:
+def split_path(path: str) -> tuple[str, str | int]:
     """A JSON path's parent and last key ("$.a.b[0]" -> ("$.a.b", 0))."""
     if path.endswith("]"):
         parent, _, inner = path[:-1].rpartition("[")
@@ -344,12 +344,12 @@ def near_misses(config: Mapping[str, Any], reads: set[str]) -> list[tuple[str, s
     items: dict[str, set[int]] = {}  # list path -> the indices some read goes through
     wanted: dict[str, set[str]] = {}  # object path -> the field names read in it
     for r in full:
-        parent, key = _split(r)
+        parent, key = split_path(r)
         if isinstance(key, str):
             wanted.setdefault(parent, set()).add(key)
         while parent and parent != "$":
             inside.add(parent)
-            parent, key = _split(parent)
+            parent, key = split_path(parent)
             if isinstance(key, int):
                 items.setdefault(parent, set()).add(key)
     read_names = {k for names in wanted.values() for k in names}

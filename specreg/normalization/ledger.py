@@ -22,7 +22,6 @@ The objects inside an unread key are that key's: they are not walked."""
 from __future__ import annotations
 
 import difflib
-import json
 from functools import lru_cache
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -32,7 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from specreg.errors import show_value
 from specreg.normalization.speculator import Finding
-from specreg.normalization.fields import child_path, hf_config_keys
+from specreg.normalization.fields import split_path, child_path, hf_config_keys
 from specreg.sources.native.keys import NEAR_MISS_CUTOFF
 
 #: the statuses, in the order `show --fields` groups them
@@ -100,23 +99,14 @@ def _read_index(
     inside: set[str] = set()
     wanted: dict[str, set[str]] = {}
     for path in full:
-        parent, key = _split(path)
+        parent, key = split_path(path)
         if isinstance(key, str):
             wanted.setdefault(parent, set()).add(key)
         while parent and parent != "$" and parent not in inside:
             inside.add(parent)
-            parent, _ = _split(parent)
+            parent, _ = split_path(parent)
     names = frozenset(k for keys in wanted.values() for k in keys)
     return frozenset(full), frozenset(inside), {p: frozenset(k) for p, k in wanted.items()}, names
-
-
-def _split(path: str) -> tuple[str, str | int]:
-    """A JSON path's parent and last key ("$.a.b[0]" -> ("$.a.b", 0))."""
-    if path.endswith("]"):
-        parent, _, inner = path[:-1].rpartition("[")
-        return parent, int(inner) if inner.isdigit() else json.loads(inner)
-    parent, _, key = path.rpartition(".")
-    return parent, key
 
 
 def _claimed(config: Mapping[str, Any]) -> Version | None:
